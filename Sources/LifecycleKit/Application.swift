@@ -1,0 +1,433 @@
+import Logging
+
+/// The application object: its state, its delegate, its window, and the requests that move it between states.
+///
+/// There is one per process, as in UIKit (``shared``); hosts (the daemon, tests) create it, call
+/// ``launch(into:options:cause:)``, feed it requests, and end every main-loop turn with ``runEndOfTurn()``.
+@MainActor
+public final class Application {
+    /// The application most recently created in this process.
+    public private(set) static weak var current: Application?
+
+    /// The application of this process; it must have been created.
+    public static var shared: Application {
+        guard let current else { preconditionFailure("no Application has been created in this process") }
+        return current
+    }
+
+    /// The state the application is in; during a callback, the state that callback fires in.
+    public private(set) var applicationState: ApplicationState = .notRunning
+    /// The delegate, held strongly: a daemon has nobody else to keep it.
+    public let delegate: ApplicationDelegate
+    /// The window, usually set by the delegate in `application(_:didFinishLaunchingWithOptions:)`.
+    public var window: Window?
+    /// The host that reports to the service manager; weak, the host owns the application.
+    public weak var host: ApplicationHost?
+    /// Every callback, in order.
+    public let trace: Trace
+    /// The logger for the application's own lines (requests queued, dropped, background tasks).
+    public var logger: Logger
+    /// The options the application was launched with.
+    public private(set) var launchOptions = LaunchOptions()
+    /// The last status text reported to the host.
+    public private(set) var statusText = ""
+    /// Controller classes that archives may name, by class name.
+    public var archiveClasses = ArchiveClassRegistry()
+
+    private var machine = ApplicationStateMachine()
+    private var currentCause: Cause = .api
+    private var isRunningTransitions = false
+    private var pendingCompletions: [@MainActor () -> Void] = []
+    private var turnEndNeeded = false
+    private var statusNeedsUpdate = false
+    private var tasks: [BackgroundTask] = []
+    private var expirationHandlers: [BackgroundTaskIdentifier: @MainActor () -> Void] = [:]
+    private var nextTaskID = 1
+
+    /// Creates the application; it becomes ``shared``.
+    public init(delegate: ApplicationDelegate, logger: Logger = Logger(label: "lifecycle")) {
+        self.delegate = delegate
+        self.logger = logger
+        self.trace = Trace(logger: logger)
+        Self.current = self
+    }
+
+    // MARK: Requests
+
+    /// Launches the application: `willFinishLaunching`, restoration, `didFinishLaunching`, then the root controller
+    /// appears and the application becomes active — or, into the background, `applicationDidEnterBackground`.
+    public func launch(into target: LaunchTarget = .active, options: LaunchOptions = LaunchOptions(), cause: Cause = .launch) {
+        launchOptions = options
+        submit(.launch(target), cause: cause)
+    }
+
+    /// Asks for the application to become active (from the background: `applicationWillEnterForeground`, then
+    /// `applicationDidBecomeActive`).
+    public func requestBecomeActive(cause: Cause = .api) { submit(.becomeActive, cause: cause) }
+
+    /// Asks for the application to be inactive (in the foreground, not serving).
+    public func requestResignActive(cause: Cause = .api) { submit(.resignActive, cause: cause) }
+
+    /// Asks for the application to enter the background (from active: `applicationWillResignActive`, then
+    /// `applicationDidEnterBackground`).
+    public func requestEnterBackground(cause: Cause = .api) { submit(.enterBackground, cause: cause) }
+
+    /// Asks for termination: the path to the background, `applicationWillTerminate`, then the tree is torn down.
+    /// Final: later requests are dropped.
+    public func requestTermination(cause: Cause = .api) { submit(.terminate, cause: cause) }
+
+    /// Delivers a memory warning down the tree; one that arrives while another is delivered is folded into it.
+    public func requestMemoryWarning(cause: Cause = .api) { submit(.memoryWarning, cause: cause) }
+
+    /// Reloads: `applicationWillReload`, the host re-reads its configuration, `applicationDidReload`.
+    public func requestReload(cause: Cause = .api) { submit(.reload, cause: cause) }
+
+    /// Submits any request to the state machine; the named methods above are shorthands.
+    public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
+        switch machine.request(request, cause: cause) {
+        case .start:
+            runTransitions()
+        case .queued:
+            logger.debug(
+                "request queued behind the running transition",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+        case .coalesced:
+            logger.debug(
+                "request coalesced with one already pending",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+        case .noChange:
+            logger.debug(
+                "request changes nothing: the application is already \(applicationState)",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+        case .dropped(let reason):
+            logger.notice(
+                "request dropped: \(reason)",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+        }
+    }
+
+    private func runTransitions() {
+        // Transitions never nest: a request made from a callback was queued by the machine and runs here next.
+        guard !isRunningTransitions else { return }
+        isRunningTransitions = true
+        defer {
+            isRunningTransitions = false
+            currentCause = .api
+        }
+        while true {
+            switch machine.nextStep() {
+            case .idle:
+                return
+            case .noChange(let request, let cause):
+                logger.debug(
+                    "queued request changes nothing: the application is already \(applicationState)",
+                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                )
+            case .step(let step):
+                currentCause = step.cause
+                perform(step)
+            }
+        }
+    }
+
+    private func perform(_ step: ApplicationStateMachine.Step) {
+        let before = applicationState
+        applicationState = step.stateWhileFiring
+        switch step.callback {
+        case .willFinishLaunching:
+            traceDelegate("willFinishLaunching")
+            _ = delegate.application(self, willFinishLaunchingWithOptions: launchOptions)
+        case .restoreState:
+            restoreState()
+        case .didFinishLaunching:
+            traceDelegate("didFinishLaunching")
+            _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
+        case .showWindow:
+            window?.show()
+            runEndOfTurn()
+        case .didBecomeActive:
+            deliverEntering("applicationDidBecomeActive", delegate.applicationDidBecomeActive) {
+                $0.applicationDidBecomeActive()
+            }
+        case .willResignActive:
+            deliverLeaving("applicationWillResignActive", delegate.applicationWillResignActive) {
+                $0.applicationWillResignActive()
+            }
+        case .didEnterBackground:
+            deliverLeaving("applicationDidEnterBackground", delegate.applicationDidEnterBackground) {
+                $0.applicationDidEnterBackground()
+            }
+        case .willEnterForeground:
+            deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
+                $0.applicationWillEnterForeground()
+            }
+        case .beginTermination:
+            host?.applicationWillBeginTermination(self)
+        case .willTerminate:
+            deliverLeaving("applicationWillTerminate", delegate.applicationWillTerminate) {
+                $0.applicationWillTerminate()
+            }
+        case .tearDown:
+            tearDown()
+        case .didReceiveMemoryWarning:
+            deliverLeaving(
+                "applicationDidReceiveMemoryWarning",
+                delegate.applicationDidReceiveMemoryWarning,
+                controllerEvent: "didReceiveMemoryWarning"
+            ) { $0.didReceiveMemoryWarning() }
+        case .beginReload:
+            host?.applicationWillBeginReload(self)
+        case .willReload:
+            deliverLeaving("applicationWillReload", delegate.applicationWillReload) { $0.applicationWillReload() }
+        case .reloadConfiguration:
+            host?.applicationReloadConfiguration(self)
+        case .didReload:
+            deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
+        case .finishLaunch:
+            updateStatus(force: true)
+            host?.applicationDidFinishLaunching(self)
+        case .finishReload:
+            host?.applicationDidFinishReload(self)
+        }
+        applicationState = step.stateAfter
+        if applicationState != before, step.callback != .finishLaunch {
+            updateStatus(force: false)
+        }
+        if step.callback == .tearDown {
+            host?.applicationDidTerminate(self)
+        }
+    }
+
+    // MARK: Propagation (LIFECYCLE.md §2)
+
+    /// Every controller reachable from the window, pre-order: root, children in the order added, presented ones.
+    public func controllersInTreeOrder() -> [ViewController] {
+        var list: [ViewController] = []
+        guard let window else { return list }
+        // Presented controllers hang from their presenters, so the root's walk reaches every layer.
+        window.rootViewController?.appendPreOrder(to: &list)
+        return list
+    }
+
+    private func deliverEntering(
+        _ event: String,
+        _ delegateCallback: (Application) -> Void,
+        controllerEvent: String? = nil,
+        _ controllerCallback: (ViewController) -> Void
+    ) {
+        traceDelegate(event)
+        delegateCallback(self)
+        for controller in controllersInTreeOrder() {
+            controller.trace(controllerEvent ?? event)
+            controllerCallback(controller)
+        }
+    }
+
+    private func deliverLeaving(
+        _ event: String,
+        _ delegateCallback: (Application) -> Void,
+        controllerEvent: String? = nil,
+        _ controllerCallback: (ViewController) -> Void
+    ) {
+        for controller in controllersInTreeOrder().reversed() {
+            controller.trace(controllerEvent ?? event)
+            controllerCallback(controller)
+        }
+        traceDelegate(event)
+        delegateCallback(self)
+    }
+
+    private func tearDown() {
+        guard let window else { return }
+        window.hide()
+        runEndOfTurn()
+        // Releasing the window's controllers runs their deinits, root first, each view tree after its controller.
+        window.releaseContent()
+        self.window = nil
+        runEndOfTurn()
+    }
+
+    private func restoreState() {
+        guard let archive = launchOptions.restoredState else { return }
+        traceDelegate("shouldRestoreApplicationState")
+        guard delegate.application(self, shouldRestoreApplicationState: archive) else { return }
+        do {
+            let root = try archive.decodeTree(using: archiveClasses)
+            if let window {
+                window.rootViewController = root
+            } else {
+                window = Window(rootViewController: root)
+            }
+        } catch {
+            logger.error("the saved state could not be restored; launching without it: \(error)")
+        }
+    }
+
+    // MARK: The end of a main-loop turn
+
+    /// Whether work waits for the end of the turn (layout, display, appearance completions).
+    public var needsEndOfTurn: Bool { turnEndNeeded || !pendingCompletions.isEmpty || statusNeedsUpdate }
+
+    func setNeedsTurnEnd() {
+        turnEndNeeded = true
+    }
+
+    /// Runs the work deferred to the end of the current main-loop turn: one layout pass, one display pass, then
+    /// the `viewDidAppear`/`viewDidDisappear` completions, repeated until nothing is left. Hosts call it once per
+    /// loop turn; tests call it to end a turn.
+    public func runEndOfTurn() {
+        var rounds = 0
+        while turnEndNeeded || !pendingCompletions.isEmpty {
+            rounds += 1
+            if rounds > 32 {
+                logger.warning("layout did not settle after 32 passes in one turn; the rest waits for the next turn")
+                break
+            }
+            turnEndNeeded = false
+            if let window {
+                for layer in window.visibleLayers {
+                    if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
+                }
+                for layer in window.visibleLayers {
+                    if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
+                        statusNeedsUpdate = true
+                    }
+                }
+            }
+            let batch = pendingCompletions
+            pendingCompletions.removeAll()
+            for completion in batch { completion() }
+            // `batch` holds the controllers it completes until every completion ran: a popped controller is
+            // released only after the one below it appeared.
+            withExtendedLifetime(batch) {}
+        }
+        if statusNeedsUpdate { updateStatus(force: false) }
+    }
+
+    /// Queues the did-callbacks of an appearance transition; `controllers` is in post-order, so the did-callbacks
+    /// bracket the will-callbacks (children before their parent).
+    func scheduleAppearanceCompletion(for controllers: [ViewController], appearing: Bool) {
+        statusNeedsUpdate = true
+        turnEndNeeded = true
+        guard !controllers.isEmpty else { return }
+        pendingCompletions.append {
+            for controller in controllers {
+                controller.endAppearanceTransition(appearing)
+            }
+        }
+    }
+
+    /// Runs `work` at the end of the current turn, after the layout and display passes and the appearance
+    /// completions scheduled before it.
+    public func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
+        pendingCompletions.append(work)
+    }
+
+    // MARK: Status
+
+    private func updateStatus(force: Bool) {
+        statusNeedsUpdate = false
+        var parts: [String] = []
+        if let window {
+            for layer in window.visibleLayers {
+                layer.controller.viewIfLoaded?.collectStatus(into: &parts)
+            }
+        }
+        let text = parts.isEmpty ? applicationState.rawValue : "\(applicationState.rawValue): " + parts.joined(separator: "; ")
+        guard force || text != statusText else { return }
+        statusText = text
+        host?.application(self, didChangeStatus: text)
+    }
+
+    // MARK: Background tasks
+
+    /// Marks the start of work that must finish even if the application leaves the foreground or terminates.
+    ///
+    /// Under systemd, termination waits for these tasks (extending the stop timeout) up to a budget, and a sleep
+    /// inhibitor is held until they end; when time runs out, `expirationHandler` runs and must end the task.
+    public func beginBackgroundTask(
+        withName name: String? = nil,
+        expirationHandler: (@MainActor () -> Void)? = nil
+    ) -> BackgroundTaskIdentifier {
+        let identifier = BackgroundTaskIdentifier(rawValue: nextTaskID)
+        nextTaskID += 1
+        tasks.append(BackgroundTask(identifier: identifier, name: name ?? "task \(identifier.rawValue)"))
+        if let expirationHandler { expirationHandlers[identifier] = expirationHandler }
+        logger.info(
+            "background task began",
+            metadata: ["lifecycle.task": "\(name ?? "task \(identifier.rawValue)")", "lifecycle.task_id": "\(identifier.rawValue)"]
+        )
+        host?.application(self, backgroundTasksDidChange: tasks)
+        return identifier
+    }
+
+    /// Marks the end of a background task; unknown or already ended identifiers are ignored.
+    public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
+        guard let index = tasks.firstIndex(where: { $0.identifier == identifier }) else { return }
+        let task = tasks.remove(at: index)
+        expirationHandlers[identifier] = nil
+        logger.info(
+            "background task ended",
+            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(identifier.rawValue)"]
+        )
+        host?.application(self, backgroundTasksDidChange: tasks)
+    }
+
+    /// The background tasks that have begun and not ended, oldest first.
+    public var backgroundTasks: [BackgroundTask] { tasks }
+
+    /// Time is up: runs every running task's expiration handler, oldest first; a task its handler did not end is
+    /// ended after it, with a warning.
+    public func expireBackgroundTasks() {
+        for task in tasks {
+            logger.warning(
+                "background task expired",
+                metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
+            )
+            if let handler = expirationHandlers[task.identifier] { handler() }
+            if tasks.contains(where: { $0.identifier == task.identifier }) {
+                logger.warning(
+                    "background task not ended by its expiration handler; ending it",
+                    metadata: ["lifecycle.task": "\(task.name)"]
+                )
+                endBackgroundTask(task.identifier)
+            }
+        }
+    }
+
+    // MARK: Tracing
+
+    func traceEvent(_ event: String, target: @autoclosure () -> String, detail: String?) {
+        trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
+    }
+
+    private func traceDelegate(_ event: String) {
+        trace.record(event: event, isDelegate: true, target: "delegate", state: applicationState, cause: currentCause)
+    }
+}
+
+/// Identifies a background task begun with ``Application/beginBackgroundTask(withName:expirationHandler:)``.
+public struct BackgroundTaskIdentifier: Hashable, Sendable {
+    /// The task's number, from 1.
+    public let rawValue: Int
+
+    /// Wraps a task number.
+    public init(rawValue: Int) {
+        self.rawValue = rawValue
+    }
+
+    /// No task.
+    public static let invalid = BackgroundTaskIdentifier(rawValue: 0)
+}
+
+/// A running background task.
+public struct BackgroundTask: Hashable, Sendable {
+    /// Its identifier.
+    public let identifier: BackgroundTaskIdentifier
+    /// Its name, for logs.
+    public let name: String
+}

@@ -1,0 +1,85 @@
+/// The application's delegate: every callback of LIFECYCLE.md §1, each with an empty default.
+///
+/// Entering events reach the delegate before the controller tree; leaving events reach it after the tree.
+@MainActor
+public protocol ApplicationDelegate: AnyObject {
+    /// Launch has started; the application is `inactive`. Return false to report a failed launch (it still
+    /// continues, as in UIKit).
+    func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool
+    /// Whether to restore the state saved by an earlier run (``LaunchOptions/restoredState``); default false.
+    func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool
+    /// Launch is done: build the window and its root controller here.
+    func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool
+    /// The application became active: serve.
+    func applicationDidBecomeActive(_ application: Application)
+    /// The application is about to stop being active.
+    func applicationWillResignActive(_ application: Application)
+    /// The application entered the background: pause work, save state.
+    func applicationDidEnterBackground(_ application: Application)
+    /// The application is about to return to the foreground.
+    func applicationWillEnterForeground(_ application: Application)
+    /// Memory is tight: drop caches.
+    func applicationDidReceiveMemoryWarning(_ application: Application)
+    /// The application is about to terminate; the controller tree is torn down after this returns.
+    func applicationWillTerminate(_ application: Application)
+    /// A reload (SIGHUP) starts; the configuration is re-read after this and the tree's `applicationWillReload`.
+    func applicationWillReload(_ application: Application)
+    /// The reload is done: apply the configuration.
+    func applicationDidReload(_ application: Application)
+}
+
+extension ApplicationDelegate {
+    public func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        true
+    }
+    public func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool {
+        false
+    }
+    public func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        true
+    }
+    public func applicationDidBecomeActive(_ application: Application) {}
+    public func applicationWillResignActive(_ application: Application) {}
+    public func applicationDidEnterBackground(_ application: Application) {}
+    public func applicationWillEnterForeground(_ application: Application) {}
+    public func applicationDidReceiveMemoryWarning(_ application: Application) {}
+    public func applicationWillTerminate(_ application: Application) {}
+    public func applicationWillReload(_ application: Application) {}
+    public func applicationDidReload(_ application: Application) {}
+}
+
+/// What hosts the application: the daemon's main loop, which tells the service manager what happens.
+///
+/// Every method has an empty default; a test can run an application with no host at all.
+@MainActor
+public protocol ApplicationHost: AnyObject {
+    /// Launch is over (after `applicationDidBecomeActive`, or `applicationDidEnterBackground` for a background
+    /// launch): report readiness (`READY=1`).
+    func applicationDidFinishLaunching(_ application: Application)
+    /// The status text changed (a state change, or a display pass): report it (`STATUS=`).
+    func application(_ application: Application, didChangeStatus status: String)
+    /// A reload starts, before any callback: report it (`RELOADING=1`).
+    func applicationWillBeginReload(_ application: Application)
+    /// Re-read the configuration, between `applicationWillReload` and `applicationDidReload`; keep the old one if
+    /// the new one is invalid.
+    func applicationReloadConfiguration(_ application: Application)
+    /// The reload is over: report readiness again (`READY=1`).
+    func applicationDidFinishReload(_ application: Application)
+    /// Termination starts, before any callback: report it (`STOPPING=1`).
+    func applicationWillBeginTermination(_ application: Application)
+    /// The tree is torn down: finish background tasks, then exit.
+    func applicationDidTerminate(_ application: Application)
+    /// The set of running background tasks changed.
+    func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask])
+}
+
+extension ApplicationHost {
+    public func applicationDidFinishLaunching(_ application: Application) {}
+    public func application(_ application: Application, didChangeStatus status: String) {}
+    public func applicationWillBeginReload(_ application: Application) {}
+    public func applicationReloadConfiguration(_ application: Application) {}
+    public func applicationDidFinishReload(_ application: Application) {}
+    public func applicationWillBeginTermination(_ application: Application) {}
+    public func applicationDidTerminate(_ application: Application) {}
+    public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
+}

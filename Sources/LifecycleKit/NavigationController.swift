@@ -1,0 +1,129 @@
+/// A stack of controllers, the top one on screen, as UIKit's navigation controller.
+///
+/// Pushing B over A: `B.loadView → B.viewDidLoad → A.viewWillDisappear → B.viewWillAppear → (layout of B) →
+/// A.viewDidDisappear → B.viewDidAppear`. Popping B: `B.viewWillDisappear → A.viewWillAppear →
+/// B.viewDidDisappear → A.viewDidAppear → B.deinit`. Every controller on the stack is a child and receives the
+/// application events, visible or not.
+@MainActor
+open class NavigationController: ViewController {
+    /// The stack, bottom first; the same controllers as ``ViewController/children``.
+    public var viewControllers: [ViewController] { children }
+
+    /// The controller on top of the stack.
+    public var topViewController: ViewController? { children.last }
+
+    /// Creates a navigation controller with a root controller.
+    public init(rootViewController: ViewController, identifier: String? = nil) {
+        super.init(identifier: identifier)
+        addChild(rootViewController)
+        rootViewController.notifyDidMove(toParent: self)
+    }
+
+    /// Creates an empty navigation controller.
+    public override init(identifier: String? = nil) {
+        super.init(identifier: identifier)
+    }
+
+    /// Decodes a navigation controller; its archived children become the stack.
+    public required init(coder: Coder) throws {
+        try super.init(coder: coder)
+    }
+
+    open override func loadView() {
+        view = View(name: "view")
+    }
+
+    override func embeddedChildViewsOnLoad() -> [ViewController] {
+        topViewController.map { [$0] } ?? []
+    }
+
+    /// Pushes a controller on top of the stack; it appears and the previous top disappears.
+    public func pushViewController(_ controller: ViewController, animated: Bool) {
+        precondition(!children.contains { $0 === controller }, "\(controller.identifier) is already on the stack")
+        let previous = topViewController
+        addChild(controller)
+        transition(from: previous, to: controller, animated: animated) {
+            controller.notifyDidMove(toParent: self)
+        }
+    }
+
+    /// Pops the top controller; the one below appears. Returns the popped controller (released once the
+    /// transition is over if nobody else holds it). The root controller is never popped.
+    @discardableResult
+    public func popViewController(animated: Bool) -> ViewController? {
+        guard children.count > 1, let top = topViewController else { return nil }
+        let below = children[children.count - 2]
+        top.notifyWillMove(toParent: nil)
+        transition(from: top, to: below, animated: animated) {
+            top.removeFromParent()
+        }
+        return top
+    }
+
+    /// Pops every controller above the root; the root appears. Returns the popped controllers.
+    @discardableResult
+    public func popToRootViewController(animated: Bool) -> [ViewController]? {
+        guard children.count > 1 else { return nil }
+        return setStack(Array(children.prefix(1)), animated: animated)
+    }
+
+    /// Replaces the stack; if the top changes, the new top appears (push order if it is new, pop order if it was
+    /// on the stack).
+    public func setViewControllers(_ controllers: [ViewController], animated: Bool) {
+        setStack(controllers, animated: animated)
+    }
+
+    @discardableResult
+    private func setStack(_ controllers: [ViewController], animated: Bool) -> [ViewController] {
+        let old = children
+        let oldTop = topViewController
+        let newTop = controllers.last
+        let removed = old.filter { candidate in !controllers.contains { $0 === candidate } }
+        let added = controllers.filter { candidate in !old.contains { $0 === candidate } }
+        for controller in removed { controller.notifyWillMove(toParent: nil) }
+        for controller in added { addChild(controller) }
+        reorderChildren(controllers)
+        let finish: @MainActor () -> Void = {
+            for controller in removed { controller.removeFromParent() }
+            for controller in added { controller.notifyDidMove(toParent: self) }
+            withExtendedLifetime(removed) {}
+        }
+        if oldTop !== newTop {
+            transition(from: oldTop, to: newTop, animated: animated, completion: finish)
+        } else if let application = Application.current {
+            application.scheduleTurnEndWork(finish)
+        } else {
+            finish()
+        }
+        return removed
+    }
+
+    /// Swaps the visible controller's view: the outgoing view leaves, the incoming one enters (the view moves
+    /// drive the appearance callbacks), and `completion` runs at the end of the turn after the did-callbacks.
+    private func transition(
+        from outgoing: ViewController?,
+        to incoming: ViewController?,
+        animated: Bool,
+        completion: @escaping @MainActor () -> Void
+    ) {
+        outgoing?.lastTransitionAnimated(animated)
+        incoming?.lastTransitionAnimated(animated)
+        guard let container = viewIfLoaded else {
+            // Not loaded: nothing is shown; the top's view is embedded when this controller's view loads.
+            completion()
+            return
+        }
+        incoming?.loadViewIfNeeded()
+        if let outgoing, outgoing.viewIfLoaded?.superview === container {
+            outgoing.view.removeFromSuperview()
+        }
+        if let incoming {
+            container.addSubview(incoming.view)
+        }
+        if let application = Application.current {
+            application.scheduleTurnEndWork(completion)
+        } else {
+            completion()
+        }
+    }
+}

@@ -1,0 +1,409 @@
+/// How a presented controller covers its presenter.
+public enum ModalPresentationStyle: String, Sendable, Hashable {
+    /// The presented controller replaces everything visible: what was visible disappears (push order).
+    case fullScreen
+    /// The presented controller covers its presenter's context, which stays visible: the presenter gets no
+    /// appearance callbacks.
+    case overCurrentContext
+}
+
+/// A controller: it owns a root view and a part of the application's work, and receives the view lifecycle
+/// (LIFECYCLE.md §3) and every application event (§2).
+///
+/// Override the callbacks; calling `super` is not needed, the framework traces each call before making it.
+@MainActor
+open class ViewController {
+    /// Where a controller is in its appearance, as UIKit tracks it.
+    enum Appearance: Sendable {
+        /// Not on screen.
+        case disappeared
+        /// `viewWillAppear` has run; `viewDidAppear` comes at the end of the turn.
+        case appearing
+        /// On screen.
+        case appeared
+        /// `viewWillDisappear` has run; `viewDidDisappear` comes at the end of the turn.
+        case disappearing
+    }
+
+    /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
+    /// `ViewController`/`Controller`, lower camel case.
+    public var identifier: String
+
+    /// The controller's root view, loaded on first access (``loadView()`` then ``viewDidLoad()``).
+    public var view: View {
+        get {
+            loadViewIfNeeded()
+            return loadedView!
+        }
+        set {
+            setView(newValue)
+        }
+    }
+
+    /// The root view if it is loaded, without loading it.
+    public var viewIfLoaded: View? { loadedView }
+
+    /// Whether the root view has been loaded.
+    public var isViewLoaded: Bool { loadedView != nil }
+
+    /// The child controllers, in the order added.
+    public internal(set) var children: [ViewController] = []
+    /// The container this controller is a child of.
+    public private(set) weak var parent: ViewController?
+    /// The controller this one presents.
+    public private(set) var presentedViewController: ViewController?
+    /// The controller that presents this one.
+    public private(set) weak var presentingViewController: ViewController?
+    /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``.
+    public var modalPresentationStyle: ModalPresentationStyle = .fullScreen
+    /// The `animated:` argument of the last appearance transition; recorded, never animated.
+    public private(set) var lastTransitionWasAnimated = false
+
+    /// Whether this controller is on screen (between `viewDidAppear` and `viewWillDisappear`).
+    public var isVisible: Bool { appearance == .appeared }
+
+    /// The nearest navigation controller above this one.
+    public var navigationController: NavigationController? {
+        var node = parent
+        while let current = node {
+            if let navigation = current as? NavigationController { return navigation }
+            node = current.parent
+        }
+        return nil
+    }
+
+    var appearance: Appearance = .disappeared
+    private var loadedView: View?
+    private var isLoadingView = false
+    /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
+    /// view embeds them in a storyboard.
+    var embedsChildViewsOnLoad = false
+    var lastKnownPath: String?
+
+    /// Creates a controller in code.
+    public init(identifier: String? = nil) {
+        self.identifier =
+            identifier
+            ?? String.defaultNodeName(
+                for: Self.self,
+                strippingSuffixes: ["ViewController", "Controller"],
+                fallback: "controller"
+            )
+        trace("init")
+    }
+
+    /// Creates a controller decoded from an archive (a declarative tree file or a saved state).
+    ///
+    /// Subclasses read their own values from `coder`; ``awakeFromArchive()`` runs once the whole archive is
+    /// decoded and wired.
+    public required init(coder: Coder) throws {
+        self.identifier =
+            coder.identifier
+            ?? String.defaultNodeName(
+                for: Self.self,
+                strippingSuffixes: ["ViewController", "Controller"],
+                fallback: "controller"
+            )
+        trace("init(coder:)")
+    }
+
+    isolated deinit {
+        trace("deinit")
+        let ownPath = lastKnownPath ?? identifier
+        // Teardown order: this controller, then its view tree, then its children, then what it presented.
+        if let view = loadedView {
+            view.lastKnownPath = ownPath + ".view"
+            view.viewController = nil
+            loadedView = nil
+        }
+        while !children.isEmpty {
+            let child = children.removeFirst()
+            child.lastKnownPath = ownPath + "/" + child.identifier
+        }
+        if let presented = presentedViewController {
+            presented.lastKnownPath = ownPath + "/" + presented.identifier
+            presentedViewController = nil
+        }
+    }
+
+    // MARK: View loading
+
+    /// Creates the root view; the default makes a plain ``View``. Assign ``view`` here; do not call `super`.
+    open func loadView() {
+        view = View(name: "view")
+    }
+
+    /// Called once after the root view is loaded: build subviews and children here.
+    open func viewDidLoad() {}
+
+    /// Called after the whole archive this controller was decoded from is decoded and wired.
+    open func awakeFromArchive() {}
+
+    /// Loads the root view now if it is not loaded yet.
+    public func loadViewIfNeeded() {
+        guard loadedView == nil, !isLoadingView else { return }
+        isLoadingView = true
+        trace("loadView")
+        loadView()
+        isLoadingView = false
+        if loadedView == nil {
+            // loadView() did not assign a view; UIKit would crash, a daemon keeps running with a plain one.
+            setView(View(name: "view"))
+        }
+        for child in embeddedChildViewsOnLoad() { loadedView!.addSubview(child.view) }
+        trace("viewDidLoad")
+        viewDidLoad()
+    }
+
+    /// The children whose views this controller embeds itself when its view loads: archived children for a plain
+    /// container, the top of the stack for a navigation controller.
+    func embeddedChildViewsOnLoad() -> [ViewController] {
+        embedsChildViewsOnLoad ? children : []
+    }
+
+    func lastTransitionAnimated(_ animated: Bool) {
+        lastTransitionWasAnimated = animated
+    }
+
+    private func setView(_ newView: View) {
+        if let old = loadedView, old !== newView { old.viewController = nil }
+        newView.viewController = self
+        loadedView = newView
+    }
+
+    // MARK: Appearance callbacks
+
+    /// Called before the controller's view enters the window.
+    open func viewWillAppear(_ animated: Bool) {}
+    /// Called after the controller's view entered the window and was laid out, at the end of the turn.
+    open func viewDidAppear(_ animated: Bool) {}
+    /// Called before the controller's view leaves the window.
+    open func viewWillDisappear(_ animated: Bool) {}
+    /// Called after the controller's view left the window, at the end of the turn.
+    open func viewDidDisappear(_ animated: Bool) {}
+    /// Called in a layout pass before the root view's `layoutSubviews`.
+    open func viewWillLayoutSubviews() {}
+    /// Called in a layout pass after the root view's `layoutSubviews`, before its subviews'.
+    open func viewDidLayoutSubviews() {}
+
+    // MARK: Application events (LIFECYCLE.md §2)
+
+    /// The application is about to return to the foreground (delegate first, then the tree in pre-order).
+    open func applicationWillEnterForeground() {}
+    /// The application became active.
+    open func applicationDidBecomeActive() {}
+    /// The application is about to stop being active (the tree in reverse pre-order, then the delegate).
+    open func applicationWillResignActive() {}
+    /// The application entered the background: pause work here.
+    open func applicationDidEnterBackground() {}
+    /// The application is about to terminate; the tree is torn down afterwards.
+    open func applicationWillTerminate() {}
+    /// Memory is tight: drop what can be rebuilt.
+    open func didReceiveMemoryWarning() {}
+    /// A reload starts: let go of what the old configuration set up (reverse pre-order, then the delegate).
+    open func applicationWillReload() {}
+    /// The reload is done: apply the configuration (the delegate first, then the tree in pre-order).
+    open func applicationDidReload() {}
+
+    // MARK: Containment
+
+    /// Called before the controller is added to (non-nil) or removed from (nil) a container.
+    open func willMove(toParent parent: ViewController?) {}
+    /// Called after the controller was added to or removed from a container.
+    open func didMove(toParent parent: ViewController?) {}
+
+    /// Adds a child controller; calls `child.willMove(toParent: self)`. Add its view, then call
+    /// `child.didMove(toParent: self)`.
+    public func addChild(_ child: ViewController) {
+        precondition(child !== self, "a controller cannot be its own child")
+        guard child.parent !== self else { return }
+        if child.parent != nil {
+            child.notifyWillMove(toParent: nil)
+            child.removeFromParent()
+        }
+        child.notifyWillMove(toParent: self)
+        children.append(child)
+        child.parent = self
+    }
+
+    /// Removes this controller from its container; calls `didMove(toParent: nil)`. Call `willMove(toParent: nil)`
+    /// and remove the view first.
+    public func removeFromParent() {
+        guard let parent else { return }
+        parent.children.removeAll { $0 === self }
+        self.parent = nil
+        notifyDidMove(toParent: nil)
+    }
+
+    /// Puts the children in the given order (a navigation stack being replaced); every one must be a child.
+    func reorderChildren(_ ordered: [ViewController]) {
+        children = ordered
+    }
+
+    func notifyWillMove(toParent parent: ViewController?) {
+        trace("willMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
+        willMove(toParent: parent)
+    }
+
+    func notifyDidMove(toParent parent: ViewController?) {
+        trace("didMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
+        didMove(toParent: parent)
+    }
+
+    /// Tells the child it finished moving to this container (the second half of ``addChild(_:)``), for callers
+    /// that want the trace to show the argument.
+    public func finishAddingChild(_ child: ViewController) {
+        child.notifyDidMove(toParent: self)
+    }
+
+    /// Adds a child, its view under this controller's view, and finishes the move: the usual three steps at once.
+    public func embed(_ child: ViewController, in container: View? = nil) {
+        addChild(child)
+        (container ?? view).addSubview(child.view)
+        child.notifyDidMove(toParent: self)
+    }
+
+    /// Removes an embedded child: `willMove(toParent: nil)`, its view from its superview, `removeFromParent()`.
+    public func unembed(_ child: ViewController) {
+        guard child.parent === self else { return }
+        child.notifyWillMove(toParent: nil)
+        child.viewIfLoaded?.removeFromSuperview()
+        child.removeFromParent()
+    }
+
+    // MARK: Presentation
+
+    /// Presents a controller over this one: full screen (push order) or over the current context (this controller
+    /// stays visible and gets no callbacks). `completion` runs after `viewDidAppear`.
+    public func present(
+        _ controller: ViewController,
+        animated: Bool,
+        completion: (@MainActor () -> Void)? = nil
+    ) {
+        precondition(presentedViewController == nil, "\(identifier) already presents \(presentedViewController!.identifier)")
+        precondition(controller.presentingViewController == nil && controller.parent == nil,
+                     "\(controller.identifier) is already presented or contained")
+        lastTransitionWasAnimated = animated
+        controller.lastTransitionWasAnimated = animated
+        presentedViewController = controller
+        controller.presentingViewController = self
+        controller.loadViewIfNeeded()
+        if let window = self.window {
+            window.pushLayer(controller, style: controller.modalPresentationStyle)
+        }
+        if let completion { Application.current?.scheduleTurnEndWork(completion) }
+    }
+
+    /// Dismisses the controller this one presents (or, when called on a presented controller, itself), and every
+    /// controller presented above it. `completion` runs after the presenter's `viewDidAppear`.
+    public func dismiss(animated: Bool, completion: (@MainActor () -> Void)? = nil) {
+        let presenter: ViewController
+        if presentedViewController != nil {
+            presenter = self
+        } else if let presentingViewController {
+            presenter = presentingViewController
+        } else {
+            return
+        }
+        guard let dismissed = presenter.presentedViewController else { return }
+        lastTransitionWasAnimated = animated
+        dismissed.lastTransitionWasAnimated = animated
+        if let window = presenter.window {
+            window.popLayers(from: dismissed)
+        }
+        // The chain is unlinked now; the dismissed controllers live until their did-disappear callbacks ran.
+        presenter.presentedViewController = nil
+        dismissed.presentingViewController = nil
+        Application.current?.scheduleTurnEndWork {
+            withExtendedLifetime(dismissed) {}
+            completion?()
+        }
+    }
+
+    /// The window this controller is shown in: the window of its root view, or of the controller it hangs from.
+    public var window: Window? {
+        if let window = loadedView?.window { return window }
+        if let parent { return parent.window }
+        if let presentingViewController { return presentingViewController.window }
+        return Application.current?.window.flatMap { $0.rootViewController === self ? $0 : nil }
+    }
+
+    // MARK: Appearance transitions
+
+    func beginAppearanceTransition(_ appearing: Bool) {
+        let animated = lastTransitionWasAnimated
+        switch (appearing, appearance) {
+        case (true, .disappeared), (true, .disappearing):
+            appearance = .appearing
+            trace("viewWillAppear")
+            viewWillAppear(animated)
+        case (false, .appeared), (false, .appearing):
+            appearance = .disappearing
+            trace("viewWillDisappear")
+            viewWillDisappear(animated)
+        default:
+            // Already moving the requested way: a view re-entering within one turn; nothing to repeat.
+            break
+        }
+    }
+
+    func endAppearanceTransition(_ appearing: Bool) {
+        let animated = lastTransitionWasAnimated
+        switch (appearing, appearance) {
+        case (true, .appearing):
+            appearance = .appeared
+            trace("viewDidAppear")
+            viewDidAppear(animated)
+        case (false, .disappearing):
+            appearance = .disappeared
+            trace("viewDidDisappear")
+            viewDidDisappear(animated)
+        default:
+            // The transition was reversed within the same turn; its own completion delivers the final callback.
+            break
+        }
+    }
+
+    func notifyWillLayoutSubviews() {
+        trace("viewWillLayoutSubviews")
+        viewWillLayoutSubviews()
+    }
+
+    func notifyDidLayoutSubviews() {
+        trace("viewDidLayoutSubviews")
+        viewDidLayoutSubviews()
+    }
+
+    // MARK: Tree walks
+
+    /// This controller and everything below it that receives application events, pre-order: itself, its
+    /// children in the order added, then what it presents.
+    func appendPreOrder(to list: inout [ViewController]) {
+        list.append(self)
+        for child in children { child.appendPreOrder(to: &list) }
+        presentedViewController?.appendPreOrder(to: &list)
+    }
+
+    // MARK: Tracing
+
+    /// The path of this controller in the trace: its container's (or presenter's) path, `/`, its identifier.
+    public var path: String {
+        let computed: String
+        if let parent {
+            computed = parent.path + "/" + identifier
+        } else if let presentingViewController {
+            computed = presentingViewController.path + "/" + identifier
+        } else if lastKnownPath != nil, Application.current?.window?.rootViewController !== self {
+            return lastKnownPath!
+        } else {
+            computed = identifier
+        }
+        lastKnownPath = computed
+        return computed
+    }
+
+    func trace(_ event: String, detail: String? = nil) {
+        guard let application = Application.current else { return }
+        application.traceEvent(event, target: self.path, detail: detail)
+    }
+}

@@ -1,0 +1,97 @@
+/// The window: it shows a root controller and the controllers presented over it.
+///
+/// The window becomes visible when the application first reaches the foreground (at launch, or at the first
+/// return from a background launch); from then on its visible controllers' views are "in the window".
+@MainActor
+public final class Window {
+    struct Layer {
+        var controller: ViewController
+        var style: ModalPresentationStyle
+    }
+
+    /// The controller whose view fills the window; replacing it while visible makes the old one disappear and the
+    /// new one appear.
+    public var rootViewController: ViewController? {
+        get { layers.first?.controller }
+        set { replaceRoot(with: newValue) }
+    }
+
+    /// Whether the window shows its content (its controllers' views are in the window).
+    public private(set) var isVisible = false
+
+    var layers: [Layer] = []
+
+    /// Creates a window, optionally with its root controller.
+    public init(rootViewController: ViewController? = nil) {
+        if let rootViewController { layers = [Layer(controller: rootViewController, style: .fullScreen)] }
+    }
+
+    /// The controllers whose views are in the window now: from the last full-screen layer up.
+    var visibleLayers: ArraySlice<Layer> {
+        guard isVisible, !layers.isEmpty else { return [] }
+        let start = layers.lastIndex { $0.style == .fullScreen } ?? 0
+        return layers[start...]
+    }
+
+    /// Makes the window visible: its root controller (and what is presented) appears.
+    func show() {
+        guard !isVisible else { return }
+        isVisible = true
+        for layer in visibleLayers {
+            layer.controller.view.moveTopLevel(toWindow: self)
+        }
+    }
+
+    /// Makes every visible controller disappear (termination).
+    func hide() {
+        guard isVisible else { return }
+        let leaving = visibleLayers
+        isVisible = false
+        for layer in leaving {
+            layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
+        }
+    }
+
+    /// Drops every controller; the last references go and their deinits run.
+    func releaseContent() {
+        layers.removeAll()
+    }
+
+    private func replaceRoot(with controller: ViewController?) {
+        let leaving = visibleLayers
+        let old = layers.map(\.controller)
+        layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
+        for layer in leaving {
+            layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
+        }
+        if isVisible, let controller {
+            controller.view.moveTopLevel(toWindow: self)
+        }
+        // The old controllers live until their did-disappear callbacks ran at the end of the turn.
+        Application.current?.scheduleTurnEndWork { withExtendedLifetime(old) {} }
+    }
+
+    func pushLayer(_ controller: ViewController, style: ModalPresentationStyle) {
+        let covered = style == .fullScreen ? Array(visibleLayers) : []
+        layers.append(Layer(controller: controller, style: style))
+        guard isVisible else { return }
+        for layer in covered {
+            layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
+        }
+        controller.view.moveTopLevel(toWindow: self)
+    }
+
+    func popLayers(from controller: ViewController) {
+        guard let index = layers.firstIndex(where: { $0.controller === controller }), index > 0 else { return }
+        let before = Set(visibleLayers.map { ObjectIdentifier($0.controller) })
+        let removed = layers[index...]
+        layers.removeSubrange(index...)
+        guard isVisible else { return }
+        for layer in removed where before.contains(ObjectIdentifier(layer.controller)) {
+            layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
+        }
+        for layer in visibleLayers where !before.contains(ObjectIdentifier(layer.controller)) {
+            layer.controller.view.moveTopLevel(toWindow: self)
+        }
+    }
+}

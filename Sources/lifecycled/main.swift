@@ -1,0 +1,3 @@
+import LifecycleDaemon
+
+_ = SysExit.ok
