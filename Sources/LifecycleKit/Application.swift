@@ -188,15 +188,12 @@ public final class Application {
         case .didReload:
             deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
         case .finishLaunch:
-            updateStatus(force: true)
             host?.applicationDidFinishLaunching(self)
         case .finishReload:
             host?.applicationDidFinishReload(self)
         }
         applicationState = step.stateAfter
-        if applicationState != before, step.callback != .finishLaunch {
-            updateStatus(force: false)
-        }
+        if applicationState != before { updateStatus() }
         if step.callback == .tearDown {
             host?.applicationDidTerminate(self)
         }
@@ -305,7 +302,7 @@ public final class Application {
             // released only after the one below it appeared.
             withExtendedLifetime(batch) {}
         }
-        if statusNeedsUpdate { updateStatus(force: false) }
+        if statusNeedsUpdate { updateStatus() }
     }
 
     /// Queues the did-callbacks of an appearance transition; `controllers` is in post-order, so the did-callbacks
@@ -329,7 +326,7 @@ public final class Application {
 
     // MARK: Status
 
-    private func updateStatus(force: Bool) {
+    private func updateStatus() {
         statusNeedsUpdate = false
         var parts: [String] = []
         if let window {
@@ -338,7 +335,7 @@ public final class Application {
             }
         }
         let text = parts.isEmpty ? applicationState.rawValue : "\(applicationState.rawValue): " + parts.joined(separator: "; ")
-        guard force || text != statusText else { return }
+        guard text != statusText else { return }
         statusText = text
         host?.application(self, didChangeStatus: text)
     }

@@ -273,7 +273,7 @@ public struct ApplicationStateMachine: Sendable {
             }
         }
         func toActive() {
-            toInactive()
+            if now == .background { toInactive() }
             if now == .inactive { add(.didBecomeActive, firing: .active, after: .active) }
         }
         func toBackground() {

@@ -90,6 +90,8 @@ open class View {
             return
         }
         if view.superview != nil { view.removeFromSuperview() }
+        // A detached view is named by where it is going, so its whole arrival reads under one path.
+        if view.viewController == nil { view.lastKnownPath = path + "/" + view.name }
         let newWindow = window
         let movesWindow = newWindow != nil && view.window !== newWindow
         let controllers = movesWindow ? view.controllersInSubtree() : (preOrder: [], postOrder: [])
@@ -316,8 +318,6 @@ open class View {
     }
 
     private func notifyWillMove(toSuperview newSuperview: View?) {
-        // A detached view is named by where it is going, so its whole arrival reads under one path.
-        if superview == nil, viewController == nil, let newSuperview { lastKnownPath = newSuperview.path + "/" + name }
         trace("willMove(toSuperview:)", detail: newSuperview.map { $0.path } ?? "nil")
         willMove(toSuperview: newSuperview)
     }

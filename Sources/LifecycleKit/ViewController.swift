@@ -207,10 +207,17 @@ open class ViewController {
 
     // MARK: Containment
 
-    /// Called before the controller is added to (non-nil) or removed from (nil) a container.
-    open func willMove(toParent parent: ViewController?) {}
-    /// Called after the controller was added to or removed from a container.
-    open func didMove(toParent parent: ViewController?) {}
+    /// Called before the controller is added to (non-nil) or removed from (nil) a container. Overrides must call
+    /// `super`, as in UIKit: the base implementation records the call in the trace.
+    open func willMove(toParent parent: ViewController?) {
+        trace("willMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
+    }
+
+    /// Called after the controller was added to or removed from a container. Overrides must call `super`, as in
+    /// UIKit: the base implementation records the call in the trace.
+    open func didMove(toParent parent: ViewController?) {
+        trace("didMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
+    }
 
     /// Adds a child controller; calls `child.willMove(toParent: self)`. Add its view, then call
     /// `child.didMove(toParent: self)`.
@@ -221,6 +228,8 @@ open class ViewController {
             child.notifyWillMove(toParent: nil)
             child.removeFromParent()
         }
+        // A detached child is named by where it is going, so its arrival reads under one path.
+        child.lastKnownPath = path + "/" + child.identifier
         child.notifyWillMove(toParent: self)
         children.append(child)
         child.parent = self
@@ -241,19 +250,11 @@ open class ViewController {
     }
 
     func notifyWillMove(toParent parent: ViewController?) {
-        trace("willMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
         willMove(toParent: parent)
     }
 
     func notifyDidMove(toParent parent: ViewController?) {
-        trace("didMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
         didMove(toParent: parent)
-    }
-
-    /// Tells the child it finished moving to this container (the second half of ``addChild(_:)``), for callers
-    /// that want the trace to show the argument.
-    public func finishAddingChild(_ child: ViewController) {
-        child.notifyDidMove(toParent: self)
     }
 
     /// Adds a child, its view under this controller's view, and finishes the move: the usual three steps at once.

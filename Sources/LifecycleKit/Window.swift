@@ -54,7 +54,10 @@ public final class Window {
 
     /// Drops every controller; the last references go and their deinits run.
     func releaseContent() {
-        layers.removeAll()
+        // Swap the layers out first: the deinits that run when they go may read this window.
+        var released: [Layer] = []
+        swap(&released, &layers)
+        released.removeAll()
     }
 
     private func replaceRoot(with controller: ViewController?) {

@@ -5,9 +5,12 @@ import Logging
 @MainActor
 final class Recorder {
     private(set) var events: [TraceEvent] = []
+    /// Keeps the application alive for as long as the test reads its trace (``Application/current`` is weak).
+    let application: Application
 
     init(_ application: Application) {
-        application.trace.observe { [unowned self] event in self.events.append(event) }
+        self.application = application
+        application.trace.observe { [weak self] event in self?.events.append(event) }
     }
 
     /// `target event` lines, optionally only for some targets and some events.
@@ -70,3 +73,58 @@ let viewLifecycleEvents: Set<String> = [
     "viewWillDisappear", "viewDidDisappear", "viewWillLayoutSubviews", "viewDidLayoutSubviews", "deinit",
     "willMove(toSuperview:)", "didMoveToSuperview", "willMove(toWindow:)", "didMoveToWindow", "layoutSubviews", "draw",
 ]
+
+/// A container that embeds its children's views in `viewDidLoad`, in the order given.
+@MainActor
+final class ContainerController: ViewController {
+    private var pending: [ViewController]
+
+    init(identifier: String, children: [ViewController]) {
+        pending = children
+        super.init(identifier: identifier)
+    }
+
+    required init(coder: Coder) throws {
+        pending = []
+        try super.init(coder: coder)
+    }
+
+    override func viewDidLoad() {
+        view.addSubview(View(name: "subview"))
+        for child in pending { embed(child) }
+        pending = []
+    }
+}
+
+/// Application events as they reach controllers: entering ones delegate-first, leaving ones delegate-last.
+let enteringEvents: Set<String> = ["applicationWillEnterForeground", "applicationDidBecomeActive", "applicationDidReload"]
+
+/// The expected lines for one application event over a tree given in pre-order.
+func propagation(of event: String, controllerEvent: String? = nil, preOrder: [String]) -> [String] {
+    let tree = preOrder.map { "\($0) \(controllerEvent ?? event)" }
+    return enteringEvents.contains(event) ? ["delegate \(event)"] + tree : tree.reversed() + ["delegate \(event)"]
+}
+
+/// A host that writes what it is told into a shared log, beside the trace, so one list shows both orders.
+@MainActor
+final class LoggingHost: ApplicationHost {
+    var log: [String] = []
+
+    func applicationDidFinishLaunching(_ application: Application) { log.append("host ready") }
+    func applicationWillBeginReload(_ application: Application) { log.append("host reloading") }
+    func applicationReloadConfiguration(_ application: Application) { log.append("host reread configuration") }
+    func applicationDidFinishReload(_ application: Application) { log.append("host ready") }
+    func applicationWillBeginTermination(_ application: Application) { log.append("host stopping") }
+    func applicationDidTerminate(_ application: Application) { log.append("host terminated") }
+}
+
+/// An application with a host whose log also receives every trace event as `target event`.
+@MainActor
+func makeLoggedApplication(build: @escaping (Application) -> Void = { _ in }) -> (Application, LoggingHost, TestDelegate) {
+    let delegate = TestDelegate(build: build)
+    let app = makeApplication(delegate: delegate)
+    let host = LoggingHost()
+    app.host = host
+    app.trace.observe { [weak host] event in host?.log.append("\(event.target) \(event.event)") }
+    return (app, host, delegate)
+}
