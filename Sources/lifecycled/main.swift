@@ -1,3 +1,0 @@
-import LifecycleDaemon
-
-_ = SysExit.ok
