@@ -59,6 +59,18 @@ public final class Daemon: ApplicationHost {
     /// Call ``signalsToBlockAtStart`` blocked on the main thread before anything else; this function blocks the
     /// rest of the configured map before it starts any thread.
     public static func run(options: DaemonOptions) -> Int32 {
+        run(options: options) { configuration, logger in
+            let environment = DemoEnvironment(settings: configuration.demo, logger: logger)
+            return (DemoDelegate(environment: environment), environment)
+        }
+    }
+
+    /// Runs a daemon whose application delegate `makeDelegate` builds (with the demo environment it uses, if any)
+    /// and returns the process exit code (sysexits).
+    public static func run(
+        options: DaemonOptions,
+        makeDelegate: (DaemonConfiguration, Logger) -> (ApplicationDelegate, DemoEnvironment?)
+    ) -> Int32 {
         let configuration: DaemonConfiguration
         do {
             configuration = try options.resolveConfiguration()
@@ -74,8 +86,8 @@ public final class Daemon: ApplicationHost {
         // Under journald every event is stored (debug events at PRIORITY=7); on a terminal, debug lines only with
         // --trace, which raises them to info anyway.
         logger.logLevel = backend == .journal ? .debug : .info
-        let environment = DemoEnvironment(settings: configuration.demo, logger: logger)
-        let application = Application(delegate: DemoDelegate(environment: environment), logger: logger)
+        let (delegate, environment) = makeDelegate(configuration, logger)
+        let application = Application(delegate: delegate, logger: logger)
         do {
             let daemon = try Daemon(
                 configuration: configuration,
