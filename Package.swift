@@ -65,5 +65,9 @@ let package = Package(
             name: "LifecycleSystemdTests",
             dependencies: ["LifecycleSystemd"]
         ),
+        .testTarget(
+            name: "LifecycleDaemonTests",
+            dependencies: ["LifecycleDaemon", "LifecycleKit", "LifecycleSystemd"]
+        ),
     ]
 )

@@ -1,0 +1,57 @@
+# LifecycleKit / lifecycled — build, run, test, install.
+#
+#   make run      build and run the demo daemon in this terminal (Ctrl-Z / fg, kill -USR1, Ctrl-C)
+#   make test     every test: unit tests, then the end-to-end tests under a private systemd (needs root)
+#   make install  install lifecycled, its unit and its configuration (needs root)
+#   make bench    the benchmark table and plot (docs/benchmarks.md)
+
+SWIFT      ?= swift
+PYTHON     ?= /usr/bin/python3
+PREFIX     ?= /usr/local
+CONFIG     ?= debug
+APT_PACKAGES = libsystemd-dev pkg-config python3-pytest python3-dbusmock dbus dbus-daemon systemd procps util-linux
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps build run test unit-test e2e-test install uninstall bench clean
+
+# Installs what the build and the tests need from Debian, only when something is missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build -c $(CONFIG) --product lifecycled
+
+run: build
+	$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/lifecycled --trace $(ARGS)
+
+unit-test: deps
+	$(SWIFT) test
+
+e2e-test: build
+	@if [ "$$(id -u)" != 0 ]; then echo "the end-to-end tests boot a private systemd: run them as root (sudo make test)"; exit 1; fi
+	LIFECYCLED_BIN=$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/lifecycled $(PYTHON) -m pytest Tests/EndToEnd -v
+
+test: unit-test e2e-test
+
+install:
+	$(SWIFT) build -c release --product lifecycled
+	$(SUDO) install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
+	$(SUDO) install -D -m 0644 systemd/lifecycled.service $(DESTDIR)/etc/systemd/system/lifecycled.service
+	[ -e $(DESTDIR)/etc/lifecycled.conf ] || $(SUDO) install -D -m 0644 systemd/lifecycled.conf $(DESTDIR)/etc/lifecycled.conf
+	[ -n "$(DESTDIR)" ] || $(SUDO) systemctl daemon-reload
+
+uninstall:
+	-$(SUDO) systemctl disable --now lifecycled
+	$(SUDO) rm -f $(DESTDIR)$(PREFIX)/bin/lifecycled $(DESTDIR)/etc/systemd/system/lifecycled.service
+	[ -n "$(DESTDIR)" ] || $(SUDO) systemctl daemon-reload
+
+bench: deps
+	scripts/bench
+
+clean:
+	rm -rf .build .build-*

@@ -1,0 +1,175 @@
+import LifecycleDaemon
+import LifecycleKit
+import LifecycleSystemd
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes text to a fresh file under /tmp and returns its path.
+func temporaryFile(_ text: String) -> String {
+    var template = Array("/tmp/lifecycled-test-XXXXXX.conf".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, 5) }
+    precondition(fd >= 0, "mkstemps failed")
+    let bytes = Array(text.utf8)
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+@Suite("Configuration and the signal map")
+struct ConfigurationTests {
+    @Test func theDefaultMapIsTheContractsTable() {
+        let map = SignalMap.standard.actions
+        #expect(map[.user1] == .background)
+        #expect(map[.terminalStop] == .background)
+        #expect(map[.user2] == .foreground)
+        #expect(map[.continue] == .foreground)
+        #expect(map[.hangup] == .reload)
+        #expect(map[.terminate] == .terminate)
+        #expect(map[.interrupt] == .terminate)
+        #expect(map[UnixSignal(name: "SIGRTMIN+2")!] == .memoryWarning)
+        #expect(map.count == 8)
+    }
+
+    @Test func aFileOverridesTheDefaultsSectionBySection() throws {
+        var configuration = DaemonConfiguration()
+        try configuration.apply(
+            text: """
+                # comment
+                [Signals]
+                SIGUSR1=memory-warning
+                SIGTSTP=default
+                SIGWINCH=reload
+
+                [Launch]
+                Into=background
+
+                [Trace]
+                All=yes
+
+                [BackgroundTasks]
+                BudgetSec=2.5
+
+                [MemoryPressure]
+                ThresholdMSec=150
+                WindowSec=1
+                MinimumIntervalSec=30
+
+                [Demo]
+                Mode=maintenance
+                """,
+            source: "test.conf"
+        )
+        #expect(configuration.signalMap.actions[.user1] == .memoryWarning)
+        #expect(configuration.signalMap.actions[.terminalStop] == nil)
+        #expect(configuration.signalMap.actions[UnixSignal(name: "SIGWINCH")!] == .reload)
+        #expect(configuration.launchInto == .background)
+        #expect(configuration.traceAll)
+        #expect(configuration.backgroundTaskBudget == .milliseconds(2500))
+        #expect(configuration.memoryPressureThreshold == .milliseconds(150))
+        #expect(configuration.memoryPressureWindow == .seconds(1))
+        #expect(configuration.memoryWarningMinimumInterval == .seconds(30))
+        #expect(configuration.demo.mode == "maintenance")
+    }
+
+    /// Applies `text` and returns the error's description.
+    private func error(_ text: String) -> String? {
+        var configuration = DaemonConfiguration()
+        do {
+            try configuration.apply(text: text, source: "/etc/lifecycled.conf")
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test func mappingSIGKILLOrSIGSTOPIsRejectedNamingTheSignalFileAndLine() {
+        #expect(error("[Signals]\nSIGKILL=terminate") == "/etc/lifecycled.conf:2: SIGKILL cannot be mapped: no process can catch or block it")
+        #expect(error("[Signals]\n\nSTOP=background") == "/etc/lifecycled.conf:3: SIGSTOP cannot be mapped: no process can catch or block it")
+    }
+
+    @Test func anUnknownSignalIsRejectedWithWhatWouldBeValid() {
+        let message = error("[Signals]\nSIGFOO=reload")
+        #expect(message?.hasPrefix("/etc/lifecycled.conf:2: \"SIGFOO\" is not a signal") == true)
+        #expect(message?.contains("SIGRTMIN+2") == true)
+        #expect(error("[Signals]\nSIGRTMIN+99=reload")?.contains("\"SIGRTMIN+99\" is not a signal") == true)
+    }
+
+    @Test func oneSignalMappedTwiceIsRejectedNamingBothLines() {
+        #expect(
+            error("[Signals]\nSIGUSR1=background\nUSR1=reload")
+                == "/etc/lifecycled.conf:3: SIGUSR1 is mapped twice (first on line 2); map each signal once"
+        )
+    }
+
+    @Test func badActionsSectionsKeysAndValuesNameWhatWouldBeValid() {
+        #expect(error("[Signals]\nSIGUSR1=sleep")?.contains("valid: background, foreground, reload, terminate, memory-warning, default") == true)
+        #expect(error("[Nope]")?.contains(":1: unknown section [Nope]; valid: [BackgroundTasks]") == true)
+        #expect(error("[Launch]\nWhen=now")?.contains(":2: unknown key When= in [Launch]; valid: Into=") == true)
+        #expect(error("[Launch]\nInto=sideways")?.contains("valid: active, background") == true)
+        #expect(error("[Trace]\nAll=maybe")?.contains("not a boolean") == true)
+        #expect(error("Into=active")?.contains(":1: Into= comes before any [Section]") == true)
+        #expect(error("[Launch]\nInto=active\nInto=background")?.contains(":3: Into= is set twice in [Launch] (first on line 2)") == true)
+        #expect(error("[MemoryPressure]\nThresholdMSec=5000")?.contains("must not exceed its window") == true)
+        #expect(error("[BackgroundTasks]\nBudgetSec=-1")?.contains("not a non-negative number") == true)
+    }
+
+    @Test func aFileOnDiskIsReadAndItsErrorsNameItsPath() throws {
+        let good = temporaryFile("[Launch]\nInto=background\n")
+        let bad = temporaryFile("[Launch]\nInto=background\n[Signals]\nSIGSTOP=background\n")
+        defer {
+            unlink(good)
+            unlink(bad)
+        }
+        var configuration = DaemonConfiguration()
+        try configuration.load(file: good)
+        #expect(configuration.launchInto == .background)
+        #expect(throws: ConfigurationError(source: bad, line: 4, message: "SIGSTOP cannot be mapped: no process can catch or block it")) {
+            var other = DaemonConfiguration()
+            try other.load(file: bad)
+        }
+    }
+
+    @Test func aMissingFileIsNamedWithTheSystemsReason() {
+        var configuration = DaemonConfiguration()
+        #expect(throws: ConfigurationError.self) { try configuration.load(file: "/nonexistent/lifecycled.conf") }
+        do {
+            try configuration.load(file: "/nonexistent/lifecycled.conf")
+        } catch {
+            #expect(error.description == "/nonexistent/lifecycled.conf: cannot be read: No such file or directory")
+        }
+    }
+
+    @Test func signalFlagsApplyOverTheFileAndTwiceTheSameIsRejected() throws {
+        var options = DaemonOptions()
+        options.signalOverrides = ["SIGUSR1=reload", "SIGHUP=default"]
+        let configuration = try options.resolveConfiguration()
+        #expect(configuration.signalMap.actions[.user1] == .reload)
+        #expect(configuration.signalMap.actions[.hangup] == nil)
+        options.signalOverrides = ["SIGUSR1=reload", "USR1=background"]
+        #expect(throws: ConfigurationError.self) { try options.resolveConfiguration() }
+        options.signalOverrides = ["SIGKILL=terminate"]
+        #expect(throws: ConfigurationError.self) { try options.resolveConfiguration() }
+        options.signalOverrides = ["SIGUSR1"]
+        #expect(throws: ConfigurationError.self) { try options.resolveConfiguration() }
+    }
+
+    @Test func theEnvironmentTurnsOnTheTraceAndTheHang() {
+        var options = DaemonOptions()
+        options.applyEnvironment(["LIFECYCLE_TRACE": "all", "LIFECYCLE_HANG_IN": "applicationDidEnterBackground"])
+        #expect(options.traceAll)
+        #expect(options.hangIn == "applicationDidEnterBackground")
+        var other = DaemonOptions()
+        other.applyEnvironment(["LIFECYCLE_TRACE": "delegate"])
+        #expect(!other.traceAll)
+    }
+
+    @MainActor
+    @Test func anInvalidConfigurationFileMakesTheDaemonExitWithEXCONFIG() {
+        var options = DaemonOptions()
+        options.configurationPath = "/nonexistent/lifecycled.conf"
+        #expect(Daemon.run(options: options) == 78)
+    }
+}
