@@ -1,10 +1,17 @@
 import LifecycleKit
 import LifecycleSystemd
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What the command line (and the environment) say, before the configuration file is read.
 public struct DaemonOptions: Sendable, Hashable {
-    /// The configuration file, re-read on every reload.
+    /// The configuration file, re-read on every reload; without one, ``defaultConfigurationPath`` if it exists.
     public var configurationPath: String?
+
+    /// Read when no `--config` is given and the file exists (`make install` puts it there).
+    public static let defaultConfigurationPath = "/etc/lifecycled.conf"
     /// `--trace` or `LIFECYCLE_TRACE=all`: every callback at info.
     public var traceAll = false
     /// `--launch-into`.
@@ -30,7 +37,11 @@ public struct DaemonOptions: Sendable, Hashable {
     /// The configuration these options make: the defaults, then the file, then the flags.
     public func resolveConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
         var configuration = DaemonConfiguration()
-        if let configurationPath { try configuration.load(file: configurationPath) }
+        if let configurationPath {
+            try configuration.load(file: configurationPath)
+        } else if access(Self.defaultConfigurationPath, F_OK) == 0 {
+            try configuration.load(file: Self.defaultConfigurationPath)
+        }
         var seen: [UnixSignal: String] = [:]
         for entry in signalOverrides {
             let (signal, action) = try SignalMap.parseEntry(entry)

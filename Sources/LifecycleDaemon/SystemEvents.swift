@@ -1,0 +1,397 @@
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+
+/// Turns the system's notifications other than signals into application requests (LIFECYCLE.md §6):
+///
+/// - logind `PrepareForSleep(true)`: enter the background, holding a delay inhibitor until
+///   `applicationDidEnterBackground` has returned and every background task has ended; tasks still running shortly
+///   before logind's `InhibitDelayMaxSec` runs out are expired. `PrepareForSleep(false)`: take a new inhibitor and
+///   return to the foreground, if the sleep took the application out of it.
+/// - logind `PrepareForShutdown(true)`: enter the background and release the inhibitor once
+///   `applicationDidEnterBackground` has returned; background tasks are then covered by termination (systemd's
+///   `SIGTERM` follows), which waits for them. `PrepareForShutdown(false)` (cancelled): as a resume.
+/// - memory pressure (a PSI trigger, rate-limited): a memory warning with cause `psi`.
+///
+/// A missing peer (no system bus, no logind, no PSI) costs one warning; everything else keeps working.
+@MainActor
+public final class SystemEvents {
+    /// What logind asked for and how far the application got.
+    public enum Phase: Hashable, Sendable {
+        /// Nothing announced: the inhibitor is held (or being asked for).
+        case awake
+        /// A sleep or shutdown was announced; the inhibitor is held until the application is done.
+        case preparing(Logind.Event)
+        /// The inhibitor was released; waiting for the resume (or the cancellation).
+        case released(Logind.Event)
+    }
+
+    /// Where the last sleep or shutdown announcement stands.
+    public var phase: Phase {
+        guard let preparation else { return .awake }
+        return preparation.lockHeld ? .preparing(preparation.event) : .released(preparation.event)
+    }
+
+    /// Whether the logind delay inhibitor is held now.
+    public var holdsInhibitor: Bool { logind?.holdsInhibitor ?? false }
+
+    /// How long the sleep waits for background tasks when logind's `InhibitDelayMaxUSec` cannot be read
+    /// (logind's own default).
+    public static let defaultInhibitDelay = Duration.seconds(5)
+
+    private let application: Application
+    private let logger: Logger
+    private let effects: Effects
+    private var configuration: DaemonConfiguration
+    private var logind: (any LogindConnection)?
+    private var memoryPressure: (any MemoryPressureWatching)?
+    private var preparation: Preparation?
+    private var releaseCheckScheduled = false
+
+    private struct Preparation {
+        let event: Logind.Event
+        let returnsToForeground: Bool
+        let announced: ContinuousClock.Instant
+        var lockHeld = true
+        var budgetTimer: (any ScheduledWork)?
+    }
+
+    /// Creates the sources on the daemon's main loop; ``start()`` connects them.
+    public convenience init(loop: MainLoop, application: Application, configuration: DaemonConfiguration, logger: Logger) {
+        self.init(
+            application: application,
+            configuration: configuration,
+            logger: logger,
+            effects: .live(loop: loop, logger: logger)
+        )
+    }
+
+    init(application: Application, configuration: DaemonConfiguration, logger: Logger, effects: Effects) {
+        self.application = application
+        self.configuration = configuration
+        self.logger = logger
+        self.effects = effects
+    }
+
+    // MARK: Starting and stopping
+
+    /// Connects to logind (taking the delay inhibitor) and arms the memory pressure trigger, as configured. Call it
+    /// before the application launches, so that a stall during launch already counts.
+    public func start() {
+        if configuration.watchLogind { startLogind() }
+        if configuration.watchMemoryPressure { startMemoryPressure() }
+    }
+
+    /// Releases the inhibitor and stops watching.
+    public func stop() {
+        stopLogind()
+        stopMemoryPressure()
+    }
+
+    /// Applies a reloaded configuration: starts or stops logind and memory pressure watching, re-arms the trigger
+    /// when its threshold or window changed, and takes a new minimum interval at once.
+    public func apply(configuration fresh: DaemonConfiguration) {
+        let old = configuration
+        configuration = fresh
+        if old.watchLogind != fresh.watchLogind {
+            if fresh.watchLogind {
+                startLogind()
+            } else {
+                stopLogind()
+                logger.info("logind is no longer watched (Logind Watch=no)")
+            }
+        }
+        let oldSettings = Self.memorySettings(old)
+        let newSettings = Self.memorySettings(fresh)
+        if old.watchMemoryPressure != fresh.watchMemoryPressure || oldSettings.trigger != newSettings.trigger {
+            stopMemoryPressure()
+            if fresh.watchMemoryPressure {
+                startMemoryPressure()
+            } else {
+                logger.info("memory pressure is no longer watched (MemoryPressure Watch=no)")
+            }
+        } else if oldSettings.minimumInterval != newSettings.minimumInterval, let memoryPressure {
+            memoryPressure.minimumInterval = newSettings.minimumInterval
+            logger.info("memory warnings from pressure: at most one per \(newSettings.minimumInterval)")
+        }
+    }
+
+    private func startLogind() {
+        guard logind == nil else { return }
+        do {
+            let connection = try effects.connectLogind { [weak self] event in self?.handle(event) }
+            logind = connection
+            connection.takeInhibitor()
+        } catch {
+            logger.warning(
+                "logind is not watched: there is no system bus (\(error)) Sleep and shutdown are not announced to the application."
+            )
+        }
+    }
+
+    private func stopLogind() {
+        preparation?.budgetTimer?.cancel()
+        preparation = nil
+        logind?.close()
+        logind = nil
+    }
+
+    private func startMemoryPressure() {
+        guard memoryPressure == nil else { return }
+        do {
+            memoryPressure = try effects.watchMemoryPressure(Self.memorySettings(configuration)) { [weak self] in
+                self?.memoryPressureFired()
+            }
+        } catch {
+            logger.warning("\(error) Memory warnings come from signals only.")
+        }
+    }
+
+    private func stopMemoryPressure() {
+        memoryPressure?.stop()
+        memoryPressure = nil
+    }
+
+    static func memorySettings(_ configuration: DaemonConfiguration) -> MemoryPressureMonitor.Settings {
+        MemoryPressureMonitor.Settings(
+            trigger: MemoryPressureTrigger(
+                kind: .some,
+                threshold: configuration.memoryPressureThreshold,
+                window: configuration.memoryPressureWindow
+            ),
+            minimumInterval: configuration.memoryWarningMinimumInterval
+        )
+    }
+
+    // MARK: logind
+
+    /// Handles one announcement from logind (the client already dropped those from other senders).
+    func handle(_ event: Logind.Event) {
+        let cause = Cause.logind(member: event.member)
+        if event.isStarting {
+            guard preparation == nil else {
+                logger.notice("logind announced \(event) while still handling \(preparation!.event); ignored")
+                return
+            }
+            let state = application.applicationState
+            preparation = Preparation(
+                event: event,
+                returnsToForeground: state == .active || state == .inactive,
+                announced: .now
+            )
+            logger.info(
+                "logind: the system prepares to \(Self.verb(event)); entering the background",
+                metadata: ["lifecycle.logind": "\(event)"]
+            )
+            application.requestEnterBackground(cause: cause)
+            // The transition has run by now, unless it was queued behind a running one: look again at the end of
+            // the turn, when queued transitions are done too.
+            releaseIfDone()
+            scheduleReleaseCheck()
+            if case .prepareForSleep = event, preparation?.lockHeld == true { armSleepBudget() }
+            return
+        }
+        guard let finished = preparation, finished.event.member == event.member else {
+            // A resume whose announcement this process never saw (it started in between): just hold the lock.
+            logger.debug("logind announced \(event) without a matching announcement before it")
+            logind?.takeInhibitor()
+            return
+        }
+        finished.budgetTimer?.cancel()
+        preparation = nil
+        logger.info(
+            "logind: \(Self.aftermath(event)); taking a new delay inhibitor",
+            metadata: ["lifecycle.logind": "\(event)"]
+        )
+        // A lock still held (tasks outran logind's wait) carries over as the next one.
+        logind?.takeInhibitor()
+        if finished.returnsToForeground { application.requestBecomeActive(cause: cause) }
+    }
+
+    /// The application's set of background tasks changed (the daemon forwards its host callback).
+    ///
+    /// The inhibitor is released at the end of the loop turn at the earliest: a task can end inside a callback
+    /// (even inside `applicationDidEnterBackground` itself), and the release must follow the whole transition.
+    public func backgroundTasksDidChange(_ tasks: [BackgroundTask]) {
+        scheduleReleaseCheck()
+    }
+
+    private func scheduleReleaseCheck() {
+        guard preparation?.lockHeld == true, !releaseCheckScheduled else { return }
+        releaseCheckScheduled = true
+        application.scheduleTurnEndWork { [weak self] in
+            guard let self else { return }
+            releaseCheckScheduled = false
+            releaseIfDone()
+        }
+    }
+
+    /// Releases the inhibitor once the application is in the background (or gone) and, for a sleep, no background
+    /// task runs.
+    private func releaseIfDone() {
+        guard let preparation, preparation.lockHeld else { return }
+        switch application.applicationState {
+        case .background, .terminated, .notRunning:
+            break
+        case .active, .inactive:
+            return
+        }
+        if case .prepareForSleep = preparation.event, !application.backgroundTasks.isEmpty { return }
+        release(reason: "the application is in the background and no background task runs")
+    }
+
+    private func armSleepBudget() {
+        let delay = logind?.inhibitDelayMax ?? Self.defaultInhibitDelay
+        let budget = Self.sleepBudget(forInhibitDelay: delay)
+        let tasks = application.backgroundTasks
+        logger.info(
+            "logind: holding the sleep for \(tasks.count) background task(s), up to \(budget) (InhibitDelayMaxSec \(delay))",
+            metadata: ["lifecycle.tasks": "\(tasks.map(\.name).joined(separator: ","))"]
+        )
+        do {
+            preparation?.budgetTimer = try effects.schedule(budget) { [weak self] in self?.sleepBudgetUsedUp(budget) }
+        } catch {
+            // logind's own InhibitDelayMaxSec still bounds the sleep.
+            logger.error("cannot arm the sleep budget: \(error); logind's InhibitDelayMaxSec bounds the wait")
+        }
+    }
+
+    private func sleepBudgetUsedUp(_ budget: Duration) {
+        guard preparation?.lockHeld == true else { return }
+        preparation?.budgetTimer = nil
+        logger.warning("logind: background tasks outlived the sleep budget of \(budget); expiring them")
+        application.expireBackgroundTasks()
+        if preparation?.lockHeld == true {
+            release(reason: "the sleep budget is used up")
+        }
+    }
+
+    private func release(reason: String) {
+        guard var current = preparation, current.lockHeld else { return }
+        current.budgetTimer?.cancel()
+        current.budgetTimer = nil
+        current.lockHeld = false
+        preparation = current
+        logind?.releaseInhibitor()
+        let held = ContinuousClock.now - current.announced
+        logger.info(
+            "logind: released the delay inhibitor \(Self.milliseconds(held)) ms after \(current.event): \(reason)",
+            metadata: ["lifecycle.inhibit_held_ms": "\(Self.milliseconds(held))"]
+        )
+    }
+
+    /// The part of logind's wait that background tasks may use: the rest lets their expiration handlers run and
+    /// the lock be released before logind stops waiting.
+    static func sleepBudget(forInhibitDelay delay: Duration) -> Duration {
+        let margin = min(delay / 10, .milliseconds(500))
+        return delay - margin
+    }
+
+    private static func verb(_ event: Logind.Event) -> String {
+        switch event {
+        case .prepareForSleep: "sleep"
+        case .prepareForShutdown: "shut down"
+        }
+    }
+
+    private static func aftermath(_ event: Logind.Event) -> String {
+        switch event {
+        case .prepareForSleep: "the system resumed"
+        case .prepareForShutdown: "the shutdown was cancelled"
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    // MARK: Memory pressure
+
+    private func memoryPressureFired() {
+        application.requestMemoryWarning(cause: .psi)
+    }
+}
+
+// MARK: Effects
+
+/// What ``SystemEvents`` needs from a logind client; ``Logind`` is the real one.
+@MainActor
+protocol LogindConnection: AnyObject {
+    var holdsInhibitor: Bool { get }
+    var inhibitDelayMax: Duration? { get }
+    func takeInhibitor()
+    func releaseInhibitor()
+    func close()
+}
+
+/// A running memory pressure watch; ``MemoryPressureMonitor`` is the real one.
+@MainActor
+protocol MemoryPressureWatching: AnyObject {
+    var minimumInterval: Duration { get set }
+    func stop()
+}
+
+/// Work scheduled for later that can be called off; a main loop timer is the real one.
+@MainActor
+protocol ScheduledWork: AnyObject {
+    func cancel()
+}
+
+extension Logind: LogindConnection {}
+
+extension MemoryPressureMonitor: MemoryPressureWatching {
+    var minimumInterval: Duration {
+        get { settings.minimumInterval }
+        set { settings.minimumInterval = newValue }
+    }
+}
+
+extension MainLoop.Source: ScheduledWork {}
+
+extension SystemEvents {
+    /// How ``SystemEvents`` reaches the world: the real bus, PSI and timers, or a test's stand-ins.
+    struct Effects {
+        var connectLogind: @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws -> any LogindConnection
+        var watchMemoryPressure:
+            @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void) throws
+                -> any MemoryPressureWatching
+        var schedule: @MainActor (Duration, @escaping @MainActor () -> Void) throws -> any ScheduledWork
+
+        /// The daemon's: logind on the system bus, PSI polled by the loop, the loop's timers.
+        @MainActor static func live(loop: MainLoop, logger: Logger) -> Effects {
+            Effects(
+                connectLogind: { onEvent in
+                    let logind = Logind(
+                        loop: loop,
+                        who: "lifecycled",
+                        why: "The application enters the background before the system sleeps or shuts down",
+                        logger: logger
+                    )
+                    // Every bus callback runs on the loop, which owns the main thread.
+                    logind.onEvent = { event in MainActor.assumeIsolated { onEvent(event) } }
+                    try logind.connect()
+                    return logind
+                },
+                watchMemoryPressure: { settings, onPressure in
+                    let monitor = MemoryPressureMonitor(loop: loop, settings: settings, logger: logger)
+                    let source = try monitor.start { MainActor.assumeIsolated { onPressure() } }
+                    if let source {
+                        var metadata: Logger.Metadata = ["lifecycle.psi_source": "\(source.origin.rawValue)"]
+                        if !monitor.skipped.isEmpty {
+                            metadata["lifecycle.psi_skipped"] = "\(monitor.skipped.map(\.description).joined(separator: "; "))"
+                        }
+                        logger.info(
+                            "watching memory pressure: \(settings.trigger) on \(source.path), at most one warning per \(settings.minimumInterval)",
+                            metadata: metadata
+                        )
+                    }
+                    return monitor
+                },
+                schedule: { delay, work in
+                    try loop.addTimer(after: delay) { MainActor.assumeIsolated { work() } }
+                }
+            )
+        }
+    }
+}

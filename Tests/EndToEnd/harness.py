@@ -1,0 +1,321 @@
+"""Helpers for the end-to-end tests: the systemd sandbox, journald readback, the lifecycle trace.
+
+The sandbox is scripts/systemd-sandbox: systemd 252 booted as PID 1 of private pid, mount, uts, ipc and
+cgroup namespaces, with the machine-touching units masked. Every command here runs inside it through
+`systemd-sandbox exec PID -- ...` (nsenter into its mount and pid namespaces).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterable, NamedTuple, TypeVar
+
+import pytest
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+SANDBOX_SCRIPT = CHECKOUT / "scripts" / "systemd-sandbox"
+SHIPPED_UNIT = CHECKOUT / "systemd" / "lifecycled.service"
+
+UNIT = "lifecycled.service"
+# Where the daemon lives inside the sandbox: the shipped unit's ExecStart path (a tmpfs there, so the
+# machine's /usr/local/bin is untouched). The binary is copied, not run from the build directory, so a
+# rebuild during a session cannot change it underneath the tests.
+SANDBOX_BIN = "/usr/local/bin/lifecycled"
+DROPIN_DIR = f"/etc/systemd/system/{UNIT}.d"
+DROPIN = f"{DROPIN_DIR}/e2e.conf"
+
+# The demo application's controllers in pre-order (parent before children, children in the order added).
+# Every expected ordering below is derived from this one list.
+DEMO_TREE_PREORDER = ["root", "root/worker", "root/cache", "root/modes", "root/modes/serving"]
+
+MEMORY_WARNING_SIGNAL = "SIGRTMIN+2"
+
+T = TypeVar("T")
+
+
+class LifecycleEvent(NamedTuple):
+    """One trace record: the LIFECYCLE_* journald fields of one callback."""
+
+    event: str
+    target: str
+    state: str
+    seq: int
+    cause: str
+
+
+def entering(event: str, tree: list[str] = DEMO_TREE_PREORDER) -> list[tuple[str, str]]:
+    """An entering event's delivery order: the delegate first, then the tree in pre-order."""
+    return [(event, "delegate")] + [(event, path) for path in tree]
+
+
+def leaving(
+    event: str, delegate_event: str | None = None, tree: list[str] = DEMO_TREE_PREORDER
+) -> list[tuple[str, str]]:
+    """A leaving event's delivery order: the tree in reverse pre-order, then the delegate."""
+    return [(event, path) for path in reversed(tree)] + [(delegate_event or event, "delegate")]
+
+
+def signal_cause(name: str) -> str:
+    """The LIFECYCLE_CAUSE of a transition requested by a signal: `signal:SIGUSR1`."""
+    return f"signal:{name}"
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.1, message: str = "") -> T:
+    """Polls `predicate` until it returns something truthy, and returns that; fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T = predicate()
+    while not last:
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message or predicate}; last value: {last!r}")
+        time.sleep(interval)
+        last = predicate()
+    return last
+
+
+def _field(value: object) -> object:
+    """journalctl -o json writes binary fields as byte arrays and repeated fields as lists."""
+    if isinstance(value, list) and value and all(isinstance(b, int) for b in value):
+        return bytes(value).decode("utf-8", errors="replace")
+    return value
+
+
+def record_belongs_to(record: dict, unit: str, identifiers: Iterable[str] = ()) -> bool:
+    """Whether a journal record is about `unit`: logged by it, or by systemd about it.
+
+    A record logged by a process in its last moments may lack _SYSTEMD_UNIT (journald resolves the unit
+    from /proc after the fact), so the daemon's SYSLOG_IDENTIFIER counts too.
+    """
+    if record.get("_SYSTEMD_UNIT") == unit or record.get("OBJECT_SYSTEMD_UNIT") == unit:
+        return True
+    if record.get("UNIT") == unit and record.get("_PID") == "1":
+        return True
+    return record.get("SYSLOG_IDENTIFIER") in set(identifiers)
+
+
+def lifecycle_events(records: Iterable[dict], pid: str | None = None) -> list[LifecycleEvent]:
+    """The trace events among `records`, ordered by LIFECYCLE_SEQ.
+
+    LIFECYCLE_SEQ restarts at 1 with every process, so events are grouped by process (in the order the
+    processes first appear in the journal) and ordered by sequence within each. `pid` keeps one process.
+    """
+    by_pid: dict[str, list[LifecycleEvent]] = {}
+    for record in records:
+        if "LIFECYCLE_EVENT" not in record:
+            continue
+        process = str(record.get("_PID", ""))
+        if pid is not None and process != str(pid):
+            continue
+        by_pid.setdefault(process, []).append(
+            LifecycleEvent(
+                event=str(record["LIFECYCLE_EVENT"]),
+                target=str(record.get("LIFECYCLE_TARGET", "")),
+                state=str(record.get("LIFECYCLE_STATE", "")),
+                seq=int(str(record.get("LIFECYCLE_SEQ", "0"))),
+                cause=str(record.get("LIFECYCLE_CAUSE", "")),
+            )
+        )
+    ordered: list[LifecycleEvent] = []
+    for events in by_pid.values():
+        ordered.extend(sorted(events, key=lambda e: e.seq))
+    return ordered
+
+
+def pairs(events: Iterable[LifecycleEvent]) -> list[tuple[str, str]]:
+    """(event, target) of each event, the shape the expected orderings are written in."""
+    return [(e.event, e.target) for e in events]
+
+
+class Sandbox:
+    """A running systemd sandbox, addressed by the host PID of its systemd."""
+
+    def __init__(self, pid: int, boot_seconds: float):
+        self.pid = pid
+        self.boot_seconds = boot_seconds
+
+    @classmethod
+    def start(cls) -> "Sandbox":
+        began = time.monotonic()
+        done = subprocess.run(
+            [str(SANDBOX_SCRIPT), "start"], capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"systemd-sandbox start failed ({done.returncode}):\n{done.stderr}")
+        return cls(int(done.stdout.strip().splitlines()[-1]), time.monotonic() - began)
+
+    def stop(self) -> None:
+        subprocess.run([str(SANDBOX_SCRIPT), "stop", str(self.pid)], check=True, timeout=60, stdin=subprocess.DEVNULL)
+
+    def is_running(self) -> bool:
+        try:
+            return os.readlink(f"/proc/{self.pid}/exe").endswith("/systemd/systemd")
+        except OSError:
+            return False
+
+    # Commands inside the sandbox.
+
+    def run(
+        self, *argv: str, check: bool = True, input: str | bytes | None = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
+        """Runs argv inside the sandbox; raises with its output when it fails and `check` is set."""
+        binary = isinstance(input, bytes)
+        done = subprocess.run(
+            [str(SANDBOX_SCRIPT), "exec", str(self.pid), "--", *argv],
+            input=input,
+            capture_output=True,
+            text=not binary,
+            timeout=timeout,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(
+                f"in sandbox: {shlex.join(argv)} exited {done.returncode}\nstdout: {done.stdout}\nstderr: {done.stderr}"
+            )
+        return done
+
+    def sh(self, script: str, check: bool = True) -> subprocess.CompletedProcess:
+        return self.run("/bin/sh", "-c", script, check=check)
+
+    def systemctl(self, *args: str, check: bool = True, timeout: float = 90) -> subprocess.CompletedProcess:
+        return self.run("systemctl", *args, check=check, timeout=timeout)
+
+    def show(self, unit: str, *properties: str) -> dict[str, str]:
+        """`systemctl show -p ...` as a dict; by default the properties the tests look at."""
+        names = properties or (
+            "ActiveState",
+            "SubState",
+            "StatusText",
+            "NRestarts",
+            "Result",
+            "MainPID",
+            "ExecMainCode",
+            "ExecMainStatus",
+        )
+        output = self.systemctl("show", "-p", ",".join(names), unit).stdout
+        return dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+
+    def write_file(self, path: str, content: str, mode: int = 0o644) -> None:
+        self.run(
+            "/bin/sh",
+            "-c",
+            'mkdir -p "$(dirname "$1")" && cat >"$1" && chmod "$2" "$1"',
+            "sh",
+            path,
+            f"{mode:o}",
+            input=content,
+        )
+
+    def remove(self, *paths: str) -> None:
+        self.run("rm", "-rf", "--", *paths)
+
+    def copy_in(self, source: Path, destination: str) -> None:
+        subprocess.run(
+            [str(SANDBOX_SCRIPT), "copy-in", str(self.pid), str(source), destination],
+            check=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def daemon_reload(self) -> None:
+        self.systemctl("daemon-reload")
+
+    # The journal.
+
+    def cursor(self) -> str:
+        """The cursor of the newest journal entry; pass it to `journal` to see only what came after."""
+        self.run("journalctl", "--sync")
+        output = self.run("journalctl", "-n", "1", "-o", "json", "--no-pager").stdout
+        return json.loads(output.splitlines()[-1])["__CURSOR"]
+
+    def journal(
+        self,
+        unit: str | None = None,
+        since_cursor: str | None = None,
+        identifiers: Iterable[str] | None = None,
+    ) -> list[dict]:
+        """Parsed `journalctl -o json` records after `since_cursor`, about `unit` if given, in journal order.
+
+        `identifiers` (default: the unit's name without its suffix) are SYSLOG_IDENTIFIERs that count as the
+        unit's own records (see `record_belongs_to`).
+        """
+        # --sync: everything journald has received so far is in the files before we read them.
+        self.run("journalctl", "--sync")
+        argv = ["journalctl", "-o", "json", "--all", "--no-pager"]
+        if since_cursor:
+            argv.append(f"--after-cursor={since_cursor}")
+        records = []
+        for line in self.run(*argv).stdout.splitlines():
+            if line.strip():
+                records.append({key: _field(value) for key, value in json.loads(line).items()})
+        if unit is None:
+            return records
+        if identifiers is None:
+            identifiers = [unit.rsplit(".", 1)[0]]
+        return [r for r in records if record_belongs_to(r, unit, identifiers)]
+
+    def process_state(self, pid: int | str) -> str | None:
+        """The state letter of /proc/PID/stat inside the sandbox (R, S, T, ...), or None if it is gone."""
+        done = self.run("cat", f"/proc/{pid}/stat", check=False)
+        if done.returncode != 0:
+            return None
+        return done.stdout.rsplit(")", 1)[1].split()[0]
+
+
+def messages(records: Iterable[dict]) -> list[str]:
+    return [str(r.get("MESSAGE", "")) for r in records]
+
+
+def resolve_binary() -> Path:
+    """The daemon binary: $LIFECYCLED_BIN, else `swift build --show-bin-path`/lifecycled in the checkout."""
+    explicit = os.environ.get("LIFECYCLED_BIN")
+    if explicit:
+        return Path(explicit)
+    swift = "swift"
+    if not any((Path(d) / "swift").exists() for d in os.environ.get("PATH", "").split(os.pathsep) if d):
+        swift = "/opt/swift/usr/bin/swift"
+    argv = [swift, "build", "--show-bin-path"]
+    scratch = os.environ.get("LIFECYCLED_SCRATCH_PATH")
+    if scratch:
+        argv += ["--scratch-path", scratch]
+    try:
+        done = subprocess.run(argv, cwd=CHECKOUT, capture_output=True, text=True, timeout=120)
+        if done.returncode == 0 and done.stdout.strip():
+            return Path(done.stdout.strip().splitlines()[-1]) / "lifecycled"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    # SwiftPM unavailable or busy (another build holds the lock): its default debug path.
+    return CHECKOUT / (scratch or ".build") / "debug" / "lifecycled"
+
+
+class DaemonBinary:
+    """The built daemon, looked up when a test first needs it.
+
+    A missing binary fails that test (inside the test, so it is reported FAILED, not ERROR or skipped).
+    """
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._installed_in: int | None = None
+
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = resolve_binary()
+        if not (self._path.is_file() and os.access(self._path, os.X_OK)):
+            pytest.fail(
+                f"the lifecycled binary is missing: {self._path} does not exist or is not executable. "
+                "Build it (`swift build --product lifecycled`) or point LIFECYCLED_BIN at it.",
+                pytrace=False,
+            )
+        return self._path
+
+    def install(self, sandbox: Sandbox) -> str:
+        """Copies the daemon into the sandbox at the shipped unit's ExecStart path, once per sandbox."""
+        source = self.path()
+        if self._installed_in != sandbox.pid:
+            sandbox.copy_in(source, SANDBOX_BIN)
+            self._installed_in = sandbox.pid
+        return SANDBOX_BIN

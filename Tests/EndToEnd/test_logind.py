@@ -1,0 +1,239 @@
+"""logind's sleep and shutdown announcements, against python3-dbusmock's logind template on the sandbox's real
+system bus (the sandbox's systemd-logind masked for the test): the delay inhibitor, the background sequence, the
+inhibitor held while a background task runs, the resume, and signals from other senders ignored.
+
+The daemon runs as a static user (peers.STATIC_USER): dbus-daemon drops DynamicUser= clients under systemd 252.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator
+
+import pytest
+
+from harness import Sandbox, messages, pairs, wait_for
+from peers import (
+    BACKGROUND,
+    FOREGROUND,
+    STATIC_USER,
+    LogindMock,
+    daemon_messages,
+    events_after,
+    logind_absent,
+    logind_mock,
+    monotonic_seconds,
+    records_with,
+    remove_config,
+    start,
+    wait_events,
+    with_config,
+)
+
+SLEEP = "logind:PrepareForSleep"
+SHUTDOWN = "logind:PrepareForShutdown"
+
+
+@pytest.fixture
+def mock(sandbox: Sandbox) -> Iterator[LogindMock]:
+    with logind_mock(sandbox) as logind:
+        yield logind
+
+
+@pytest.fixture
+def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
+    yield lambda text: with_config(sandbox, text)
+    remove_config(sandbox)
+
+
+def held(mock: LogindMock) -> bool:
+    return len(mock.lifecycled_inhibitors()) == 1
+
+
+def released(mock: LogindMock) -> bool:
+    return not mock.lifecycled_inhibitors()
+
+
+def test_the_daemon_takes_a_delay_inhibitor_for_sleep_and_shutdown_at_launch(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
+) -> None:
+    unit = daemon_unit(*STATIC_USER)
+    start(sandbox, unit)
+    wait_for(lambda: held(mock), timeout=5, message="lifecycled's inhibitor in ListInhibitors")
+    [inhibitor] = mock.lifecycled_inhibitors()
+    what, who, why, mode = inhibitor[:4]
+    assert (what, who, mode) == ("sleep:shutdown", "lifecycled", "delay")
+    assert "background" in str(why)
+
+
+def test_sleep_backgrounds_then_releases_and_resume_foregrounds_with_a_new_inhibitor(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
+) -> None:
+    unit = daemon_unit(*STATIC_USER)
+    start(sandbox, unit)
+    wait_for(lambda: held(mock), timeout=5, message="the inhibitor at launch")
+
+    cursor = sandbox.cursor()
+    mock.emit("PrepareForSleep", True)
+    events = wait_events(sandbox, unit, cursor, len(BACKGROUND), SLEEP)
+    assert pairs(events) == BACKGROUND
+    assert events[-1].state == "background"
+    wait_for(lambda: released(mock), timeout=5, message="the inhibitor released")
+    # The release follows the whole background sequence.
+    records = sandbox.journal(unit, cursor)
+    last_event = max(i for i, r in enumerate(records) if r.get("LIFECYCLE_EVENT") == "applicationDidEnterBackground")
+    release = [i for i, r in enumerate(records) if "released the delay inhibitor" in str(r.get("MESSAGE", ""))]
+    assert release and release[0] > last_event, messages(records)
+    assert "background" in sandbox.show(unit)["StatusText"].lower()
+
+    cursor = sandbox.cursor()
+    mock.emit("PrepareForSleep", False)
+    events = wait_events(sandbox, unit, cursor, len(FOREGROUND), SLEEP)
+    assert pairs(events) == FOREGROUND
+    assert events[-1].state == "active"
+    wait_for(lambda: held(mock), timeout=5, message="a new inhibitor after the resume")
+    after = sandbox.show(unit)
+    assert (after["ActiveState"], after["SubState"]) == ("active", "running")
+
+
+def test_a_background_task_holds_the_inhibitor_until_it_ends(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock, config: Callable[[str], list[str]]
+) -> None:
+    unit = daemon_unit(*STATIC_USER, *config("[Demo]\nBackgroundTaskSec=3\n"))
+    start(sandbox, unit)
+    wait_for(lambda: held(mock), timeout=5, message="the inhibitor at launch")
+
+    cursor = sandbox.cursor()
+    announced = time.monotonic()
+    mock.emit("PrepareForSleep", True)
+    events = wait_events(sandbox, unit, cursor, len(BACKGROUND), SLEEP)
+    assert pairs(events) == BACKGROUND
+    # The task began in applicationDidEnterBackground and runs 3 s: the lock is still held well into it.
+    while time.monotonic() - announced < 2.0:
+        assert held(mock), "the inhibitor was released while the background task ran"
+        time.sleep(0.25)
+    wait_for(lambda: released(mock), timeout=5, message="the inhibitor released after the task")
+    finished = records_with(sandbox, unit, cursor, "background work finished")
+    release = records_with(sandbox, unit, cursor, "released the delay inhibitor")
+    assert finished and release
+    assert monotonic_seconds(release[0]) >= monotonic_seconds(finished[0])
+    held_ms = int(release[0]["LIFECYCLE_INHIBIT_HELD_MS"])
+    assert 2900 <= held_ms <= 4500, held_ms
+    assert not records_with(sandbox, unit, cursor, "expired")
+
+
+def test_a_task_outliving_inhibit_delay_max_is_expired_before_logind_gives_up(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], config: Callable[[str], list[str]]
+) -> None:
+    with logind_mock(sandbox, inhibit_delay_max_usec=2_000_000) as mock:
+        unit = daemon_unit(*STATIC_USER, *config("[Demo]\nBackgroundTaskSec=30\n"))
+        start(sandbox, unit)
+        wait_for(lambda: held(mock), timeout=5, message="the inhibitor at launch")
+        cursor = sandbox.cursor()
+        mock.emit("PrepareForSleep", True)
+        wait_for(lambda: released(mock), timeout=5, message="the inhibitor released at the budget")
+        lines = daemon_messages(sandbox, unit, cursor)
+        expired = lines.index("background work expired before it finished")
+        released_at = next(i for i, m in enumerate(lines) if m.startswith("logind: released the delay inhibitor"))
+        assert expired < released_at, lines
+        assert any("up to 1.8 seconds (InhibitDelayMaxSec 2.0 seconds)" in m for m in lines), lines
+        [release] = records_with(sandbox, unit, cursor, "released the delay inhibitor")
+        assert 1700 <= int(release["LIFECYCLE_INHIBIT_HELD_MS"]) <= 2500
+
+
+def test_prepare_for_shutdown_backgrounds_and_releases_and_a_cancellation_foregrounds(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
+) -> None:
+    unit = daemon_unit(*STATIC_USER)
+    _, shown = start(sandbox, unit)
+    wait_for(lambda: held(mock), timeout=5, message="the inhibitor at launch")
+    cursor = sandbox.cursor()
+    mock.emit("PrepareForShutdown", True)
+    events = wait_events(sandbox, unit, cursor, len(BACKGROUND), SHUTDOWN)
+    assert pairs(events) == BACKGROUND
+    wait_for(lambda: released(mock), timeout=5, message="the inhibitor released for the shutdown")
+    # Only the announcement: systemd's SIGTERM would follow a real shutdown; the daemon keeps running.
+    after = sandbox.show(unit)
+    assert (after["ActiveState"], after["MainPID"]) == ("active", shown["MainPID"])
+
+    cursor = sandbox.cursor()
+    mock.emit("PrepareForShutdown", False)
+    events = wait_events(sandbox, unit, cursor, len(FOREGROUND), SHUTDOWN)
+    assert pairs(events) == FOREGROUND
+    wait_for(lambda: held(mock), timeout=5, message="a new inhibitor after the cancellation")
+
+
+def test_announcements_from_other_senders_are_ignored(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
+) -> None:
+    unit = daemon_unit(*STATIC_USER)
+    _, shown = start(sandbox, unit)
+    wait_for(lambda: held(mock), timeout=5, message="the inhibitor at launch")
+    connection = mock.unique_name_of(shown["MainPID"])
+    cursor = sandbox.cursor()
+    # A broadcast: the bus does not even deliver it (the daemon's match names the sender).
+    mock.emit_from_stranger("PrepareForSleep", True)
+    # Addressed to the daemon's connection: delivered whatever the match rules say; the daemon drops it because
+    # the sender does not own org.freedesktop.login1.
+    mock.emit_from_stranger("PrepareForSleep", True, destination=connection)
+    wait_for(
+        lambda: records_with(sandbox, unit, cursor, "ignored PrepareForSleep(true) from :1."),
+        timeout=5,
+        message="the daemon's note that it ignored the stranger's signal",
+    )
+    time.sleep(1)
+    assert events_after(sandbox, unit, cursor) == []
+    assert held(mock)
+    assert len(records_with(sandbox, unit, cursor, "ignored PrepareForSleep(true)")) == 1
+    assert "active" in sandbox.show(unit)["StatusText"].lower()
+
+
+def test_without_logind_one_warning_and_everything_else_works(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    with logind_absent(sandbox):
+        unit = daemon_unit(*STATIC_USER)
+        cursor, shown = start(sandbox, unit)
+        assert (shown["ActiveState"], shown["SubState"]) == ("active", "running")
+        wait_for(
+            lambda: records_with(sandbox, unit, cursor, "logind is not available"),
+            timeout=10,
+            message="the warning about logind",
+        )
+        sandbox.systemctl("kill", "--kill-whom=main", "-s", "SIGUSR1", unit)
+        events = wait_events(sandbox, unit, cursor, len(BACKGROUND), "signal:SIGUSR1")
+        assert pairs(events) == BACKGROUND
+        warnings = [r for r in sandbox.journal(unit, cursor) if r.get("PRIORITY") == "4" and r.get("_PID") != "1"]
+        assert len(warnings) == 1, messages(warnings)
+
+
+def test_without_a_system_bus_one_warning_and_everything_else_works(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    unit = daemon_unit(*STATIC_USER, "Environment=DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/lifecycle-e2e-no-bus")
+    cursor, shown = start(sandbox, unit)
+    assert (shown["ActiveState"], shown["SubState"]) == ("active", "running")
+    warnings = [r for r in sandbox.journal(unit, cursor) if r.get("PRIORITY") == "4" and r.get("_PID") != "1"]
+    assert len(warnings) == 1, messages(warnings)
+    assert str(warnings[0]["MESSAGE"]).startswith("logind is not watched: there is no system bus")
+    sandbox.systemctl("kill", "--kill-whom=main", "-s", "SIGUSR1", unit)
+    assert pairs(wait_events(sandbox, unit, cursor, len(BACKGROUND), "signal:SIGUSR1")) == BACKGROUND
+
+
+def test_a_dynamic_user_is_refused_by_the_bus_with_one_warning(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
+) -> None:
+    # The shipped unit as it is (DynamicUser=yes): dbus-daemon closes the connection after authentication.
+    unit = daemon_unit()
+    cursor, shown = start(sandbox, unit)
+    assert shown["ActiveState"] == "active"
+    wait_for(
+        lambda: records_with(sandbox, unit, cursor, "logind is not watched"),
+        timeout=10,
+        message="the warning about the bus",
+    )
+    time.sleep(0.5)
+    warnings = [r for r in sandbox.journal(unit, cursor) if r.get("PRIORITY") == "4" and r.get("_PID") != "1"]
+    assert len(warnings) == 1, messages(warnings)
+    assert "closed the connection" in str(warnings[0]["MESSAGE"])
+    assert released(mock)
