@@ -36,8 +36,6 @@ public final class Application {
 
     private var machine = ApplicationStateMachine()
     private var currentCause: Cause = .api
-    /// The cause of the last transition in this turn: the work deferred to the end of the turn belongs to it.
-    private var turnCause: Cause?
     private var isRunningTransitions = false
     private var pendingCompletions: [@MainActor () -> Void] = []
     private var turnEndNeeded = false
@@ -118,7 +116,6 @@ public final class Application {
         isRunningTransitions = true
         defer {
             isRunningTransitions = false
-            turnCause = currentCause
             currentCause = .api
         }
         while true {
@@ -280,12 +277,6 @@ public final class Application {
     /// the `viewDidAppear`/`viewDidDisappear` completions, repeated until nothing is left. Hosts call it once per
     /// loop turn; tests call it to end a turn.
     public func runEndOfTurn() {
-        let outerCause = currentCause
-        if !isRunningTransitions, let turnCause { currentCause = turnCause }
-        defer {
-            currentCause = outerCause
-            if !isRunningTransitions { turnCause = nil }
-        }
         var rounds = 0
         while turnEndNeeded || !pendingCompletions.isEmpty {
             rounds += 1

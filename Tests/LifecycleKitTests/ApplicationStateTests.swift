@@ -255,24 +255,6 @@ struct ApplicationStateTests {
         #expect(recorder.events.last?.cause.rawValue == "signal:SIGUSR1")
     }
 
-    @Test func workDeferredToTheEndOfTheTurnCarriesTheCauseOfTheTransitionThatMarkedIt() {
-        final class Redrawing: ViewController {
-            override func applicationDidEnterBackground() { view.setNeedsDisplay() }
-        }
-        let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: Redrawing(identifier: "root")) })
-        let recorder = Recorder(app)
-        app.launch()
-        app.runEndOfTurn()
-        recorder.clear()
-        app.requestEnterBackground(cause: .signal(named: "SIGUSR1"))
-        app.runEndOfTurn()
-        #expect(recorder.events.last.map { "\($0.target) \($0.event) \($0.cause)" } == "root.view draw signal:SIGUSR1")
-        recorder.clear()
-        app.window!.rootViewController!.view.setNeedsDisplay()
-        app.runEndOfTurn()
-        #expect(recorder.events.map(\.cause) == [.api], "a later turn with no transition is the API's")
-    }
-
     @Test func requestsBeforeLaunchAreDroppedAndLaunchHappensOnce() {
         let app = makeApplication(delegate: TestDelegate())
         let recorder = Recorder(app)
