@@ -88,7 +88,7 @@ public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     /// The memory-warning signal by default: `SIGRTMIN+2`.
     public static var memoryWarning: UnixSignal { UnixSignal(rawValue: realTimeMin + 2) }
 
-    /// Sends the signal with sigqueue(3)'s integer to one thread of this process (see ``MainLoop/threadID``).
+    /// Sends the signal with sigqueue(3)'s integer to one thread of this process (a gettid(2) ID).
     ///
     /// Tests use it: a test process has threads that leave every signal unblocked, so only a signal aimed at the
     /// loop's own thread, which blocks it, is sure to reach the loop.

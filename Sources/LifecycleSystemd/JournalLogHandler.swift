@@ -1,0 +1,175 @@
+import CSystemd
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A swift-log handler that writes each record to the systemd journal as structured fields.
+///
+/// Every record carries `MESSAGE`, `PRIORITY` (syslog 0–7), `CODE_FILE`, `CODE_LINE`, `CODE_FUNC`,
+/// `SYSLOG_IDENTIFIER` and `SWIFT_LOG_LABEL`, plus one field per metadata key, named by
+/// ``fieldName(forMetadataKey:)`` (`lifecycle.event` becomes `LIFECYCLE_EVENT`).
+public struct JournalLogHandler: LogHandler {
+    /// The swift-log label of the logger this handler serves.
+    public let label: String
+    /// The `SYSLOG_IDENTIFIER` of every record, as `journalctl -t` filters it.
+    public let identifier: String
+    /// The minimum level this handler is asked to write.
+    public var logLevel: Logger.Level
+    /// Metadata attached to every record of this handler.
+    public var metadata: Logger.Metadata = [:]
+    /// Supplies contextual metadata at the time of each record.
+    public var metadataProvider: Logger.MetadataProvider?
+
+    /// Makes a handler for one logger.
+    public init(
+        label: String,
+        identifier: String,
+        logLevel: Logger.Level = .info,
+        metadataProvider: Logger.MetadataProvider? = nil
+    ) {
+        self.label = label
+        self.identifier = identifier
+        self.logLevel = logLevel
+        self.metadataProvider = metadataProvider
+    }
+
+    /// Reads or writes one metadata value of this handler.
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    /// Sends the record to journald with sd_journal_sendv; if journald refuses it, writes it to stderr instead.
+    ///
+    /// Where journald is not running at all, libsystemd drops records without an error, which is why
+    /// ``LoggingBackend`` picks this handler only when stderr is a journal stream.
+    public func log(event: LogEvent) {
+        let fields = journalFields(for: event)
+        if let failure = Self.send(fields) {
+            // Losing the record silently would hide exactly the trouble that made journald unreachable.
+            var fallback = StderrLogHandler(
+                label: label,
+                identifier: identifier,
+                logLevel: logLevel,
+                metadataProvider: metadataProvider
+            )
+            fallback.metadata = metadata
+            var event = event
+            event.metadata = (event.metadata ?? [:]).merging(["journal_error": "\(failure)"]) { _, new in new }
+            fallback.log(event: event)
+        }
+    }
+
+    /// The journal fields of one record, each `NAME=value`, in the order they are sent.
+    func journalFields(for event: LogEvent) -> [String] {
+        var fields = [
+            "MESSAGE=\(event.message)",
+            "PRIORITY=\(Self.syslogPriority(for: event.level))",
+            "CODE_FILE=\(event.file)",
+            "CODE_LINE=\(event.line)",
+            "CODE_FUNC=\(event.function)",
+            "SYSLOG_IDENTIFIER=\(identifier)",
+            "SWIFT_LOG_LABEL=\(label)",
+        ]
+        if let error = event.error {
+            fields.append("ERROR=\(String(describing: error))")
+        }
+        let merged = mergedMetadata(handler: metadata, provider: metadataProvider, event: event.metadata)
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
+            fields.append("\(Self.fieldName(forMetadataKey: key))=\(value)")
+        }
+        return fields
+    }
+
+    /// Sends fields with sd_journal_sendv; returns the error, or nil when journald took them.
+    private static func send(_ fields: [String]) -> SystemdError? {
+        // One buffer for all fields, so the iovecs point into memory that stays put for the whole call.
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(fields.reduce(0) { $0 + $1.utf8.count })
+        var spans: [(offset: Int, count: Int)] = []
+        spans.reserveCapacity(fields.count)
+        for field in fields {
+            spans.append((buffer.count, field.utf8.count))
+            buffer.append(contentsOf: field.utf8)
+        }
+        let result = buffer.withUnsafeMutableBytes { bytes in
+            let vectors = spans.map { iovec(iov_base: bytes.baseAddress! + $0.offset, iov_len: $0.count) }
+            return vectors.withUnsafeBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) }
+        }
+        guard result < 0 else { return nil }
+        return SystemdError(operation: "sd_journal_sendv", errno: .init(rawValue: -result))
+    }
+
+    /// The syslog priority journald files a swift-log level under: trace and debug 7 … critical 2.
+    public static func syslogPriority(for level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    /// The longest field name journald accepts.
+    public static let maximumFieldNameLength = 64
+
+    /// A valid journald field name for a metadata key: `lifecycle.event` → `LIFECYCLE_EVENT`.
+    ///
+    /// Letters are uppercased, every other character outside `[A-Z0-9_]` becomes `_`, leading underscores are
+    /// dropped (journald reserves them for fields it sets itself), a name starting with a digit gets the
+    /// prefix `FIELD_`, an empty one becomes `FIELD`, and the result is cut to 64 characters.
+    public static func fieldName(forMetadataKey key: String) -> String {
+        var scalars = key.unicodeScalars.map { scalar -> Unicode.Scalar in
+            switch scalar {
+            case "A"..."Z", "0"..."9", "_": scalar
+            case "a"..."z": Unicode.Scalar(scalar.value - 0x20)!
+            default: "_"
+            }
+        }
+        scalars.removeFirst(scalars.prefix { $0 == "_" }.count)
+        var name = String(String.UnicodeScalarView(scalars))
+        if name.isEmpty {
+            name = "FIELD"
+        } else if let first = name.unicodeScalars.first, ("0"..."9").contains(first) {
+            name = "FIELD_" + name
+        }
+        return String(name.prefix(maximumFieldNameLength))
+    }
+
+    /// True when stderr is connected to the journal: `$JOURNAL_STREAM` names stderr's device and inode.
+    public static func isJournalStream() -> Bool {
+        isJournalStream(environmentValue: environmentValue("JOURNAL_STREAM"), fileDescriptor: STDERR_FILENO)
+    }
+
+    /// systemd's documented test: `$JOURNAL_STREAM` is `device:inode` of the stream it connected, which a
+    /// process compares with fstat(2) of its own descriptor (the variable is inherited by children whose
+    /// stderr may point elsewhere).
+    static func isJournalStream(environmentValue: String?, fileDescriptor: Int32) -> Bool {
+        guard let environmentValue else { return false }
+        let parts = environmentValue.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var status = stat()
+        guard fstat(fileDescriptor, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+    }
+}
+
+/// Handler metadata, overridden by the provider's, overridden by the record's own, as swift-log's handlers merge.
+func mergedMetadata(
+    handler: Logger.Metadata,
+    provider: Logger.MetadataProvider?,
+    event: Logger.Metadata?
+) -> Logger.Metadata {
+    var merged = handler
+    if let provided = provider?.get(), !provided.isEmpty {
+        merged.merge(provided) { _, new in new }
+    }
+    if let event, !event.isEmpty {
+        merged.merge(event) { _, new in new }
+    }
+    return merged
+}

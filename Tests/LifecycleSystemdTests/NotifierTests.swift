@@ -1,0 +1,96 @@
+import SystemPackage
+import Testing
+
+@testable import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension ProcessStateTests {
+    @Suite struct NotifierTests {
+        @Test func withoutNotifySocketTheNotifierIsDisabledAndNotifyingDoesNothing() throws {
+            try withEnvironment(["NOTIFY_SOCKET": nil]) {
+                let notifier = SystemdNotifier.fromEnvironment()
+                #expect(!notifier.isEnabled)
+                #expect(notifier.socketPath == nil)
+                try notifier.notify(.ready, .status("unheard"))
+            }
+        }
+
+        @Test func assignmentsArriveAsOneDatagramOnePerLine() throws {
+            let peer = try NotifySocketPeer()
+            try withEnvironment(["NOTIFY_SOCKET": peer.address]) {
+                let notifier = SystemdNotifier.fromEnvironment()
+                #expect(notifier.isEnabled)
+                #expect(notifier.socketPath == peer.address)
+                try notifier.notify([.ready, .status("active: serving")])
+                try notifier.notify(.stopping)
+            }
+            #expect(peer.receive() == "READY=1\nSTATUS=active: serving")
+            #expect(peer.receive() == "STOPPING=1")
+        }
+
+        @Test func reloadingSendsAMonotonicTimestampTakenWhenSent() throws {
+            let peer = try NotifySocketPeer()
+            let before = monotonicMicroseconds()
+            try withEnvironment(["NOTIFY_SOCKET": peer.address]) {
+                try SystemdNotifier.fromEnvironment().notify(.reloading)
+            }
+            let after = monotonicMicroseconds()
+            let message = try #require(peer.receive())
+            let lines = message.split(separator: "\n")
+            #expect(lines.count == 2)
+            #expect(lines.first == "RELOADING=1")
+            let stampLine = try #require(lines.last)
+            #expect(stampLine.hasPrefix("MONOTONIC_USEC="))
+            let stamp = try #require(UInt64(stampLine.dropFirst("MONOTONIC_USEC=".count)))
+            #expect(before <= stamp && stamp <= after)
+        }
+
+        @Test func anUnreachableSocketThrowsWithTheErrno() throws {
+            let error = withEnvironment(["NOTIFY_SOCKET": "@lifecyclekit-test-nobody-listens-\(getpid())"]) {
+                #expect(throws: SystemdError.self) { try SystemdNotifier.fromEnvironment().notify(.ready) }
+            }
+            #expect(error?.errno == .connectionRefused)
+            #expect(error?.operation.hasPrefix("sd_notify") == true)
+            #expect(error?.description.hasSuffix(".") == true)
+        }
+
+        @Test func theDisabledNotifierIgnoresTheEnvironment() throws {
+            let peer = try NotifySocketPeer()
+            try withEnvironment(["NOTIFY_SOCKET": peer.address]) {
+                try SystemdNotifier.disabled.notify(.ready)
+            }
+            #expect(peer.drain().isEmpty)
+        }
+
+        @Test func underSystemdMeansAnInvocationIDOrANotifySocket() {
+            withEnvironment(["INVOCATION_ID": nil, "NOTIFY_SOCKET": nil]) {
+                #expect(!SystemdNotifier.isUnderSystemd)
+            }
+            withEnvironment(["INVOCATION_ID": "0123456789abcdef0123456789abcdef", "NOTIFY_SOCKET": nil]) {
+                #expect(SystemdNotifier.isUnderSystemd)
+            }
+            withEnvironment(["INVOCATION_ID": nil, "NOTIFY_SOCKET": "/run/systemd/notify"]) {
+                #expect(SystemdNotifier.isUnderSystemd)
+            }
+        }
+
+        @Test func theWatchdogIntervalIsWatchdogUsecWhenItIsMeantForThisProcess() {
+            let notifier = SystemdNotifier.disabled
+            withEnvironment(["WATCHDOG_USEC": "2500000", "WATCHDOG_PID": "\(getpid())"]) {
+                #expect(notifier.watchdogInterval() == .milliseconds(2500))
+            }
+            withEnvironment(["WATCHDOG_USEC": "2500000", "WATCHDOG_PID": nil]) {
+                #expect(notifier.watchdogInterval() == .milliseconds(2500))
+            }
+            withEnvironment(["WATCHDOG_USEC": "2500000", "WATCHDOG_PID": "1"]) {
+                #expect(notifier.watchdogInterval() == nil)
+            }
+            withEnvironment(["WATCHDOG_USEC": nil, "WATCHDOG_PID": nil]) {
+                #expect(notifier.watchdogInterval() == nil)
+            }
+        }
+    }
+}
