@@ -1,0 +1,138 @@
+"""lifecycled run by hand, outside systemd: Dispatch's main queue runs on the daemon's loop (the demo worker's
+timer), the worker pauses in the background, SIGINT ends it with 0, bad input gets sysexits codes and messages
+that name the file and line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Iterator
+
+import pytest
+
+from harness import DaemonBinary, wait_for
+from test_daemon_pty import SYSTEMD_ENVIRONMENT
+
+
+class Process:
+    """The daemon with stdin from /dev/null (not a terminal) and stderr collected by a thread."""
+
+    def __init__(self, argv: list[str]):
+        environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
+        self.popen = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment
+        )
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.popen.stderr is not None
+        for raw in self.popen.stderr:
+            with self._lock:
+                self._lines.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
+
+    def lines(self, *words: str) -> list[str]:
+        with self._lock:
+            return [line for line in self._lines if all(word in line for word in words)]
+
+    def close(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
+        self._reader.join(timeout=5)
+
+
+@pytest.fixture
+def daemon(lifecycled_bin: DaemonBinary) -> Iterator:
+    started: list[Process] = []
+
+    def launch(*arguments: str) -> Process:
+        process = Process([str(lifecycled_bin.path()), *arguments])
+        started.append(process)
+        return process
+
+    yield launch
+    for process in started:
+        process.close()
+
+
+WORKER_DRAW = ("draw", "root/worker.view/progress")
+
+
+def test_the_main_queue_runs_on_the_loop_and_the_worker_pauses_in_the_background(daemon) -> None:
+    process = daemon("--trace", "--work-interval", "0.05")
+    # The worker's DispatchSourceTimer targets the main queue; each job redraws its progress view in the next
+    # loop turn. Draws keep coming only if the loop drains the main queue.
+    wait_for(lambda: len(process.lines(*WORKER_DRAW)) >= 6, timeout=15, message="worker jobs drawn by the loop")
+
+    process.popen.send_signal(signal.SIGUSR1)
+    wait_for(lambda: process.lines("applicationDidEnterBackground", "delegate"), timeout=10, message="background")
+    time.sleep(0.3)
+    paused = len(process.lines(*WORKER_DRAW))
+    time.sleep(0.5)
+    assert len(process.lines(*WORKER_DRAW)) == paused, "the worker must not run in the background"
+    assert process.lines("worker paused after")
+
+    process.popen.send_signal(signal.SIGUSR2)
+    wait_for(lambda: len(process.lines(*WORKER_DRAW)) >= paused + 3, timeout=10, message="worker resumed")
+
+    process.popen.send_signal(signal.SIGINT)
+    assert process.popen.wait(timeout=15) == 0
+    assert process.lines("applicationWillTerminate", "delegate")
+    assert process.lines("terminated cleanly")
+
+
+def test_launching_into_the_background_shows_nothing_until_the_first_foreground(daemon) -> None:
+    process = daemon("--trace", "--launch-into", "background", "--work-interval", "0")
+    wait_for(lambda: process.lines("applicationDidEnterBackground", "delegate"), timeout=15, message="launch")
+    time.sleep(0.2)
+    assert not process.lines("viewWillAppear"), "nothing appears in a background launch"
+    assert not process.lines("applicationDidBecomeActive")
+    process.popen.send_signal(signal.SIGUSR2)
+    wait_for(lambda: process.lines("applicationDidBecomeActive", "delegate"), timeout=10, message="foreground")
+    assert process.lines("viewDidAppear root lifecycle"), "the root appears on the first foreground"
+    first_appear = process.lines("viewWillAppear")[0]
+    foreground = process.lines("applicationWillEnterForeground", "delegate")[0]
+    lines = process.lines("lifecycle.seq=")
+    assert lines.index(foreground) < lines.index(first_appear)
+    process.popen.send_signal(signal.SIGTERM)
+    assert process.popen.wait(timeout=15) == 0
+
+
+def test_a_bad_configuration_exits_78_naming_the_file_and_line(lifecycled_bin: DaemonBinary) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as handle:
+        handle.write("[Signals]\nSIGUSR1=background\nSIGKILL=terminate\n")
+        path = handle.name
+    try:
+        result = subprocess.run(
+            [str(lifecycled_bin.path()), "--config", path], capture_output=True, text=True, timeout=30
+        )
+    finally:
+        os.unlink(path)
+    assert result.returncode == 78
+    assert f"{path}:3: SIGKILL cannot be mapped" in result.stderr
+
+
+def test_a_signal_mapped_twice_on_the_command_line_exits_78(lifecycled_bin: DaemonBinary) -> None:
+    result = subprocess.run(
+        [str(lifecycled_bin.path()), "--signal", "SIGUSR1=reload", "--signal", "USR1=background"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 78
+    assert "SIGUSR1 is mapped twice" in result.stderr
+
+
+def test_a_usage_error_exits_64(lifecycled_bin: DaemonBinary) -> None:
+    result = subprocess.run(
+        [str(lifecycled_bin.path()), "--launch-into", "sideways"], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 64
+    assert "--launch-into sideways is not a launch target" in result.stderr
