@@ -156,7 +156,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
         "BackgroundTasks": ["BudgetSec"],
         "MemoryPressure": ["Watch", "ThresholdMSec", "WindowSec", "MinimumIntervalSec"],
         "Logind": ["Watch"],
-        "Demo": ["WorkIntervalSec", "Mode", "TerminationTaskSec", "AllocateMiB"],
+        "Demo": ["WorkIntervalSec", "Mode", "TerminationTaskSec", "BackgroundTaskSec", "AllocateMiB"],
         "Debug": ["HangIn"],
     ]
 
@@ -261,6 +261,7 @@ public struct DaemonConfiguration: Sendable, Hashable {
             }
             demo.mode = value
         case ("Demo", "TerminationTaskSec"): demo.terminationTask = try duration(.seconds(1))
+        case ("Demo", "BackgroundTaskSec"): demo.backgroundTask = try duration(.seconds(1))
         case ("Demo", "AllocateMiB"):
             guard let mib = Int(value), mib >= 0 else { throw fail("AllocateMiB=\(value) is not a whole number") }
             demo.allocateMiB = mib
@@ -305,6 +306,8 @@ public struct DemoSettings: Sendable, Hashable {
     public var mode = "serving"
     /// A background task of this length begun in `applicationWillTerminate` (termination waits for it).
     public var terminationTask = Duration.zero
+    /// A background task of this length begun in `applicationDidEnterBackground` (a sleep's inhibitor waits for it).
+    public var backgroundTask = Duration.zero
     /// Debug: allocate and touch this many MiB in the cache at launch (memory pressure tests).
     public var allocateMiB = 0
 

@@ -24,6 +24,7 @@ public final class Daemon: ApplicationHost {
     private let logger: Logger
     private let environment: DemoEnvironment?
     private var signalSources: [MainLoop.Source] = []
+    private var systemEvents: SystemEvents?
     private var terminationTimers: [MainLoop.Source] = []
     private var terminationDeadline: ContinuousClock.Instant?
     private var hasTerminated = false
@@ -138,6 +139,10 @@ public final class Daemon: ApplicationHost {
                 "watchdog": .string(watchdog ? "on" : "off"),
             ]
         )
+        // logind and memory pressure; started before the launch so that a stall while launching already counts.
+        let events = SystemEvents(loop: loop, application: application, configuration: configuration, logger: logger)
+        events.start()
+        systemEvents = events
         application.launch(into: configuration.launchInto, options: launchOptions())
         application.runEndOfTurn()
         return try loop.run()
@@ -208,6 +213,7 @@ public final class Daemon: ApplicationHost {
             var applied = fresh
             applied.signalMap = configuration.signalMap
             configuration = applied
+            systemEvents?.apply(configuration: applied)
             environment?.settings = applied.demo
             application.trace.logsEverythingAtInfo = applied.traceAll
             logger.info("configuration reloaded")
@@ -230,6 +236,7 @@ public final class Daemon: ApplicationHost {
     }
 
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
+        systemEvents?.backgroundTasksDidChange(tasks)
         if hasTerminated { finishTerminationIfPossible() }
     }
 

@@ -85,6 +85,23 @@ public final class DemoDelegate: ApplicationDelegate {
 
     public func applicationDidEnterBackground(_ application: Application) {
         environment.logger.info("in the background: work paused")
+        let seconds = environment.settings.backgroundTask
+        guard seconds > .zero else { return }
+        // Work that must finish in the background: a sleep holds logind's inhibitor until it ends (or expires).
+        let logger = environment.logger
+        var task = BackgroundTaskIdentifier.invalid
+        task = application.beginBackgroundTask(withName: "background-work") {
+            logger.warning("background work expired before it finished")
+            application.endBackgroundTask(task)
+        }
+        logger.info("background work started: \(seconds)")
+        DispatchQueue.main.asyncAfter(deadline: .now() + seconds.timeInterval) {
+            MainActor.assumeIsolated {
+                guard application.backgroundTasks.contains(where: { $0.identifier == task }) else { return }
+                logger.info("background work finished")
+                application.endBackgroundTask(task)
+            }
+        }
     }
 
     public func applicationDidReceiveMemoryWarning(_ application: Application) {

@@ -57,7 +57,12 @@ public final class SystemEvents {
     }
 
     /// Creates the sources on the daemon's main loop; ``start()`` connects them.
-    public convenience init(loop: MainLoop, application: Application, configuration: DaemonConfiguration, logger: Logger) {
+    public convenience init(
+        loop: MainLoop,
+        application: Application,
+        configuration: DaemonConfiguration,
+        logger: Logger
+    ) {
         self.init(
             application: application,
             configuration: configuration,
@@ -124,7 +129,10 @@ public final class SystemEvents {
             connection.takeInhibitor()
         } catch {
             logger.warning(
-                "logind is not watched: there is no system bus (\(error)) Sleep and shutdown are not announced to the application."
+                """
+                logind is not watched: there is no system bus (\(error)) Sleep and shutdown are not announced to \
+                the application.
+                """
             )
         }
     }
@@ -245,7 +253,10 @@ public final class SystemEvents {
         let budget = Self.sleepBudget(forInhibitDelay: delay)
         let tasks = application.backgroundTasks
         logger.info(
-            "logind: holding the sleep for \(tasks.count) background task(s), up to \(budget) (InhibitDelayMaxSec \(delay))",
+            """
+            logind: holding the sleep for \(tasks.count) background task(s), up to \(budget) \
+            (InhibitDelayMaxSec \(delay))
+            """,
             metadata: ["lifecycle.tasks": "\(tasks.map(\.name).joined(separator: ","))"]
         )
         do {
@@ -352,7 +363,8 @@ extension MainLoop.Source: ScheduledWork {}
 extension SystemEvents {
     /// How ``SystemEvents`` reaches the world: the real bus, PSI and timers, or a test's stand-ins.
     struct Effects {
-        var connectLogind: @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws -> any LogindConnection
+        var connectLogind:
+            @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws -> any LogindConnection
         var watchMemoryPressure:
             @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void) throws
                 -> any MemoryPressureWatching
@@ -379,10 +391,21 @@ extension SystemEvents {
                     if let source {
                         var metadata: Logger.Metadata = ["lifecycle.psi_source": "\(source.origin.rawValue)"]
                         if !monitor.skipped.isEmpty {
-                            metadata["lifecycle.psi_skipped"] = "\(monitor.skipped.map(\.description).joined(separator: "; "))"
+                            let skipped = monitor.skipped.map(\.description).joined(separator: "; ")
+                            metadata["lifecycle.psi_skipped"] = "\(skipped)"
                         }
+                        // With $MEMORY_PRESSURE_WATCH, the trigger (if any) is the one systemd passed.
+                        let trigger =
+                            source.origin != .environment
+                            ? "\(settings.trigger)"
+                            : source.write.isEmpty
+                                ? "any data"
+                                : "\"\(source.writtenText)\" from MEMORY_PRESSURE_WRITE"
                         logger.info(
-                            "watching memory pressure: \(settings.trigger) on \(source.path), at most one warning per \(settings.minimumInterval)",
+                            """
+                            watching memory pressure: \(trigger) on \(source.path), at most one warning per \
+                            \(settings.minimumInterval)
+                            """,
                             metadata: metadata
                         )
                     }

@@ -1,0 +1,550 @@
+import CSystemd
+import Logging
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A client of systemd-logind (`org.freedesktop.login1`) on the system bus, driven by a ``MainLoop``: it holds a
+/// delay inhibitor for sleep and shutdown and reports logind's `PrepareForSleep` and `PrepareForShutdown`.
+///
+/// Only signals sent by the connection that owns `org.freedesktop.login1` count. The bus filters broadcasts by the
+/// match's sender, but sd-bus, not knowing the well-known names of a sender, accepts any unique-name sender for a
+/// well-known match locally, and a signal addressed to this connection (`busctl emit --destination=…`) reaches it
+/// whatever its match rules say. So the client tracks the owner (`GetNameOwner`, then `NameOwnerChanged`) and drops
+/// every announcement from anyone else.
+///
+/// The inhibitor is the file descriptor `Inhibit("sleep:shutdown", who, why, "delay")` returns; closing it releases
+/// the lock. Like ``MainLoop``, a client lives on the loop's thread and calls its handler there.
+public final class Logind {
+    /// An announcement from logind.
+    public enum Event: Hashable, Sendable, CustomStringConvertible {
+        /// `PrepareForSleep(true)`: the system is about to suspend or hibernate; `false`: it resumed.
+        case prepareForSleep(Bool)
+        /// `PrepareForShutdown(true)`: the system is about to shut down; `false`: the shutdown was cancelled.
+        case prepareForShutdown(Bool)
+
+        /// The D-Bus signal's member name.
+        public var member: String {
+            switch self {
+            case .prepareForSleep: "PrepareForSleep"
+            case .prepareForShutdown: "PrepareForShutdown"
+            }
+        }
+
+        /// The signal's boolean: true before the sleep or shutdown, false after (resume, cancellation).
+        public var isStarting: Bool {
+            switch self {
+            case .prepareForSleep(let value), .prepareForShutdown(let value): value
+            }
+        }
+
+        public var description: String { "\(member)(\(isStarting))" }
+    }
+
+    /// logind's well-known bus name.
+    public static let busName = "org.freedesktop.login1"
+    static let objectPath = "/org/freedesktop/login1"
+    static let managerInterface = "org.freedesktop.login1.Manager"
+    /// What the inhibitor blocks.
+    public static let inhibitWhat = "sleep:shutdown"
+
+    /// Who holds the inhibitor, as `systemd-inhibit --list` shows it.
+    public let who: String
+    /// Why, as `systemd-inhibit --list` shows it.
+    public let why: String
+    /// Called for every announcement from logind (and only logind), on the loop's thread.
+    public var onEvent: (Event) -> Void
+    /// Called when the inhibitor is granted (true) or released or lost (false), on the loop's thread.
+    public var onInhibitorChange: (Bool) -> Void = { _ in }
+
+    /// logind's `InhibitDelayMaxUSec`: how long it waits for delay inhibitors; nil until read (or unreadable).
+    public private(set) var inhibitDelayMax: Duration?
+    /// The unique name of the connection that owns `org.freedesktop.login1`; nil when unknown or unowned.
+    public var owner: String? {
+        if case .known(let owner) = ownerState { return owner }
+        return nil
+    }
+    /// Whether a delay inhibitor is held now.
+    public var holdsInhibitor: Bool { inhibitorFD >= 0 }
+    /// This connection's unique name on the bus, once connected.
+    public var uniqueName: String? {
+        guard let bus else { return nil }
+        var name: UnsafePointer<CChar>?
+        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
+        return String(cString: name)
+    }
+
+    private enum OwnerState {
+        // GetNameOwner has not answered: announcements wait, so that none is judged against a guess.
+        case unknown(waiting: [(sender: String?, event: Event)])
+        case known(String?)
+    }
+
+    private let loop: MainLoop
+    private let logger: Logger
+    private var bus: OpaquePointer?
+    private var matchSlots: [OpaquePointer] = []
+    private var ownerQuery: OpaquePointer?
+    private var propertyQuery: OpaquePointer?
+    private var inhibitCall: OpaquePointer?
+    private var inhibitorFD: Int32 = -1
+    private var wantsInhibitor = false
+    private var ownerState = OwnerState.unknown(waiting: [])
+    private var unavailabilityReported = false
+    private var connectionLossReported = false
+
+    /// Creates a client; ``connect(address:)`` attaches it to the bus.
+    public init(
+        loop: MainLoop,
+        who: String,
+        why: String,
+        logger: Logger,
+        onEvent: @escaping (Event) -> Void = { _ in }
+    ) {
+        self.loop = loop
+        self.who = who
+        self.why = why
+        self.logger = logger
+        self.onEvent = onEvent
+    }
+
+    deinit {
+        close()
+    }
+
+    // MARK: Connection
+
+    /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS`, else /run/dbus/system_bus_socket), or to `address`,
+    /// attaches the connection to the loop, and subscribes to logind's announcements and to its owner changes.
+    ///
+    /// Throws when there is no bus to connect to; a bus without logind is not an error here (the first
+    /// ``takeInhibitor()`` reports it, once, and the client waits for logind to appear).
+    public func connect(address: String? = nil) throws(SystemdError) {
+        precondition(bus == nil, "Logind.connect called twice")
+        var connection: OpaquePointer?
+        if let address {
+            try SystemdError.check(sd_bus_new(&connection), "sd_bus_new")
+            do {
+                try SystemdError.check(sd_bus_set_address(connection, address), "sd_bus_set_address(\(address))")
+                try SystemdError.check(sd_bus_set_bus_client(connection, 1), "sd_bus_set_bus_client")
+                try SystemdError.check(sd_bus_start(connection), "sd_bus_start(\(address))")
+            } catch {
+                sd_bus_unref(connection)
+                throw error
+            }
+        } else {
+            try SystemdError.check(sd_bus_open_system(&connection), "sd_bus_open_system")
+        }
+        _ = sd_bus_set_description(connection, "logind")
+        do {
+            try SystemdError.check(sd_bus_attach_event(connection, loop.eventPointer, 0), "sd_bus_attach_event")
+        } catch {
+            sd_bus_flush_close_unref(connection)
+            throw error
+        }
+        bus = connection
+        do {
+            // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
+            // every later announcement is already subscribed to.
+            try subscribe(member: "PrepareForSleep")
+            try subscribe(member: "PrepareForShutdown")
+            try subscribeToOwnerChanges()
+            try queryOwner()
+            try queryInhibitDelayMax()
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Releases the inhibitor, drops every subscription and closes the connection.
+    public func close() {
+        releaseInhibitor()
+        for slot in matchSlots { sd_bus_slot_unref(slot) }
+        matchSlots.removeAll()
+        Self.drop(&ownerQuery)
+        Self.drop(&propertyQuery)
+        if let bus {
+            sd_bus_detach_event(bus)
+            sd_bus_flush_close_unref(bus)
+        }
+        bus = nil
+    }
+
+    // MARK: Inhibitor
+
+    /// Asks logind for a delay inhibitor (asynchronously) unless one is held or asked for; keeps asking each time
+    /// logind (re)appears on the bus until ``releaseInhibitor()``.
+    public func takeInhibitor() {
+        wantsInhibitor = true
+        requestInhibitorIfNeeded()
+    }
+
+    /// Closes the inhibitor's descriptor (logind then lets the sleep or shutdown proceed), or cancels the request.
+    public func releaseInhibitor() {
+        wantsInhibitor = false
+        // Dropping the pending call drops its reply, and with it the descriptor logind may already have sent.
+        Self.drop(&inhibitCall)
+        if inhibitorFD >= 0 {
+            Glibc.close(inhibitorFD)
+            inhibitorFD = -1
+            logger.debug("released the logind delay inhibitor")
+            onInhibitorChange(false)
+        }
+    }
+
+    private func requestInhibitorIfNeeded() {
+        guard wantsInhibitor, inhibitorFD < 0, inhibitCall == nil, bus != nil else { return }
+        if case .known(nil) = ownerState {
+            // Nobody owns the name: calling would only ask the bus to activate logind.
+            reportUnavailable("\(Self.busName) has no owner on the system bus")
+            return
+        }
+        do {
+            inhibitCall = try callAsync(
+                destination: Self.busName,
+                path: Self.objectPath,
+                interface: Self.managerInterface,
+                member: "Inhibit",
+                arguments: [Self.inhibitWhat, who, why, "delay"]
+            ) { logind, reply in logind.inhibitReplied(reply) }
+        } catch {
+            reportUnavailable("\(error)")
+        }
+    }
+
+    private func inhibitReplied(_ reply: OpaquePointer) {
+        Self.drop(&inhibitCall)
+        if let failure = Self.errorText(of: reply) {
+            if !reportIfConnectionLost(failure) { reportUnavailable(failure) }
+            return
+        }
+        var received: Int32 = -1
+        guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "h")), &received) >= 0, received >= 0 else {
+            logger.warning("logind answered Inhibit without a file descriptor; no inhibitor is held")
+            return
+        }
+        // The reply owns its descriptor and closes it when freed: keep a duplicate.
+        let descriptor = fcntl(received, F_DUPFD_CLOEXEC, 3)
+        guard descriptor >= 0 else {
+            logger.warning("cannot keep the logind inhibitor: \(Errno(rawValue: errno).description)")
+            return
+        }
+        guard wantsInhibitor else {
+            Glibc.close(descriptor)
+            return
+        }
+        inhibitorFD = descriptor
+        unavailabilityReported = false
+        logger.debug(
+            "holding a logind delay inhibitor",
+            metadata: ["lifecycle.inhibit_what": "\(Self.inhibitWhat)", "lifecycle.inhibit_fd": "\(descriptor)"]
+        )
+        onInhibitorChange(true)
+    }
+
+    /// One warning per absence of logind; repeats are debug lines.
+    private func reportUnavailable(_ reason: String) {
+        if unavailabilityReported || connectionLossReported {
+            logger.debug("logind still unavailable: \(reason)")
+            return
+        }
+        unavailabilityReported = true
+        logger.warning(
+            """
+            logind is not available (\(reason)); sleep and shutdown are not announced to the application until \
+            \(Self.busName) appears on the system bus
+            """
+        )
+    }
+
+    /// Reports, once, that the bus closed the connection; every call then fails with the same error. Returns
+    /// whether that is what happened.
+    private func reportIfConnectionLost(_ failure: String) -> Bool {
+        guard let bus, sd_bus_is_open(bus) <= 0 else { return false }
+        if !connectionLossReported {
+            connectionLossReported = true
+            // Seen with dbus-daemon under systemd 252: it runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a
+            // DynamicUser= uid, and drops the connection right after authentication.
+            logger.warning(
+                """
+                logind is not watched: the system bus closed the connection (\(failure)); dbus-daemon drops clients \
+                whose user it cannot resolve, such as a DynamicUser= one. Sleep and shutdown are not announced to \
+                the application.
+                """
+            )
+        }
+        return true
+    }
+
+    // MARK: Announcements
+
+    private func subscribe(member: String) throws(SystemdError) {
+        var slot: OpaquePointer?
+        let result = sd_bus_match_signal_async(
+            bus,
+            &slot,
+            Self.busName,
+            Self.objectPath,
+            Self.managerInterface,
+            member,
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().signalReceived(message)
+                return 0
+            },
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().matchInstalled(message)
+                return 0
+            },
+            Unmanaged.passUnretained(self).toOpaque()
+        )
+        try SystemdError.check(result, "sd_bus_match_signal_async(\(member))")
+        matchSlots.append(slot!)
+    }
+
+    private func subscribeToOwnerChanges() throws(SystemdError) {
+        var slot: OpaquePointer?
+        let match = "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+            + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.busName)'"
+        let result = sd_bus_add_match_async(
+            bus,
+            &slot,
+            match,
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().ownerChanged(message)
+                return 0
+            },
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().matchInstalled(message)
+                return 0
+            },
+            Unmanaged.passUnretained(self).toOpaque()
+        )
+        try SystemdError.check(result, "sd_bus_add_match_async(NameOwnerChanged)")
+        matchSlots.append(slot!)
+    }
+
+    private func matchInstalled(_ reply: OpaquePointer) {
+        guard let failure = Self.errorText(of: reply), !reportIfConnectionLost(failure) else { return }
+        logger.warning("the system bus refused a subscription to logind's announcements: \(failure)")
+    }
+
+    private func signalReceived(_ message: OpaquePointer) {
+        let event: Event
+        var value: Int32 = 0
+        if sd_bus_message_is_signal(message, Self.managerInterface, "PrepareForSleep") > 0 {
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return }
+            event = .prepareForSleep(value != 0)
+        } else if sd_bus_message_is_signal(message, Self.managerInterface, "PrepareForShutdown") > 0 {
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return }
+            event = .prepareForShutdown(value != 0)
+        } else {
+            return
+        }
+        let sender = sd_bus_message_get_sender(message).map { String(cString: $0) }
+        judge(event, from: sender)
+    }
+
+    private func judge(_ event: Event, from sender: String?) {
+        switch ownerState {
+        case .unknown(var waiting):
+            waiting.append((sender, event))
+            ownerState = .unknown(waiting: waiting)
+        case .known(let owner):
+            guard let sender, let owner, sender == owner else {
+                logger.notice(
+                    "ignored \(event) from \(sender ?? "an unknown sender"), which does not own \(Self.busName)",
+                    metadata: ["lifecycle.logind_owner": "\(owner ?? "none")"]
+                )
+                return
+            }
+            logger.debug("logind announced \(event)")
+            onEvent(event)
+        }
+    }
+
+    private func settleOwner(_ owner: String?) {
+        let previous = ownerState
+        ownerState = .known(owner)
+        if case .unknown(let waiting) = previous {
+            for (sender, event) in waiting { judge(event, from: sender) }
+        }
+    }
+
+    // MARK: The owner of org.freedesktop.login1
+
+    private func queryOwner() throws(SystemdError) {
+        ownerQuery = try callAsync(
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            member: "GetNameOwner",
+            arguments: [Self.busName]
+        ) { logind, reply in logind.ownerReplied(reply) }
+    }
+
+    private func ownerReplied(_ reply: OpaquePointer) {
+        Self.drop(&ownerQuery)
+        if let failure = Self.errorText(of: reply) {
+            // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
+            if !reportIfConnectionLost(failure) { logger.debug("\(Self.busName) has no owner: \(failure)") }
+            settleOwner(nil)
+            requestInhibitorIfNeeded()
+            return
+        }
+        var name: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &name) >= 0, let name else {
+            settleOwner(nil)
+            return
+        }
+        let owner = String(cString: name)
+        logger.debug("\(Self.busName) is owned by \(owner)")
+        settleOwner(owner)
+    }
+
+    private func ownerChanged(_ message: OpaquePointer) {
+        var strings: [String] = []
+        for _ in 0..<3 {
+            var value: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &value) >= 0, let value else { return }
+            strings.append(String(cString: value))
+        }
+        guard strings[0] == Self.busName else { return }
+        let newOwner = strings[2].isEmpty ? nil : strings[2]
+        settleOwner(newOwner)
+        if let newOwner {
+            logger.info("logind is on the system bus as \(newOwner)")
+            unavailabilityReported = false
+            try? queryInhibitDelayMax()
+            requestInhibitorIfNeeded()
+        } else {
+            logger.notice("logind left the system bus; its inhibitors went with it")
+            if inhibitorFD >= 0 {
+                Glibc.close(inhibitorFD)
+                inhibitorFD = -1
+                onInhibitorChange(false)
+            }
+            Self.drop(&inhibitCall)
+        }
+    }
+
+    // MARK: InhibitDelayMaxUSec
+
+    private func queryInhibitDelayMax() throws(SystemdError) {
+        Self.drop(&propertyQuery)
+        propertyQuery = try callAsync(
+            destination: Self.busName,
+            path: Self.objectPath,
+            interface: "org.freedesktop.DBus.Properties",
+            member: "Get",
+            arguments: [Self.managerInterface, "InhibitDelayMaxUSec"],
+            // Never activate logind just to read a property.
+            autoStart: false
+        ) { logind, reply in logind.delayReplied(reply) }
+    }
+
+    private func delayReplied(_ reply: OpaquePointer) {
+        Self.drop(&propertyQuery)
+        if let failure = Self.errorText(of: reply) {
+            logger.debug("cannot read logind's InhibitDelayMaxUSec: \(failure)")
+            return
+        }
+        var usec: UInt64 = 0
+        guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), "t") > 0,
+            sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "t")), &usec) >= 0
+        else {
+            logger.debug("logind's InhibitDelayMaxUSec is not a uint64")
+            return
+        }
+        inhibitDelayMax = .microseconds(Int64(clamping: usec))
+        logger.debug("logind waits up to \(usec) µs for delay inhibitors")
+    }
+
+    // MARK: Calls
+
+    private typealias ReplyHandler = (Logind, OpaquePointer) -> Void
+
+    // The reply closure of each pending call, by its slot; the C callback finds it through the slot's userdata.
+    private final class PendingCall {
+        unowned let logind: Logind
+        let handler: ReplyHandler
+        init(logind: Logind, handler: @escaping ReplyHandler) {
+            self.logind = logind
+            self.handler = handler
+        }
+    }
+
+    /// Sends a method call whose arguments are all strings; the handler gets the reply (or the error reply). The
+    /// returned slot cancels the call when unreferenced.
+    private func callAsync(
+        destination: String,
+        path: String,
+        interface: String,
+        member: String,
+        arguments: [String],
+        autoStart: Bool = true,
+        handler: @escaping ReplyHandler
+    ) throws(SystemdError) -> OpaquePointer {
+        var message: OpaquePointer?
+        try SystemdError.check(
+            sd_bus_message_new_method_call(bus, &message, destination, path, interface, member),
+            "sd_bus_message_new_method_call(\(member))"
+        )
+        defer { sd_bus_message_unref(message) }
+        for argument in arguments {
+            let result = argument.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+            try SystemdError.check(result, "sd_bus_message_append_basic(\(member))")
+        }
+        if !autoStart { _ = sd_bus_message_set_auto_start(message, 0) }
+        let pending = PendingCall(logind: self, handler: handler)
+        let context = Unmanaged.passRetained(pending).toOpaque()
+        var slot: OpaquePointer?
+        let result = sd_bus_call_async(
+            bus,
+            &slot,
+            message,
+            { reply, userdata, _ in
+                guard let reply, let userdata else { return 0 }
+                let pending = Unmanaged<PendingCall>.fromOpaque(userdata).takeUnretainedValue()
+                // The handler drops the slot, whose destroy callback releases `pending`: keep it until the end.
+                withExtendedLifetime(pending) { pending.handler(pending.logind, reply) }
+                return 0
+            },
+            context,
+            0
+        )
+        guard result >= 0, let slot else {
+            Unmanaged<PendingCall>.fromOpaque(context).release()
+            let code = result < 0 ? -result : EIO
+            throw SystemdError(operation: "sd_bus_call_async(\(member))", errno: Errno(rawValue: code))
+        }
+        // The slot releases the context when it is freed: after the reply was handled, or when cancelled.
+        sd_bus_slot_set_destroy_callback(slot) { userdata in
+            guard let userdata else { return }
+            Unmanaged<PendingCall>.fromOpaque(userdata).release()
+        }
+        return slot
+    }
+
+    /// Unreferences a call's slot (cancelling the call if it is still pending; inside its own reply callback sd-bus
+    /// holds the slot until the callback returns) and forgets it.
+    private static func drop(_ slot: inout OpaquePointer?) {
+        if let pointer = slot { sd_bus_slot_unref(pointer) }
+        slot = nil
+    }
+
+    /// `name: message` of an error reply, or nil for a normal reply.
+    private static func errorText(of reply: OpaquePointer) -> String? {
+        guard sd_bus_message_is_method_error(reply, nil) > 0 else { return nil }
+        guard let error = sd_bus_message_get_error(reply) else { return "unknown error" }
+        let name = error.pointee.name.map { String(cString: $0) } ?? "unknown error"
+        let text = error.pointee.message.map { String(cString: $0) }
+        return text.map { "\(name): \($0)" } ?? name
+    }
+}

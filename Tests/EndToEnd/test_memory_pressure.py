@@ -1,0 +1,152 @@
+"""Memory pressure under the real kernel: a PSI trigger fires while the service's cgroup thrashes at its memory
+limit, a rate-limited memory warning with cause `psi` goes down the demo tree, and the sources (the cgroup's
+own memory.pressure, /proc/pressure/memory, $MEMORY_PRESSURE_WATCH) are chosen as documented.
+
+How the pressure is made (peers.memory_pressure_lines): MemoryMax= (systemd applies it as the v1
+memory.limit_in_bytes on this hybrid hierarchy, where MemoryHigh= does nothing), [Demo] AllocateMiB ballast that
+leaves little headroom, and a reader in the same cgroup streaming a file larger than the headroom through the page
+cache. Measured here: about 50-150 ms of `some` stall per 2 s in the service's cgroup.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator
+
+import pytest
+
+from harness import Sandbox, lifecycle_events, messages, pairs, wait_for
+from peers import (
+    MEMORY_WARNING,
+    monotonic_seconds,
+    memory_pressure_lines,
+    records_with,
+    remove_config,
+    some_stall_microseconds,
+    start,
+    unit_cgroup_pressure_path,
+    with_config,
+)
+
+# A threshold well under the stall the thrasher causes, over the 2 s window unprivileged triggers must use.
+PRESSURE_CONFIG = """\
+[MemoryPressure]
+ThresholdMSec=30
+WindowSec=2
+MinimumIntervalSec={interval}
+
+[Demo]
+AllocateMiB=64
+"""
+MEMORY_MAX = "100M"
+
+
+@pytest.fixture
+def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
+    yield lambda text: with_config(sandbox, text)
+    remove_config(sandbox)
+
+
+def psi_warnings(sandbox: Sandbox, unit: str, cursor: str) -> list[list]:
+    """Each memory warning the tree received from PSI: its events, in order."""
+    events = [e for e in lifecycle_events(sandbox.journal(unit, cursor)) if e.cause == "psi"]
+    groups: list[list] = []
+    for event in events:
+        if not groups or len(groups[-1]) == len(MEMORY_WARNING):
+            groups.append([])
+        groups[-1].append(event)
+    return groups
+
+
+def test_real_pressure_sends_rate_limited_memory_warnings_down_the_tree(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], config: Callable[[str], list[str]]
+) -> None:
+    interval = 4
+    unit = daemon_unit(*config(PRESSURE_CONFIG.format(interval=interval)), *memory_pressure_lines(MEMORY_MAX))
+    cursor, shown = start(sandbox, unit)
+    stall_before = some_stall_microseconds(sandbox, unit_cgroup_pressure_path(unit))
+    began = time.monotonic()
+    # Three intervals and a bit: two or three warnings get through, the events in between are dropped.
+    wait_for(lambda: len(psi_warnings(sandbox, unit, cursor)) >= 2, timeout=30, message="two memory warnings from PSI")
+    time.sleep(max(0.0, 3 * interval + 1 - (time.monotonic() - began)))
+    stall_ms = (some_stall_microseconds(sandbox, unit_cgroup_pressure_path(unit)) - stall_before) / 1000
+    records = sandbox.journal(unit, cursor)
+
+    # The watch: /proc/pressure/memory, because the shipped unit's dynamic user cannot write the cgroup's file.
+    [watching] = [r for r in records if str(r.get("MESSAGE", "")).startswith("watching memory pressure:")]
+    assert "some 30 ms per 2 s on /proc/pressure/memory" in str(watching["MESSAGE"])
+    assert watching.get("LIFECYCLE_PSI_SOURCE") == "system-wide"
+    assert watching.get("LIFECYCLE_PSI_SKIPPED", "").startswith(unit_cgroup_pressure_path(unit) + ": open: ")
+
+    # The stall was real: the service's own cgroup saw it.
+    assert stall_ms > 100, stall_ms
+
+    warnings = psi_warnings(sandbox, unit, cursor)
+    for warning in warnings:
+        assert [(e.event, e.target) for e in warning] == MEMORY_WARNING
+        assert {e.state for e in warning} == {"active"}
+    # The demo's cache controller emptied itself each time.
+    assert len(records_with(sandbox, unit, cursor, "cache emptied on memory warning")) == len(warnings)
+
+    # The rate limit: delegate deliveries at least the interval apart, and events dropped in between.
+    delivered = [
+        monotonic_seconds(r)
+        for r in records
+        if r.get("LIFECYCLE_EVENT") == "applicationDidReceiveMemoryWarning" and r.get("LIFECYCLE_CAUSE") == "psi"
+    ]
+    gaps = [b - a for a, b in zip(delivered, delivered[1:])]
+    assert gaps and min(gaps) >= interval - 0.05, gaps
+    assert len(delivered) <= 1 + (time.monotonic() - began) // interval + 1
+    suppressed = records_with(sandbox, unit, cursor, "memory pressure event rate-limited")
+    assert suppressed, "no PSI event was dropped by the rate limit"
+    assert int(suppressed[-1]["LIFECYCLE_PSI_EVENTS"]) > len(delivered)
+
+    after = sandbox.show(unit)
+    assert (after["ActiveState"], after["MainPID"]) == ("active", shown["MainPID"])
+
+
+def test_the_cgroups_own_memory_pressure_is_watched_where_the_service_may_write_it(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], config: Callable[[str], list[str]]
+) -> None:
+    # Root (no dynamic user) and a writable cgroup tree: the trigger goes on the service's own memory.pressure.
+    unit = daemon_unit(
+        "DynamicUser=no",
+        "ProtectControlGroups=no",
+        *config(PRESSURE_CONFIG.format(interval=10)),
+        *memory_pressure_lines(MEMORY_MAX),
+    )
+    cursor, _ = start(sandbox, unit)
+    records = sandbox.journal(unit, cursor)
+    [watching] = [r for r in records if str(r.get("MESSAGE", "")).startswith("watching memory pressure:")]
+    assert f"on {unit_cgroup_pressure_path(unit)}," in str(watching["MESSAGE"])
+    assert watching.get("LIFECYCLE_PSI_SOURCE") == "cgroup"
+    wait_for(lambda: psi_warnings(sandbox, unit, cursor), timeout=30, message="a memory warning from PSI")
+    [first, *_] = psi_warnings(sandbox, unit, cursor)
+    assert [(e.event, e.target) for e in first] == MEMORY_WARNING
+
+
+def test_memory_pressure_watch_from_the_environment_wins_and_dev_null_switches_it_off(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    unit = daemon_unit("Environment=MEMORY_PRESSURE_WATCH=/dev/null")
+    cursor, shown = start(sandbox, unit)
+    assert shown["ActiveState"] == "active"
+    lines = messages(sandbox.journal(unit, cursor))
+    assert "memory pressure is not watched: MEMORY_PRESSURE_WATCH=/dev/null switches it off" in lines
+    assert not [m for m in lines if m.startswith("watching memory pressure:")]
+
+
+def test_memory_pressure_watch_and_write_name_the_file_and_the_trigger(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    # What systemd 254+ would pass for MemoryPressureWatch=: the path and the base64 trigger ("some 150000 2000000").
+    unit = daemon_unit(
+        "Environment=MEMORY_PRESSURE_WATCH=/proc/pressure/memory",
+        "Environment=MEMORY_PRESSURE_WRITE=c29tZSAxNTAwMDAgMjAwMDAwMAA=",
+    )
+    cursor, _ = start(sandbox, unit)
+    records = sandbox.journal(unit, cursor)
+    [watching] = [r for r in records if str(r.get("MESSAGE", "")).startswith("watching memory pressure:")]
+    assert '"some 150000 2000000" from MEMORY_PRESSURE_WRITE on /proc/pressure/memory,' in str(watching["MESSAGE"])
+    assert watching.get("LIFECYCLE_PSI_SOURCE") == "environment"
+    assert "LIFECYCLE_PSI_SKIPPED" not in watching

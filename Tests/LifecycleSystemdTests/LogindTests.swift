@@ -1,0 +1,382 @@
+import Logging
+import Testing
+
+@testable import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Logind against a real peer: a private dbus-daemon and python3-dbusmock's logind template, which owns
+// org.freedesktop.login1 there, answers Inhibit with a real descriptor (closing it removes the inhibitor), lists
+// inhibitors, and emits any signal it is told to. Signals from other senders come from busctl. Each test runs the
+// client's loop on a thread of its own and drives it with `runLoop`.
+
+/// A private D-Bus daemon with a permissive policy, and (optionally) the logind mock on it.
+final class PrivateBus {
+    let directory: TemporaryDirectory
+    let address: String
+    private var daemon: ChildProcess?
+    private var mock: ChildProcess?
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        address = "unix:path=\(directory.path)/bus"
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <listen>\(address)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <allow own="*"/>
+                <allow send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+              </policy>
+            </busconfig>
+            """
+        let configPath = directory.path + "/bus.conf"
+        try writeFile(configPath, config)
+        let output = try OutputPipe()
+        daemon = try ChildProcess(
+            ["/usr/bin/dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile", "--print-address=1"],
+            stdout: output.writeEnd
+        )
+        output.closeWriteEnd()
+        // dbus-daemon prints its address once it listens.
+        guard output.readLine(timeoutMilliseconds: 10_000) != nil else {
+            throw TestFailure("dbus-daemon did not start")
+        }
+    }
+
+    deinit {
+        mock?.terminate()
+        daemon?.terminate()
+        directory.remove()
+    }
+
+    /// Starts the logind mock and waits until it owns org.freedesktop.login1.
+    func startLogindMock() throws {
+        mock = try ChildProcess(
+            ["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "logind"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": address]
+        )
+        for _ in 0..<200 {
+            let answer = busctl(["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                 "NameHasOwner", "s", Logind.busName])
+            if answer.output.hasPrefix("b true") { return }
+            usleep(50_000)
+        }
+        throw TestFailure("the logind mock never owned \(Logind.busName)")
+    }
+
+    /// Ends the logind mock (its name leaves the bus).
+    func stopLogindMock() {
+        mock?.terminate()
+        mock = nil
+    }
+
+    /// Runs busctl against this bus; returns its exit status and standard output.
+    @discardableResult
+    func busctl(_ arguments: [String]) -> (status: Int32, output: String) {
+        runCommand(["/usr/bin/busctl", "--address=\(address)"] + arguments)
+    }
+
+    /// Has the mock emit a signal of logind's manager, as logind itself would.
+    func emitFromLogind(_ member: String, _ value: Bool) {
+        busctl(["call", Logind.busName, "/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+                "org.freedesktop.login1.Manager", member, "b", "1", "b", value ? "true" : "false"])
+    }
+
+    /// Emits the same signal from busctl's own connection: broadcast, or addressed to one connection.
+    func emitFromStranger(_ member: String, _ value: Bool, to destination: String? = nil) {
+        var arguments = ["emit"]
+        if let destination { arguments.append("--destination=\(destination)") }
+        arguments += ["/org/freedesktop/login1", "org.freedesktop.login1.Manager", member]
+        arguments += ["b", value ? "true" : "false"]
+        busctl(arguments)
+    }
+
+    /// logind's ListInhibitors as (what, who, why, mode) tuples, from the mock.
+    func inhibitors() -> [[String]] {
+        let answer = busctl(["call", Logind.busName, "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
+                             "ListInhibitors"])
+        // `a(ssssuu) 1 "sleep:shutdown" "who" "why" "delay" 1000 123456`
+        let quoted = answer.output.split(separator: "\"", omittingEmptySubsequences: false)
+        var strings: [String] = []
+        for (index, part) in quoted.enumerated() where index % 2 == 1 { strings.append(String(part)) }
+        return stride(from: 0, to: strings.count - strings.count % 4, by: 4).map { Array(strings[$0..<$0 + 4]) }
+    }
+
+    /// Adds InhibitDelayMaxUSec, which the template lacks, to the mock's manager object.
+    func setInhibitDelayMax(microseconds: UInt64) {
+        busctl(["call", Logind.busName, "/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
+                "org.freedesktop.login1.Manager", "InhibitDelayMaxUSec", "t", "\(microseconds)"])
+    }
+}
+
+// Serialized with the other tests that run loops or change the environment (see ProcessStateTests).
+extension ProcessStateTests {
+    @Suite struct LogindTests {
+        @Test func theInhibitorIsADelayLockOnSleepAndShutdownUntilItsDescriptorCloses() async throws {
+            let (listed, changes, afterRelease, delay) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                bus.setInhibitDelayMax(microseconds: 3_000_000)
+                let loop = try MainLoop(onCurrentThread: ())
+                let logind = Logind(loop: loop, who: "lifecycled-test", why: "testing", logger: CapturedLog().logger())
+                var changes: [Bool] = []
+                logind.onInhibitorChange = { changes.append($0) }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitor()
+                guard try runLoop(loop, until: { logind.holdsInhibitor && logind.inhibitDelayMax != nil }) else {
+                    throw TestFailure("no inhibitor granted")
+                }
+                let listed = bus.inhibitors()
+                logind.releaseInhibitor()
+                var afterRelease = bus.inhibitors()
+                for _ in 0..<100 where !afterRelease.isEmpty {
+                    usleep(20_000)
+                    afterRelease = bus.inhibitors()
+                }
+                let delay = logind.inhibitDelayMax
+                logind.close()
+                return (listed, changes, afterRelease, delay)
+            }
+            #expect(listed == [["sleep:shutdown", "lifecycled-test", "testing", "delay"]])
+            #expect(changes == [true, false])
+            #expect(afterRelease.isEmpty)
+            #expect(delay == .seconds(3))
+        }
+
+        @Test func onlyAnnouncementsFromTheOwnerOfLogindsNameCount() async throws {
+            let (events, notices) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger()) { events.append($0) }
+                try logind.connect(address: bus.address)
+                guard try runLoop(loop, until: { logind.owner != nil }) else { throw TestFailure("owner never known") }
+                let unique = try #require(logind.uniqueName)
+
+                bus.emitFromLogind("PrepareForSleep", true)
+                guard try runLoop(loop, until: { events.count == 1 }) else { throw TestFailure("no PrepareForSleep") }
+                // A broadcast from a stranger: the bus does not deliver it (the match names the sender).
+                bus.emitFromStranger("PrepareForSleep", false)
+                // Addressed to this connection: the bus delivers it whatever the matches say, and sd-bus's local match
+                // lets any unique-name sender through for a well-known sender; the owner check drops it.
+                bus.emitFromStranger("PrepareForShutdown", true, to: unique)
+                guard try runLoop(loop, until: { !log.messages(.notice).isEmpty || events.count > 1 }) else {
+                    throw TestFailure("the addressed stranger's signal never arrived")
+                }
+                bus.emitFromLogind("PrepareForShutdown", true)
+                bus.emitFromLogind("PrepareForSleep", false)
+                _ = try runLoop(loop, until: { events.count >= 3 })
+                // Anything else in flight would arrive now.
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                logind.close()
+                return (events, log.messages(.notice))
+            }
+            #expect(events == [.prepareForSleep(true), .prepareForShutdown(true), .prepareForSleep(false)])
+            #expect(notices.count == 1)
+            #expect(notices.first?.hasPrefix("ignored PrepareForShutdown(true) from :1.") == true)
+        }
+
+        @Test func withoutLogindOneWarningThenTheInhibitorOnceLogindAppearsAndNoneAfterItLeaves() async throws {
+            let (warnings, heldAfterAppearing, changes) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger())
+                var changes: [Bool] = []
+                logind.onInhibitorChange = { changes.append($0) }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitor()
+                guard try runLoop(loop, until: { !log.messages(.warning).isEmpty }) else {
+                    throw TestFailure("no warning without logind")
+                }
+                // Asking again while logind is still absent adds no warning.
+                logind.releaseInhibitor()
+                logind.takeInhibitor()
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let warnings = log.messages(.warning)
+
+                try bus.startLogindMock()
+                let held = try runLoop(loop, until: { logind.holdsInhibitor })
+                bus.stopLogindMock()
+                _ = try runLoop(loop, until: { !logind.holdsInhibitor })
+                logind.close()
+                return (warnings, held, changes)
+            }
+            #expect(warnings.count == 1)
+            #expect(warnings.first?.hasPrefix("logind is not available (") == true)
+            #expect(heldAfterAppearing)
+            #expect(changes == [true, false])
+        }
+
+        @Test func connectingWhereThereIsNoBusThrows() async throws {
+            let failure = try await onDedicatedThread { () -> SystemdError? in
+                let loop = try MainLoop(onCurrentThread: ())
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger())
+                do throws(SystemdError) {
+                    try logind.connect(address: "unix:path=/nonexistent/lifecyclekit/bus")
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            let error = try #require(failure)
+            #expect(error.errno.rawValue == ENOENT)
+        }
+    }
+}
+
+// MARK: Processes
+
+/// A child process started with posix_spawn, with an empty signal mask (test threads block signals) and a fixed
+/// environment.
+final class ChildProcess {
+    let pid: pid_t
+    private var reaped = false
+
+    init(_ argv: [String], environment: [String: String] = [:], stdout: Int32? = nil) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdout {
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        // A fixed environment, not the test process's: other tests point $NOTIFY_SOCKET at their own peers (and
+        // dbus-daemon would send READY=1 there), and reading environ while another thread calls setenv is unsafe.
+        var merged = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"]
+        merged.merge(environment) { _, new in new }
+        let arguments = argv.map { strdup($0) } + [nil]
+        let variables = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            arguments.forEach { free($0) }
+            variables.forEach { free($0) }
+        }
+        var child = pid_t()
+        let result = posix_spawn(&child, argv[0], &actions, &attributes, arguments, variables)
+        guard result == 0 else { throw TestFailure("posix_spawn \(argv[0]): \(result)") }
+        pid = child
+    }
+
+    deinit { terminate() }
+
+    /// SIGTERM, then waits for it to exit.
+    func terminate() {
+        guard !reaped else { return }
+        kill(pid, SIGTERM)
+        _ = wait()
+    }
+
+    /// Waits for the exit and returns the exit status (or 128 + signal).
+    @discardableResult
+    func wait() -> Int32 {
+        guard !reaped else { return 0 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        reaped = true
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+}
+
+/// A pipe whose read end the test keeps; the write end goes to a child.
+final class OutputPipe {
+    let readEnd: Int32
+    private(set) var writeEnd: Int32
+
+    init() throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw TestFailure("pipe: errno \(errno)") }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+        // Other tests spawn children too: only the child given the write end may hold it, or end of file never comes.
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+    }
+
+    deinit {
+        close(readEnd)
+        closeWriteEnd()
+    }
+
+    func closeWriteEnd() {
+        if writeEnd >= 0 { close(writeEnd) }
+        writeEnd = -1
+    }
+
+    /// Everything until end of file.
+    func readAll() -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(readEnd, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += buffer[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// One line, or nil at end of file or after the timeout.
+    func readLine(timeoutMilliseconds: Int32) -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, timeoutMilliseconds) == 1, read(readEnd, &byte, 1) == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+    }
+}
+
+/// Runs a command to its end; its exit status and standard output.
+func runCommand(_ argv: [String], environment: [String: String] = [:]) -> (status: Int32, output: String) {
+    do {
+        let output = try OutputPipe()
+        let child = try ChildProcess(argv, environment: environment, stdout: output.writeEnd)
+        output.closeWriteEnd()
+        let text = output.readAll()
+        return (child.wait(), text)
+    } catch {
+        return (-1, "\(error)")
+    }
+}
+
+func writeFile(_ path: String, _ text: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+        throw TestFailure("write \(path): errno \(errno)")
+    }
+}
