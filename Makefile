@@ -41,13 +41,15 @@ test: unit-test e2e-test
 install:
 	$(SWIFT) build -c release --product lifecycled
 	$(SUDO) install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
+	$(SUDO) install -D -m 0644 systemd/lifecycled.sysusers $(DESTDIR)/usr/lib/sysusers.d/lifecycled.conf
+	[ -n "$(DESTDIR)" ] || $(SUDO) systemd-sysusers /usr/lib/sysusers.d/lifecycled.conf
 	$(SUDO) install -D -m 0644 systemd/lifecycled.service $(DESTDIR)/etc/systemd/system/lifecycled.service
 	[ -e $(DESTDIR)/etc/lifecycled.conf ] || $(SUDO) install -D -m 0644 systemd/lifecycled.conf $(DESTDIR)/etc/lifecycled.conf
 	[ -n "$(DESTDIR)" ] || $(SUDO) systemctl daemon-reload
 
 uninstall:
 	-$(SUDO) systemctl disable --now lifecycled
-	$(SUDO) rm -f $(DESTDIR)$(PREFIX)/bin/lifecycled $(DESTDIR)/etc/systemd/system/lifecycled.service
+	$(SUDO) rm -f $(DESTDIR)$(PREFIX)/bin/lifecycled $(DESTDIR)/etc/systemd/system/lifecycled.service $(DESTDIR)/usr/lib/sysusers.d/lifecycled.conf
 	[ -n "$(DESTDIR)" ] || $(SUDO) systemctl daemon-reload
 
 bench: deps

@@ -8,9 +8,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-from harness import DROPIN, DROPIN_DIR, SANDBOX_BIN, SHIPPED_UNIT, UNIT, DaemonBinary, Sandbox
+from harness import DROPIN, DROPIN_DIR, SANDBOX_BIN, SHIPPED_SYSUSERS, SHIPPED_UNIT, UNIT, DaemonBinary, Sandbox
 
-# StateDirectory=lifecycled with DynamicUser=yes: the data lives under private/, reached by a symlink.
+# StateDirectory=lifecycled: /var/lib/lifecycled (under private/, reached by a symlink, when a test sets DynamicUser=yes).
 STATE_DIRECTORIES = ("/var/lib/private/lifecycled", "/var/lib/lifecycled")
 
 
@@ -28,6 +28,10 @@ def sandbox() -> Iterator[Sandbox]:
             box.stop()
 
     atexit.register(stop)
+    # The shipped unit runs as the static user of systemd/lifecycled.sysusers; make it as `make install` does,
+    # inside the sandbox (its /etc is an in-memory overlay).
+    box.write_file("/etc/sysusers.d/lifecycled.conf", SHIPPED_SYSUSERS.read_text())
+    box.run("systemd-sysusers", "/etc/sysusers.d/lifecycled.conf")
     # A SIGTERM to pytest (a CI timeout) interrupts the session like Ctrl-C, so this fixture's teardown runs.
     # (Not SystemExit: pytest reports that as one failed test and carries on.)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:

@@ -20,6 +20,7 @@ import pytest
 CHECKOUT = Path(__file__).resolve().parents[2]
 SANDBOX_SCRIPT = CHECKOUT / "scripts" / "systemd-sandbox"
 SHIPPED_UNIT = CHECKOUT / "systemd" / "lifecycled.service"
+SHIPPED_SYSUSERS = CHECKOUT / "systemd" / "lifecycled.sysusers"
 
 UNIT = "lifecycled.service"
 # Where the daemon lives inside the sandbox: the shipped unit's ExecStart path (a tmpfs there, so the

@@ -21,9 +21,10 @@ FOREGROUND = entering("applicationWillEnterForeground") + entering("applicationD
 MEMORY_WARNING = leaving("didReceiveMemoryWarning", delegate_event="applicationDidReceiveMemoryWarning")
 
 # dbus-daemon under systemd 252 runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a DynamicUser= uid and
-# drops such a client right after authentication, so a DynamicUser= daemon never reaches logind. The logind tests
-# run the daemon as a static user instead (the machine's /etc is shared, so no new account is made).
-STATIC_USER = ["DynamicUser=no", "User=nobody", "Group=nogroup"]
+# drops such a client right after authentication, so a DynamicUser= daemon never reaches logind. The shipped unit
+# runs as the static user `lifecycled` (systemd/lifecycled.sysusers, made in the sandbox by conftest), so the logind
+# tests run it as shipped.
+STATIC_USER: list[str] = []
 
 
 def with_config(sandbox: Sandbox, text: str) -> list[str]:

@@ -2,7 +2,7 @@
 system bus (the sandbox's systemd-logind masked for the test): the delay inhibitor, the background sequence, the
 inhibitor held while a background task runs, the resume, and signals from other senders ignored.
 
-The daemon runs as a static user (peers.STATIC_USER): dbus-daemon drops DynamicUser= clients under systemd 252.
+The daemon runs as the shipped static user `lifecycled`: dbus-daemon drops DynamicUser= clients under systemd 252.
 """
 
 from __future__ import annotations
@@ -223,8 +223,9 @@ def test_without_a_system_bus_one_warning_and_everything_else_works(
 def test_a_dynamic_user_is_refused_by_the_bus_with_one_warning(
     sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
 ) -> None:
-    # The shipped unit as it is (DynamicUser=yes): dbus-daemon closes the connection after authentication.
-    unit = daemon_unit()
+    # A DynamicUser= variant of the unit: dbus-daemon closes the connection after authentication.
+    # (A fresh name: DynamicUser= reuses a static account of the same name, and `lifecycled` is one.)
+    unit = daemon_unit("DynamicUser=yes", "User=lifecycled-dynamic", "Group=lifecycled-dynamic")
     cursor, shown = start(sandbox, unit)
     assert shown["ActiveState"] == "active"
     wait_for(

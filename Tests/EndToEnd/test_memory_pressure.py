@@ -111,6 +111,8 @@ def test_the_cgroups_own_memory_pressure_is_watched_where_the_service_may_write_
     # Root (no dynamic user) and a writable cgroup tree: the trigger goes on the service's own memory.pressure.
     unit = daemon_unit(
         "DynamicUser=no",
+        "User=",
+        "Group=",
         "ProtectControlGroups=no",
         *config(PRESSURE_CONFIG.format(interval=10)),
         *memory_pressure_lines(MEMORY_MAX),
