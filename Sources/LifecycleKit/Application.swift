@@ -7,7 +7,13 @@ import Logging
 @MainActor
 public final class Application {
     /// The application most recently created in this process.
-    public private(set) static weak var current: Application?
+    ///
+    /// Unowned rather than weak (a weak reference would give the application a side table and slow every retain of
+    /// it); the application clears it first thing in its deinit.
+    public private(set) static unowned var current: Application?
+    // Identity of `current`, compared in deinit without loading the unowned reference (a load of an object being
+    // deinitialized traps).
+    private static var currentIdentity: ObjectIdentifier?
 
     /// The application of this process; it must have been created.
     public static var shared: Application {
@@ -35,6 +41,8 @@ public final class Application {
     public var archiveClasses = ArchiveClassRegistry()
 
     private var machine = ApplicationStateMachine()
+    /// The controller list of the event being delivered; kept between events for its capacity only.
+    private var deliveryBuffer: [ViewController] = []
     private var currentCause: Cause = .api
     private var isRunningTransitions = false
     private var pendingCompletions: [@MainActor () -> Void] = []
@@ -50,6 +58,15 @@ public final class Application {
         self.logger = logger
         self.trace = Trace(logger: logger)
         Self.current = self
+        Self.currentIdentity = ObjectIdentifier(self)
+    }
+
+    isolated deinit {
+        // Before anything this application owns is released: their deinits must not reach it any more.
+        if Self.currentIdentity == ObjectIdentifier(self) {
+            Self.current = nil
+            Self.currentIdentity = nil
+        }
     }
 
     // MARK: Requests
@@ -218,10 +235,7 @@ public final class Application {
     ) {
         traceDelegate(event)
         delegateCallback(self)
-        for controller in controllersInTreeOrder() {
-            controller.trace(controllerEvent ?? event)
-            controllerCallback(controller)
-        }
+        deliver(controllerEvent ?? event, reversed: false, controllerCallback)
     }
 
     private func deliverLeaving(
@@ -230,12 +244,37 @@ public final class Application {
         controllerEvent: String? = nil,
         _ controllerCallback: (ViewController) -> Void
     ) {
-        for controller in controllersInTreeOrder().reversed() {
-            controller.trace(controllerEvent ?? event)
-            controllerCallback(controller)
-        }
+        deliver(controllerEvent ?? event, reversed: true, controllerCallback)
         traceDelegate(event)
         delegateCallback(self)
+    }
+
+    /// Calls every controller of the tree, taken when the event starts, in pre-order or its reverse.
+    ///
+    /// This is the fan-out path: the list reuses one buffer (no allocation per event once it has grown), and
+    /// whether the trace is observed is decided once per event, so an unobserved event costs a counter per
+    /// controller.
+    private func deliver(_ event: String, reversed: Bool, _ callback: (ViewController) -> Void) {
+        var list: [ViewController] = []
+        swap(&list, &deliveryBuffer)
+        defer {
+            // Let go of the controllers (a released one must deinit on time) but keep the capacity.
+            list.removeAll(keepingCapacity: true)
+            swap(&list, &deliveryBuffer)
+        }
+        window?.rootViewController?.appendPreOrder(to: &list)
+        let observed = trace.isObserved(delegateEvent: false)
+        if reversed {
+            for controller in list.reversed() {
+                if observed { controller.trace(event) } else { trace.skipUnobservedEvent() }
+                callback(controller)
+            }
+        } else {
+            for controller in list {
+                if observed { controller.trace(event) } else { trace.skipUnobservedEvent() }
+                callback(controller)
+            }
+        }
     }
 
     private func tearDown() {

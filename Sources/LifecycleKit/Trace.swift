@@ -67,7 +67,9 @@ public final class Trace {
     private var continuations: [Int: AsyncStream<TraceEvent>.Continuation] = [:]
 
     /// The number of events recorded so far; the next event gets `sequence + 1`.
-    public private(set) var sequence = 0
+    // Incremented for every controller of every event: no dynamic exclusivity check (main actor only, never held
+    // across a call).
+    @exclusivity(unchecked) public private(set) var sequence = 0
 
     /// The logger every event is written to: delegate events at info, others at debug (see ``logsEverythingAtInfo``).
     public var logger: Logger
@@ -105,6 +107,11 @@ public final class Trace {
         if !observers.isEmpty || !continuations.isEmpty { return true }
         let level: Logger.Level = delegateEvent || logsEverythingAtInfo ? .info : .debug
         return logger.logLevel <= level
+    }
+
+    /// Numbers an event that nobody observes (see ``isObserved(delegateEvent:)``), so sequence numbers stay dense.
+    func skipUnobservedEvent() {
+        sequence += 1
     }
 
     /// Records one callback.

@@ -47,13 +47,15 @@ open class ViewController {
     public var isViewLoaded: Bool { loadedView != nil }
 
     /// The child controllers, in the order added.
-    public internal(set) var children: [ViewController] = []
+    // Read for every controller of every application event: no dynamic exclusivity check (all access is on the
+    // main actor, and no access to it is ever held across a call).
+    @exclusivity(unchecked) public internal(set) var children: [ViewController] = []
     /// The container this controller is a child of.
-    public private(set) weak var parent: ViewController?
+    public private(set) unowned var parent: ViewController?
     /// The controller this one presents.
-    public private(set) var presentedViewController: ViewController?
+    @exclusivity(unchecked) public private(set) var presentedViewController: ViewController?
     /// The controller that presents this one.
-    public private(set) weak var presentingViewController: ViewController?
+    public private(set) unowned var presentingViewController: ViewController?
     /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``.
     public var modalPresentationStyle: ModalPresentationStyle = .fullScreen
     /// The `animated:` argument of the last appearance transition; recorded, never animated.
@@ -108,12 +110,15 @@ open class ViewController {
     }
 
     isolated deinit {
+        // Clear every unowned back-reference to this controller first: it is being deinitialized.
+        loadedView?.viewController = nil
+        for child in children { child.parent = nil }
+        presentedViewController?.presentingViewController = nil
         trace("deinit")
         let ownPath = lastKnownPath ?? identifier
         // Teardown order: this controller, then its view tree, then its children, then what it presented.
         if let view = loadedView {
             view.lastKnownPath = ownPath + ".view"
-            view.viewController = nil
             loadedView = nil
         }
         while !children.isEmpty {
