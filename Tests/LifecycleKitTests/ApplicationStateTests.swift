@@ -337,3 +337,49 @@ struct StateMachineTests {
         )
     }
 }
+
+@MainActor
+@Suite("Restoration at launch")
+struct RestorationTests {
+    @MainActor
+    final class Restoring: ApplicationDelegate {
+        let restore: Bool
+        init(restore: Bool) { self.restore = restore }
+        func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool { restore }
+    }
+
+    @Test func savedStateIsDecodedBetweenTheTwoLaunchCallbacksWhenTheDelegateAgrees() throws {
+        let archive = try Archive(
+            json: Array(#"{"class": "NavigationController", "identifier": "nav", "children": [{"class": "ViewController", "identifier": "saved"}]}"#.utf8),
+            source: "state.json"
+        )
+        let app = Application(delegate: Restoring(restore: true))
+        let recorder = Recorder(app)
+        app.launch(options: LaunchOptions(reason: .restart, restoredState: archive))
+        #expect(
+            Array(recorder.lines(targets: ["delegate", "nav", "saved", "nav/saved"]).prefix(9)) == [
+                "delegate willFinishLaunching",
+                "delegate shouldRestoreApplicationState",
+                "nav init(coder:)",
+                "saved init(coder:)",
+                "nav/saved willMove(toParent:)",
+                "nav/saved didMove(toParent:)",
+                "nav awakeFromArchive",
+                "nav/saved awakeFromArchive",
+                "delegate didFinishLaunching",
+            ]
+        )
+        let nav = try #require(app.window?.rootViewController as? NavigationController)
+        #expect(nav.topViewController?.identifier == "saved")
+        #expect(nav.topViewController?.isVisible == true)
+    }
+
+    @Test func savedStateIsIgnoredWhenTheDelegateDeclines() throws {
+        let archive = try Archive(json: Array(#"{"class": "ViewController", "identifier": "saved"}"#.utf8), source: "state.json")
+        let app = Application(delegate: Restoring(restore: false))
+        let recorder = Recorder(app)
+        app.launch(options: LaunchOptions(restoredState: archive))
+        #expect(!recorder.lines().contains("saved init(coder:)"))
+        #expect(app.window == nil)
+    }
+}
