@@ -1,0 +1,123 @@
+/// The plain-Swift baselines: what the same work costs with ordinary class instances and no framework.
+
+/// A class with an overridable method, the shape of a controller callback without the framework.
+public class PlainNode {
+    /// Children, for the layout baseline's tree walk.
+    public var children: [PlainNode] = []
+    /// The layout mark the baseline's pass clears.
+    public var needsLayout = true
+
+    /// Creates a node.
+    public init() {}
+
+    /// The event every node receives (overridden below, so the call is dynamically dispatched).
+    public func didReceiveMemoryWarning() {}
+    /// The layout callback.
+    public func layoutSubviews() {}
+    /// Any other callback of a push/pop cycle.
+    public func callback() {}
+
+    /// A layout pass over this subtree that visits only marked views, as the framework's does.
+    public final func layoutPass() {
+        if needsLayout {
+            needsLayout = false
+            layoutSubviews()
+        }
+        for child in children { child.layoutPass() }
+    }
+
+    /// Marks the whole subtree for layout.
+    public final func markSubtree() {
+        needsLayout = true
+        for child in children { child.markSubtree() }
+    }
+}
+
+/// The overriding subclass: counts what it receives, so no call can be optimised away.
+public final class PlainLeaf: PlainNode {
+    /// Calls received.
+    public private(set) var events = 0
+    /// The view it owns, for the memory baseline (a controller and its view).
+    public var view: PlainView?
+    /// The parent, weak as a controller's is.
+    public weak var parent: PlainLeaf?
+
+    public override func didReceiveMemoryWarning() { events &+= 1 }
+    public override func layoutSubviews() { events &+= 1 }
+    public override func callback() { events &+= 1 }
+}
+
+/// The view half of the memory baseline: a class with a weak back reference and a subview array.
+public final class PlainView {
+    /// Subviews.
+    public var subviews: [PlainView] = []
+    /// The owning leaf, weak as a view's controller is.
+    public weak var owner: PlainLeaf?
+
+    /// Creates a view.
+    public init() {}
+}
+
+/// Builders for the baselines, shaped like ``ControllerTree``'s trees.
+public enum PlainTree {
+    /// `count` instances of the overriding subclass in an array, as seen through the base class.
+    public static func makeList(count: Int) -> [PlainNode] {
+        (0..<count).map { _ in PlainLeaf() }
+    }
+
+    /// A tree of `count` nodes (at least one), ``ControllerTree/fanOut`` children each, breadth first.
+    public static func makeTree(count: Int, fanOut: Int) -> PlainNode {
+        precondition(count >= 1, "a tree has at least its root")
+        let root = PlainLeaf()
+        var frontier: [PlainNode] = [root]
+        var next: [PlainNode] = []
+        var made = 1
+        while made < count {
+            for parent in frontier {
+                for _ in 0..<fanOut where made < count {
+                    let child = PlainLeaf()
+                    parent.children.append(child)
+                    next.append(child)
+                    made += 1
+                }
+                if made == count { break }
+            }
+            swap(&frontier, &next)
+            next.removeAll(keepingCapacity: true)
+        }
+        return root
+    }
+
+    /// `count` controller+view pairs linked like an embedded tree: each leaf owns a view, the view is a subview of
+    /// the parent's view, the leaf is a child of its parent.
+    public static func makeOwningTree(count: Int, fanOut: Int) -> PlainLeaf {
+        precondition(count >= 1, "a tree has at least its root")
+        func makePair() -> PlainLeaf {
+            let leaf = PlainLeaf()
+            let view = PlainView()
+            view.owner = leaf
+            leaf.view = view
+            return leaf
+        }
+        let root = makePair()
+        var frontier: [PlainLeaf] = [root]
+        var next: [PlainLeaf] = []
+        var made = 1
+        while made < count {
+            for parent in frontier {
+                for _ in 0..<fanOut where made < count {
+                    let child = makePair()
+                    child.parent = parent
+                    parent.children.append(child)
+                    parent.view!.subviews.append(child.view!)
+                    next.append(child)
+                    made += 1
+                }
+                if made == count { break }
+            }
+            swap(&frontier, &next)
+            next.removeAll(keepingCapacity: true)
+        }
+        return root
+    }
+}

@@ -1,0 +1,763 @@
+#!/usr/bin/env python3
+"""The benchmark harness behind scripts/bench: runs every measurement against its same-run baseline and writes the
+table (results.md) and the latency plot (latency.png).
+
+It expects the release binaries of the Benchmarks package (scripts/bench builds them) and uses only the standard
+library, plus matplotlib for the plot. Every process it starts is ended by its PID.
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Processes and sd_notify
+
+
+class NotifyListener:
+    """A NOTIFY_SOCKET bound by the harness: records every sd_notify datagram with its CLOCK_MONOTONIC arrival."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, f"notify-{id(self)}")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.messages = []  # (monotonic seconds, [lines])
+
+    def poll(self, timeout):
+        """Reads what arrives within `timeout` seconds (at least one read attempt)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            self.sock.settimeout(max(remaining, 0.0001))
+            try:
+                data = self.sock.recv(65536)
+            except (socket.timeout, BlockingIOError):
+                return
+            self.messages.append((time.monotonic(), data.decode(errors="replace").splitlines()))
+            if time.monotonic() >= deadline:
+                return
+
+    def wait_for(self, line, timeout=10.0):
+        """Waits until a datagram with `line` arrived; returns its arrival time."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for arrived, lines in self.messages:
+                if line in lines:
+                    return arrived
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RuntimeError(f"no {line} on {self.path} within {timeout} s")
+            self.poll(min(remaining, 0.05))
+
+    def count(self, line, start, end):
+        return sum(1 for arrived, lines in self.messages if start <= arrived <= end and line in lines)
+
+    def close(self):
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def start(command, env_extra, cpu=None, watchdog=False):
+    """Starts a receiver (optionally pinned with taskset, optionally with WATCHDOG_PID=its own PID)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
+                                                             "INVOCATION_ID", "LISTEN_FDS", "LISTEN_PID",
+                                                             "JOURNAL_STREAM")}
+    env.update(env_extra)
+    argv = list(command)
+    if watchdog:
+        # sd_watchdog_enabled() wants WATCHDOG_PID to be the daemon's PID: the shell's $$ survives its exec.
+        argv = ["/bin/sh", "-c", 'WATCHDOG_PID=$$ exec "$0" "$@"'] + argv
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + argv
+    return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def stop(process, timeout=10.0):
+    """SIGTERM to the PID we started, then SIGKILL to the same PID if it does not exit."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode
+
+
+def quoted(argv):
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def run(argv, log, shown=None, **kwargs):
+    """Runs a command, logging it (or `shown`, a version with placeholders); returns stdout."""
+    log.append(shown if shown is not None else quoted(argv))
+    result = subprocess.run([str(a) for a in argv], check=True, stdout=subprocess.PIPE, text=True, **kwargs)
+    return result.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Statistics
+
+
+def percentile(sorted_values, p):
+    """Nearest-rank percentile of already sorted values."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, -(-len(sorted_values) * p // 100))
+    return sorted_values[int(rank) - 1]
+
+
+def summary(values):
+    values = sorted(values)
+    return {"n": len(values), "p50": percentile(values, 50), "p99": percentile(values, 99), "max": values[-1]}
+
+
+def ratio(value, base):
+    return value / base if base else float("inf")
+
+
+def fmt(value, digits=1):
+    if value != value:  # NaN
+        return "n/a"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def verdict(ok):
+    return "yes" if ok else "**no**"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Signal latency
+
+
+RECEIVERS = [("floor", "C signalfd + epoll (floor)"),
+             ("daemon", "lifecycled main loop (Daemon.run)"),
+             ("peer", "swift-service-lifecycle UnixSignalsSequence → @MainActor (peer)")]
+
+
+def measure_latency(bins, args, tmp, log, raw):
+    placements = [("same CPU", 0, 0), ("other CPU", 0, 1)]
+    results = {}
+    per_round = max(1, args.signals // args.rounds)
+    for placement, receiver_cpu, sender_cpu in placements:
+        samples = {name: [] for name, _ in RECEIVERS}
+        lost = {name: 0 for name, _ in RECEIVERS}
+        for round_index in range(args.rounds):
+            # Rotate the order each round, so no receiver always runs first or last.
+            order = RECEIVERS[round_index % 3:] + RECEIVERS[:round_index % 3]
+            for name, _ in order:
+                shm = f"/dev/shm/lifecycle-bench-{os.getpid()}-{name}"
+                shm_shown = f"/dev/shm/lifecycle-bench-{name}"
+                capacity = per_round + args.warmup + 16
+                run([bins["probe"], "shm-create", shm, capacity], log,
+                    shown=quoted([bins["probe"], "shm-create", shm_shown, capacity]))
+                listener = NotifyListener(tmp)
+                process = start([bins[name]], {"NOTIFY_SOCKET": listener.path, "LIFECYCLE_BENCH_SHM": shm},
+                                cpu=receiver_cpu)
+                log.append(f"LIFECYCLE_BENCH_SHM={shm_shown} NOTIFY_SOCKET=<harness socket> "
+                           f"{quoted(['taskset', '-c', receiver_cpu, bins[name]])} &")
+                try:
+                    listener.wait_for("READY=1")
+                    time.sleep(0.2)
+                    out = os.path.join(tmp, f"latency-{name}.txt")
+                    argv = ["taskset", "-c", sender_cpu, bins["probe"], "latency", "--pid", process.pid,
+                            "--shm", shm, "--count", per_round, "--warmup", args.warmup, "--out", out]
+                    shown = quoted(argv).replace(f"--pid {process.pid}", "--pid <receiver pid>")
+                    shown = shown.replace(shm, shm_shown).replace(out, f"<latencies of {name}>")
+                    line = run(argv, log, shown=shown)
+                    fields = dict(item.split("=") for item in line.split())
+                    lost[name] += int(fields["lost"])
+                    with open(out) as handle:
+                        samples[name].extend(int(value) / 1000.0 for value in handle)
+                finally:
+                    status = stop(process)
+                    listener.close()
+                    os.unlink(shm)
+                if status != 0:
+                    raise RuntimeError(f"{name} exited with {status} after the latency run")
+        results[placement] = {name: dict(summary(samples[name]), lost=lost[name], samples=samples[name])
+                              for name, _ in RECEIVERS}
+        for name, _ in RECEIVERS:
+            with open(raw / f"latency-{placement.replace(' ', '-')}-{name}.txt", "w") as handle:
+                handle.writelines(f"{value:.3f}\n" for value in samples[name])
+    return results
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5, 3, 6. Startup, RSS, terminate (lifecycle-bench-probe launch)
+
+
+def measure_launches(bins, args, log):
+    subjects = [
+        ("floor", [bins["floor"]]),
+        ("peer", [bins["peer"]]),
+        ("lifecycled", [bins["lifecycled"], "--work-interval", "0"]),
+        ("daemon-0", [bins["daemon"]]),
+        ("daemon-10000", [bins["daemon"], "--controllers", "10000"]),
+    ]
+    results = {}
+    for name, command in subjects:
+        out = run([bins["probe"], "launch", "--runs", args.launch_runs, "--settle-ms", args.settle_ms, "--"] + command,
+                  log)
+        rows = [dict((key, int(value)) for key, value in (item.split("=") for item in line.split()))
+                for line in out.splitlines() if line.strip()]
+        if any(row["status"] != 0 for row in rows):
+            raise RuntimeError(f"{name} did not exit 0 on SIGTERM: {rows}")
+        results[name] = {
+            "ready_ms": statistics.median(row["ready_ns"] for row in rows) / 1e6,
+            "rss_mib": statistics.median(row["rss_kib"] for row in rows) / 1024.0,
+            "anon_mib": statistics.median(row["rss_anon_kib"] for row in rows) / 1024.0,
+            "file_mib": statistics.median(row["rss_file_kib"] for row in rows) / 1024.0,
+            "terminate_ms": statistics.median(row["terminate_ns"] for row in rows) / 1e6,
+            "runs": len(rows),
+        }
+    return results
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Idle
+
+
+def thread_counters(pid):
+    """Per thread: (voluntary + involuntary context switches, run time ns), from /proc/PID/task/*/{status,schedstat}."""
+    counters = {}
+    task_dir = f"/proc/{pid}/task"
+    for tid in os.listdir(task_dir):
+        try:
+            switches = 0
+            with open(f"{task_dir}/{tid}/status") as handle:
+                for line in handle:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        switches += int(line.split()[1])
+            with open(f"{task_dir}/{tid}/schedstat") as handle:
+                run_ns = int(handle.read().split()[0])
+            counters[tid] = (switches, run_ns)
+        except FileNotFoundError:
+            continue  # the thread exited between listdir and open
+    return counters
+
+
+def idle_delta(before, after):
+    """Sums the per-thread growth; threads born in the window count in full. A thread that exited in the window
+    took its last counts with it: those are reported as `exited`, not guessed."""
+    switches = sum(counts[0] - before.get(tid, (0, 0))[0] for tid, counts in after.items())
+    run_ns = sum(counts[1] - before.get(tid, (0, 0))[1] for tid, counts in after.items())
+    exited = sum(1 for tid in before if tid not in after)
+    started = sum(1 for tid in after if tid not in before)
+    return switches, run_ns, exited, started
+
+
+def rss_by_mapping(pid, top=10):
+    """Rss and Anonymous kB per mapped file (or [heap], [stack], [anon]) from /proc/PID/smaps, largest first."""
+    rss, anon = {}, {}
+    current = None
+    with open(f"/proc/{pid}/smaps") as handle:
+        for line in handle:
+            parts = line.split()
+            if parts and "-" in parts[0] and len(parts) >= 5 and ":" in parts[3]:
+                current = os.path.basename(parts[5]) if len(parts) > 5 else "[anonymous]"
+            elif parts and parts[0] == "Rss:":
+                rss[current] = rss.get(current, 0) + int(parts[1])
+            elif parts and parts[0] == "Anonymous:":
+                anon[current] = anon.get(current, 0) + int(parts[1])
+    ranked = sorted(rss.items(), key=lambda item: -item[1])
+    return [(name, kib, anon.get(name, 0)) for name, kib in ranked[:top]], sum(rss.values())
+
+
+def measure_idle(bins, args, tmp, log):
+    watchdog_usec = 2_000_000
+    subjects = [
+        ("floor", [bins["floor"]], {}, False),
+        ("peer", [bins["peer"]], {}, False),
+        ("lifecycled", [bins["lifecycled"], "--work-interval", "0"], {}, False),
+        ("lifecycled-watchdog", [bins["lifecycled"], "--work-interval", "0"],
+         {"WATCHDOG_USEC": str(watchdog_usec)}, True),
+    ]
+    running = []
+    try:
+        for name, command, env, watchdog in subjects:
+            listener = NotifyListener(tmp)
+            process = start(command, dict(env, NOTIFY_SOCKET=listener.path), watchdog=watchdog)
+            settings = "".join(f"{key}={value} " for key, value in env.items())
+            settings += "WATCHDOG_PID=<its own pid> " if watchdog else ""
+            log.append(f"NOTIFY_SOCKET=<harness socket> {settings}{quoted(command)} &")
+            running.append((name, process, listener))
+        for _, _, listener in running:
+            listener.wait_for("READY=1")
+        time.sleep(1.0)  # let start-up work (first display pass, pool threads) finish
+        mappings = {name: rss_by_mapping(process.pid) for name, process, _ in running}
+        before = {name: thread_counters(process.pid) for name, process, _ in running}
+        window_start = time.monotonic()
+        deadline = window_start + args.idle_seconds
+        while time.monotonic() < deadline:
+            for _, _, listener in running:
+                listener.poll(0.01)
+        after = {name: thread_counters(process.pid) for name, process, _ in running}
+        window_end = time.monotonic()
+        results = {}
+        for name, process, listener in running:
+            switches, run_ns, exited, started = idle_delta(before[name], after[name])
+            results[name] = {
+                "switches": switches,
+                "cpu_us": run_ns / 1000.0,
+                "threads": len(after[name]),
+                "exited": exited,
+                "started": started,
+                "pings": listener.count("WATCHDOG=1", window_start, window_end),
+            }
+        results["mappings"] = mappings
+        results["watchdog_usec"] = watchdog_usec
+        results["seconds"] = window_end - window_start
+        return results
+    finally:
+        for name, process, listener in running:
+            status = stop(process)
+            listener.close()
+            if status != 0:
+                raise RuntimeError(f"{name} exited with {status} after the idle window")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2, 3. In-process benchmarks (ordo-one/benchmark)
+
+
+def run_benchmark_tool(args, raw, log, env):
+    out_dir = raw / "benchmark-tool"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.csv"):
+        old.unlink()
+    argv = [args.swift, "package", "--package-path", args.package, "--scratch-path", args.scratch,
+            "--allow-writing-to-directory", out_dir, "benchmark", "run", "--format", "influx", "--path", out_dir,
+            "--no-progress"]
+    log.append(quoted(argv).replace(str(out_dir), "<raw>/benchmark-tool"))
+    with open(raw / "benchmark-tool.log", "w") as handle:
+        subprocess.run([str(a) for a in argv], check=True, stdout=handle, stderr=subprocess.STDOUT, env=env)
+    files = sorted(out_dir.glob("*.csv"))
+    if not files:
+        raise RuntimeError("the benchmark tool wrote no results")
+    medians = {}  # (test, metric) -> p50
+    with open(files[0]) as handle:
+        rows = [row for row in csv.reader(handle) if row and not row[0].startswith("#")]
+    header = rows[0]
+    column = {name: index for index, name in enumerate(header)}
+    for row in rows[1:]:
+        if float(row[column["percentile"]]) == 50.0:
+            medians[(row[column["test"]], row[column["metric"]])] = float(row[column["value"]])
+    return medians
+
+
+def parse_name(name):
+    """'fanout lifecycle n=10 events=10000' -> ('fanout', 'lifecycle', {'n': 10, 'events': 10000})."""
+    words = name.split()
+    params = dict((key, int(value)) for key, value in (word.split("=") for word in words[2:]))
+    return words[0], words[1], params
+
+
+def in_process(medians):
+    tests = {}
+    for (test, metric), value in medians.items():
+        tests.setdefault(test, {})[metric] = value
+    by_kind = {}
+    for test, metrics in tests.items():
+        group, variant, params = parse_name(test)
+        by_kind.setdefault(group, {}).setdefault(variant, []).append((params, metrics))
+    return by_kind
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Machine
+
+
+def machine_description(args):
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    cores = os.cpu_count()
+    memory_gib = 0
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith("MemTotal:"):
+                memory_gib = round(int(line.split()[1]) / 1024 / 1024)
+    distro = "Linux"
+    try:
+        with open("/etc/os-release") as handle:
+            for line in handle:
+                if line.startswith("PRETTY_NAME="):
+                    distro = line.split("=", 1)[1].strip().strip('"')
+    except FileNotFoundError:
+        pass
+    swift = subprocess.run([args.swift, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True).stdout.splitlines()[0]
+    try:
+        commit = subprocess.run(["git", "-C", args.root, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", args.root, "status", "--porcelain", "--untracked-files=no"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+        commit = commit + ("+changes" if dirty else "")
+    except FileNotFoundError:
+        commit = "unknown"
+    with open("/proc/loadavg") as handle:
+        load = " ".join(handle.read().split()[:3])
+    short = f"{cpu}, {cores} vCPUs, {memory_gib} GiB, {distro}, Linux {platform.release()}, {swift}"
+    return {"short": short, "commit": commit, "load": load, "date": datetime.datetime.now(datetime.timezone.utc)
+            .strftime("%Y-%m-%d %H:%M UTC")}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Report
+
+
+def write_report(path, machine, args, latency, launches, idle, benchmarks, logs):
+    command = args.command_line
+    lines = []
+    add = lines.append
+    add("# Benchmark results")
+    add("")
+    add(f"Produced by `{command}` on {machine['date']}, commit {machine['commit']}.")
+    add("")
+    with open("/proc/loadavg") as handle:
+        load_after = " ".join(handle.read().split()[:3])
+    add(f"**Machine:** {machine['short']}. Load average (1, 5, 15 min) at the start {machine['load']}, at the end "
+        f"{load_after}: other work on the machine shows up in the tails.")
+    add("")
+    add("Every figure is next to a baseline measured in the same run, and every goal the issue set is marked met or "
+        "not. Method and caveats: [../benchmarks.md](../benchmarks.md).")
+    add("")
+    beside = f"<sub>{machine['short']} · `{command}`</sub>"
+
+    # 1. Latency
+    add("## 1. Signal → first callback latency")
+    add("")
+    add("`sigqueue(SIGUSR1)` → first line of the callback, stamped with `CLOCK_MONOTONIC`, "
+        f"{args.signals} signals per receiver and placement ({args.rounds} rounds, {args.warmup} warm-up signals "
+        "per round discarded), sends ≥ 1 ms apart, each after the previous one was seen. Receiver pinned to CPU 0; "
+        "sender on CPU 0 (same CPU) or CPU 1 (other CPU). The daemon's first callback is the delegate's "
+        "`applicationDidReceiveMemoryWarning` (SIGUSR1 mapped to memory-warning, empty window); its trace line "
+        "for that callback is written to stderr (`/dev/null`) before it, as on a terminal.")
+    add("")
+    add("| placement | receiver | signals (lost) | p50 µs | p99 µs | max µs | p50 × floor | p99 × floor "
+        "| max × floor |")
+    add("|---|---|---|---|---|---|---|---|---|")
+    for placement, receivers in latency.items():
+        floor = receivers["floor"]
+        for name, label in RECEIVERS:
+            row = receivers[name]
+            add(f"| {placement} | {label} | {row['n']} ({row['lost']}) | {fmt(row['p50'])} | {fmt(row['p99'])} | "
+                f"{fmt(row['max'])} | {fmt(ratio(row['p50'], floor['p50']), 2)} | "
+                f"{fmt(ratio(row['p99'], floor['p99']), 2)} | {fmt(ratio(row['max'], floor['max']), 2)} |")
+    add("")
+    add("| goal | same CPU | met | other CPU | met |")
+    add("|---|---|---|---|---|")
+    goals = [
+        ("daemon p50 ≤ 1.5 × floor p50", lambda r: ratio(r["daemon"]["p50"], r["floor"]["p50"]), lambda x: x <= 1.5),
+        ("daemon p99 ≤ 2 × floor p99", lambda r: ratio(r["daemon"]["p99"], r["floor"]["p99"]), lambda x: x <= 2.0),
+        ("peer p50 ≥ 2 × daemon p50", lambda r: ratio(r["peer"]["p50"], r["daemon"]["p50"]), lambda x: x >= 2.0),
+    ]
+    for label, value_of, ok in goals:
+        cells = []
+        for placement in ("same CPU", "other CPU"):
+            value = value_of(latency[placement])
+            cells += [f"{fmt(value, 2)}×", verdict(ok(value))]
+        add(f"| {label} | " + " | ".join(cells) + " |")
+    add("")
+    add(f"Plot: [latency.png](latency.png). {beside}")
+    add("")
+
+    # 2. Fan-out, push/pop, layout
+    add("## 2. Fan-out, push/pop, layout")
+    add("")
+    add("In-process, ordo-one/benchmark 1.38.1, medians. Fan-out: one memory warning delivered through a tree of "
+        "n controllers (10 children each, every controller with its view, window visible, application active), "
+        "against a loop calling an overridden method on n instances of a class. Both sides run the same override "
+        "body (a counter).")
+    add("")
+    add("| benchmark | LifecycleKit | plain Swift baseline | ratio | goal | met |")
+    add("|---|---|---|---|---|---|")
+    fanout = benchmarks.get("fanout", {})
+    plain = {params["n"]: (params, metrics) for params, metrics in fanout.get("plain", [])}
+    for params, metrics in sorted(fanout.get("lifecycle", []), key=lambda item: item[0]["n"]):
+        n, events = params["n"], params["events"]
+        per = metrics["Time(wallclock)"] / (n * events)
+        base_params, base_metrics = plain[n]
+        base = base_metrics["Time(wallclock)"] / (base_params["n"] * base_params["events"])
+        mallocs = metrics.get("Malloc(total)", 0) / events
+        add(f"| fan-out, {n:,} controllers | {fmt(per, 2)} ns/controller ({fmt(mallocs, 0)} mallocs/event, the "
+            f"delegate's log record included) | "
+            f"{fmt(base, 2)} ns/instance | {fmt(ratio(per, base), 1)}× | ≤ 3× | {verdict(ratio(per, base) <= 3)} |")
+    for params, metrics in fanout.get("lifecycle-quiet", []):
+        n, events = params["n"], params["events"]
+        per = metrics["Time(wallclock)"] / (n * events)
+        base_params, base_metrics = plain[n]
+        base = base_metrics["Time(wallclock)"] / (base_params["n"] * base_params["events"])
+        add(f"| fan-out, {n:,} controllers, nothing logged (not even the delegate's line) | {fmt(per, 1)} "
+            f"ns/controller | {fmt(base, 2)} ns/instance | {fmt(ratio(per, base), 1)}× | (informative) | |")
+    for params, metrics in fanout.get("lifecycle-traced", []):
+        n, events = params["n"], params["events"]
+        per = metrics["Time(wallclock)"] / (n * events)
+        base_params, base_metrics = plain[n]
+        base = base_metrics["Time(wallclock)"] / (base_params["n"] * base_params["events"])
+        add(f"| fan-out, {n:,} controllers, every event rendered for the log (the daemon's level under journald) | "
+            f"{fmt(per, 1)} ns/controller | {fmt(base, 2)} ns/instance | {fmt(ratio(per, base), 0)}× | "
+            f"(informative) | |")
+    pushpop = benchmarks.get("pushpop", {})
+    if pushpop:
+        params, metrics = pushpop["lifecycle"][0]
+        base_params, base_metrics = pushpop["plain"][0]
+        per = metrics["Time(wallclock)"] / params["cycles"] / 1000.0
+        base = base_metrics["Time(wallclock)"] / base_params["cycles"] / 1000.0
+        callbacks = metrics.get("callbacks")
+        detail = f" ({int(callbacks)} callbacks)" if callbacks else ""
+        add(f"| push + pop on a visible navigation controller, turns ended{detail} | {fmt(per, 2)} µs/cycle | "
+            f"{fmt(base, 2)} µs/cycle (allocate controller + view, link, make the same callbacks, unlink) | "
+            f"{fmt(ratio(per, base), 1)}× | — | |")
+    layout = benchmarks.get("layout", {})
+    if layout:
+        params, metrics = layout["lifecycle"][0]
+        base_params, base_metrics = layout["plain"][0]
+        per = metrics["Time(wallclock)"] / 1000.0
+        base = base_metrics["Time(wallclock)"] / 1000.0
+        add(f"| layout pass over {params['n']:,} marked views (`runEndOfTurn`) | {fmt(per, 0)} µs "
+            f"({fmt(per * 1000 / params['n'], 1)} ns/view) | {fmt(base, 0)} µs (recursive walk, overridden "
+            f"`layoutSubviews`) | {fmt(ratio(per, base), 1)}× | — | |")
+    add("")
+    add(beside)
+    add("")
+
+    # 3. Memory
+    add("## 3. Memory")
+    add("")
+    add("| figure | LifecycleKit | baseline | ratio | goal | met |")
+    add("|---|---|---|---|---|---|")
+    memory = benchmarks.get("memory", {})
+    if memory:
+        params, metrics = memory["lifecycle"][0]
+        base_params, base_metrics = memory["plain"][0]
+        n = params["n"]
+        held = metrics["Malloc/freeΔ(bytes)"] / n
+        held_base = base_metrics["Malloc/freeΔ(bytes)"] / base_params["n"]
+        allocations = metrics["Malloc/freeΔ"] / n
+        gross = metrics["Malloc(bytestotal)"] / n
+        add(f"| bytes held per controller + view ({n:,} embedded in a tree; malloc interposer, requested bytes, "
+            f"net of frees) | {fmt(held, 0)} B ({fmt(allocations, 1)} live allocations; {fmt(gross, 0)} B "
+            f"allocated in all) | {fmt(held_base, 0)} B (plain class pair, same links) | "
+            f"{fmt(ratio(held, held_base), 1)}× | ≤ 1 KiB | {verdict(held <= 1024)} |")
+    rss = launches["lifecycled"]["rss_mib"]
+    add(f"| RSS of the demo daemon (`lifecycled --work-interval 0`) {args.settle_ms} ms after READY=1, median of "
+        f"{launches['lifecycled']['runs']} | {fmt(rss, 1)} MiB ({fmt(launches['lifecycled']['anon_mib'], 1)} "
+        f"anonymous + {fmt(launches['lifecycled']['file_mib'], 1)} file-backed) | "
+        f"C floor {fmt(launches['floor']['rss_mib'], 1)} MiB; "
+        f"peer {fmt(launches['peer']['rss_mib'], 1)} MiB | {fmt(ratio(rss, launches['floor']['rss_mib']), 1)}× floor; "
+        f"{fmt(ratio(rss, launches['peer']['rss_mib']), 2)}× peer | ≤ 10 MiB | {verdict(rss <= 10)} |")
+    add("")
+    top, total = idle["mappings"]["lifecycled"]
+    add(f"Where the demo daemon's RSS is ({fmt(total / 1024, 1)} MiB in `/proc/PID/smaps` of the idle run's "
+        "`lifecycled --work-interval 0`, 1 s after READY=1; file-backed pages of shared libraries count in full):")
+    add("")
+    add("| mapping | RSS KiB | of which anonymous KiB |")
+    add("|---|---|---|")
+    for name, kib, anonymous in top:
+        add(f"| {name} | {kib:,} | {anonymous:,} |")
+    add("")
+    add(beside)
+    add("")
+
+    # 4. Idle
+    add("## 4. Idle")
+    add("")
+    add(f"Context switches (voluntary + involuntary) and CPU time summed over every thread "
+        f"(`/proc/PID/task/*/status`, `schedstat`) over a {fmt(idle['seconds'], 1)} s idle window that starts 1 s "
+        "after READY=1; all four processes idle side by side in the same window. A thread that exits within the "
+        "window takes its last counts with it (`+`: at least this many).")
+    add("")
+    add("| process | threads (started, exited in the window) | context switches | CPU µs | watchdog pings received "
+        "| goal | met |")
+    add("|---|---|---|---|---|---|---|")
+    labels = {"floor": "C floor (baseline)", "peer": "peer (baseline)",
+              "lifecycled": "lifecycled, watchdog off",
+              "lifecycled-watchdog": f"lifecycled, WATCHDOG_USEC={idle['watchdog_usec']}"}
+    for name in ("floor", "peer", "lifecycled", "lifecycled-watchdog"):
+        row = idle[name]
+        if name == "lifecycled":
+            goal, ok = "0 switches", row["switches"] == 0
+        elif name == "lifecycled-watchdog":
+            goal, ok = "switches = pings", row["switches"] == row["pings"]
+        else:
+            goal, ok = "—", None
+        if row["exited"]:
+            ok = False if ok is not None else None  # an exited thread's last switches are unknown
+        plus = "+" if row["exited"] else ""
+        add(f"| {labels[name]} | {row['threads']} ({row['started']}, {row['exited']}) | {row['switches']}{plus} | "
+            f"{fmt(row['cpu_us'], 0)}{plus} | {row['pings']} | {goal} | {'' if ok is None else verdict(ok)} |")
+    add("")
+    add(beside)
+    add("")
+
+    # 5. Startup and 6. Terminate
+    add("## 5. Startup and 6. Terminate")
+    add("")
+    add(f"`lifecycle-bench-probe launch`: exec → `READY=1` on a `NOTIFY_SOCKET` it bound, RSS {args.settle_ms} ms "
+        f"later, then SIGTERM → exit (`waitpid`); medians of {args.launch_runs} runs each.")
+    add("")
+    add("| process | exec → READY=1 ms | RSS MiB (anonymous + file) | SIGTERM → exit ms |")
+    add("|---|---|---|---|")
+    launch_labels = [("floor", "C floor (baseline)"), ("peer", "peer"),
+                     ("lifecycled", "lifecycled (demo, 4 controllers)"),
+                     ("daemon-0", "bench daemon, empty window (baseline for per-controller cost)"),
+                     ("daemon-10000", "bench daemon, 10,000 controllers")]
+    for name, label in launch_labels:
+        row = launches[name]
+        add(f"| {label} | {fmt(row['ready_ms'], 2)} | {fmt(row['rss_mib'], 1)} ({fmt(row['anon_mib'], 1)} + "
+            f"{fmt(row['file_mib'], 1)}) | {fmt(row['terminate_ms'], 2)} |")
+    add("")
+    startup = launches["lifecycled"]["ready_ms"]
+    terminate = launches["daemon-10000"]["terminate_ms"]
+    per_controller = (terminate - launches["daemon-0"]["terminate_ms"]) * 1e6 / 10000
+    add("| figure | value | baseline | ratio | goal | met |")
+    add("|---|---|---|---|---|---|")
+    add(f"| startup of the demo daemon, exec → READY=1 | {fmt(startup, 2)} ms | C floor "
+        f"{fmt(launches['floor']['ready_ms'], 2)} ms; peer {fmt(launches['peer']['ready_ms'], 2)} ms | "
+        f"{fmt(ratio(startup, launches['floor']['ready_ms']), 1)}× floor | ≤ 10 ms | {verdict(startup <= 10)} |")
+    add(f"| terminate with 10,000 controllers, SIGTERM → exit | {fmt(terminate, 2)} ms | empty window "
+        f"{fmt(launches['daemon-0']['terminate_ms'], 2)} ms; C floor {fmt(launches['floor']['terminate_ms'], 2)} ms | "
+        f"{fmt(ratio(terminate, launches['daemon-0']['terminate_ms']), 1)}× empty | — | |")
+    add(f"| terminate, per controller (10,000 − empty) / 10,000 | {fmt(per_controller, 0)} ns | | | — | |")
+    add("")
+    add(beside)
+    add("")
+
+    add("## Commands")
+    add("")
+    add(f"`{command}` ran these, each as often as the counts above say. `$SCRATCH` is `.build-bench`, `$BIN` its "
+        "release folder (`swift build -c release --package-path Benchmarks --scratch-path .build-bench "
+        "--show-bin-path`), `$CBIN` `$SCRATCH/c` (the C floor and probe, built with cc).")
+    add("")
+    add("```")
+    seen = set()
+    for entry in logs:
+        shown = entry.replace(str(args.bin) + "/", "$BIN/").replace(str(args.c_bin) + "/", "$CBIN/")
+        shown = shown.replace(str(args.scratch), "$SCRATCH").replace(str(args.root) + "/", "")
+        if shown in seen:
+            continue
+        seen.add(shown)
+        add(shown)
+    add("```")
+    add("")
+    path.write_text("\n".join(lines))
+
+
+def plot(path, latency, machine, command):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"floor": "#4c72b0", "daemon": "#dd8452", "peer": "#55a868"}
+    labels = {"floor": "C signalfd+epoll (floor)", "daemon": "lifecycled (Daemon.run)",
+              "peer": "UnixSignalsSequence → @MainActor (peer)"}
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
+    for axis, (placement, receivers) in zip(axes, latency.items()):
+        for name in ("floor", "daemon", "peer"):
+            values = sorted(receivers[name]["samples"])
+            if not values:
+                continue
+            count = len(values)
+            axis.step(values, [(index + 1) / count for index in range(count)], where="post", color=colors[name],
+                      label=f"{labels[name]}: p50 {receivers[name]['p50']:.1f} µs, "
+                            f"p99 {receivers[name]['p99']:.1f} µs")
+            axis.axvline(receivers[name]["p50"], color=colors[name], linestyle=":", linewidth=0.8)
+        axis.set_xscale("log")
+        axis.set_xlabel("sigqueue → first line of the callback (µs, log scale)")
+        axis.set_title(f"{placement}")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(loc="lower right", fontsize=8)
+    axes[0].set_ylabel("fraction of signals (CDF)")
+    figure.suptitle(f"Signal latency CDF, {receivers['floor']['n']} signals per receiver", fontsize=12)
+    figure.text(0.5, 0.005, f"{machine['short']} · {command} · commit {machine['commit']}", ha="center", fontsize=7)
+    figure.tight_layout(rect=(0, 0.03, 1, 0.95))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--root", required=True, type=Path)
+    parser.add_argument("--package", required=True, type=Path)
+    parser.add_argument("--scratch", required=True, type=Path)
+    parser.add_argument("--bin", required=True, type=Path, help="the release bin directory")
+    parser.add_argument("--c-bin", required=True, type=Path, help="where the C floor and probe were built")
+    parser.add_argument("--out", required=True, type=Path, help="where results.md and latency.png go")
+    parser.add_argument("--raw", required=True, type=Path, help="where raw data goes")
+    parser.add_argument("--swift", default="swift")
+    parser.add_argument("--signals", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--launch-runs", type=int, default=20)
+    parser.add_argument("--settle-ms", type=int, default=200)
+    parser.add_argument("--idle-seconds", type=float, default=10.0)
+    parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
+    parser.add_argument("--command-line", default="scripts/bench")
+    args = parser.parse_args()
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    args.raw.mkdir(parents=True, exist_ok=True)
+    bins = {name: args.bin / f"lifecycle-bench-{name}" for name in ("daemon", "peer")}
+    bins.update({name: args.c_bin / f"lifecycle-bench-{name}" for name in ("floor", "probe")})
+    bins["lifecycled"] = args.bin / "lifecycled"
+    for name, path in bins.items():
+        if not path.exists():
+            sys.exit(f"bench.py: {path} is missing; scripts/bench builds it")
+    env = dict(os.environ)
+    if args.smoke:
+        env["LIFECYCLE_BENCH_SMOKE"] = "1"
+
+    machine = machine_description(args)
+    print(f"machine: {machine['short']}", flush=True)
+    logs = []
+    with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
+        print(f"1/4 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
+        latency = measure_latency(bins, args, tmp, logs, args.raw)
+        print(f"2/4 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 5", flush=True)
+        launches = measure_launches(bins, args, logs)
+        print(f"3/4 idle: {args.idle_seconds} s", flush=True)
+        idle = measure_idle(bins, args, tmp, logs)
+    print("4/4 in-process benchmarks (ordo-one/benchmark)", flush=True)
+    benchmarks = in_process(run_benchmark_tool(args, args.raw, logs, env))
+
+    results = args.out / "results.md"
+    write_report(results, machine, args, latency, launches, idle, benchmarks, logs)
+    print(f"wrote {results}")
+    try:
+        plot(args.out / "latency.png", latency, machine, args.command_line)
+        print(f"wrote {args.out / 'latency.png'}")
+    except ImportError:
+        if not args.smoke:
+            raise
+        print("matplotlib is not installed: no plot in a smoke run")
+
+
+if __name__ == "__main__":
+    main()
