@@ -137,17 +137,17 @@ public final class Trace {
             detail: detail
         )
         let level: Logger.Level = isDelegateEvent || logsEverythingAtInfo ? .info : .debug
-        logger.log(
-            level: level,
-            "\(traced.event) \(traced.target)",
-            metadata: [
+        if logger.logLevel <= level {
+            var metadata: Logger.Metadata = [
                 "lifecycle.event": .string(traced.event),
                 "lifecycle.target": .string(traced.target),
                 "lifecycle.state": .string(traced.state.rawValue),
                 "lifecycle.seq": .stringConvertible(traced.sequence),
                 "lifecycle.cause": .string(traced.cause.rawValue),
-            ].merging(detail.map { ["lifecycle.detail": .string($0)] } ?? [:]) { $1 }
-        )
+            ]
+            if let detail { metadata["lifecycle.detail"] = .string(detail) }
+            logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
+        }
         for observer in observers {
             observer.body(traced)
         }
