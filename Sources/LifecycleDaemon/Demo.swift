@@ -88,20 +88,7 @@ public final class DemoDelegate: ApplicationDelegate {
         let seconds = environment.settings.backgroundTask
         guard seconds > .zero else { return }
         // Work that must finish in the background: a sleep holds logind's inhibitor until it ends (or expires).
-        let logger = environment.logger
-        var task = BackgroundTaskIdentifier.invalid
-        task = application.beginBackgroundTask(withName: "background-work") {
-            logger.warning("background work expired before it finished")
-            application.endBackgroundTask(task)
-        }
-        logger.info("background work started: \(seconds)")
-        DispatchQueue.main.asyncAfter(deadline: .now() + seconds.timeInterval) {
-            MainActor.assumeIsolated {
-                guard application.backgroundTasks.contains(where: { $0.identifier == task }) else { return }
-                logger.info("background work finished")
-                application.endBackgroundTask(task)
-            }
-        }
+        beginTimedTask("background-work", label: "background work", lasting: seconds, in: application)
     }
 
     public func applicationDidReceiveMemoryWarning(_ application: Application) {
@@ -112,16 +99,23 @@ public final class DemoDelegate: ApplicationDelegate {
         let seconds = environment.settings.terminationTask
         guard seconds > .zero else { return }
         // A flush that must finish before the process exits: termination waits for it (up to the budget).
+        beginTimedTask("flush", label: "flush", lasting: seconds, in: application)
+    }
+
+    /// Begins a background task that ends by itself after `duration`, logging `<label> started`, `finished`, or,
+    /// when its time runs out first, `expired before it finished`.
+    private func beginTimedTask(_ name: String, label: String, lasting duration: Duration, in application: Application) {
         let logger = environment.logger
         var task = BackgroundTaskIdentifier.invalid
-        task = application.beginBackgroundTask(withName: "flush") {
-            logger.warning("flush expired before it finished")
+        task = application.beginBackgroundTask(withName: name) {
+            logger.warning("\(label) expired before it finished")
             application.endBackgroundTask(task)
         }
-        logger.info("flush started: \(seconds)")
-        DispatchQueue.main.asyncAfter(deadline: .now() + seconds.timeInterval) {
+        logger.info("\(label) started: \(duration)")
+        DispatchQueue.main.asyncAfter(deadline: .now() + duration.timeInterval) {
             MainActor.assumeIsolated {
-                logger.info("flush finished")
+                guard application.backgroundTasks.contains(where: { $0.identifier == task }) else { return }
+                logger.info("\(label) finished")
                 application.endBackgroundTask(task)
             }
         }
