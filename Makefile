@@ -38,9 +38,11 @@ e2e-test: build
 
 test: unit-test e2e-test
 
+# The installed binary links the Swift runtime statically: it runs without a toolchain on the machine, starts
+# faster and maps fewer pages (docs/benchmarks.md).
 install:
-	$(SWIFT) build -c release --product lifecycled
-	$(SUDO) install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --product lifecycled
+	$(SUDO) install -D -m 0755 "$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
 	$(SUDO) install -D -m 0644 systemd/lifecycled.sysusers $(DESTDIR)/usr/lib/sysusers.d/lifecycled.conf
 	[ -n "$(DESTDIR)" ] || $(SUDO) systemd-sysusers /usr/lib/sysusers.d/lifecycled.conf
 	$(SUDO) install -D -m 0644 systemd/lifecycled.service $(DESTDIR)/etc/systemd/system/lifecycled.service

@@ -708,6 +708,8 @@ def main():
     parser.add_argument("--package", required=True, type=Path)
     parser.add_argument("--scratch", required=True, type=Path)
     parser.add_argument("--bin", required=True, type=Path, help="the release bin directory")
+    parser.add_argument("--lifecycled", type=Path, default=None,
+                        help="the lifecycled binary to measure (default: --bin's; scripts/bench passes the static one)")
     parser.add_argument("--c-bin", required=True, type=Path, help="where the C floor and probe were built")
     parser.add_argument("--out", required=True, type=Path, help="where results.md and latency.png go")
     parser.add_argument("--raw", required=True, type=Path, help="where raw data goes")
@@ -726,7 +728,7 @@ def main():
     args.raw.mkdir(parents=True, exist_ok=True)
     bins = {name: args.bin / f"lifecycle-bench-{name}" for name in ("daemon", "peer")}
     bins.update({name: args.c_bin / f"lifecycle-bench-{name}" for name in ("floor", "probe")})
-    bins["lifecycled"] = args.bin / "lifecycled"
+    bins["lifecycled"] = args.lifecycled or args.bin / "lifecycled"
     for name, path in bins.items():
         if not path.exists():
             sys.exit(f"bench.py: {path} is missing; scripts/bench builds it")

@@ -62,9 +62,11 @@ public final class Trace {
         }
     }
 
-    private var observers: [(id: Int, body: @MainActor (TraceEvent) -> Void)] = []
+    // Read before every traced callback (isObserved): no dynamic exclusivity checks on these (main actor only, no
+    // access held across a call).
+    @exclusivity(unchecked) private var observers: [(id: Int, body: @MainActor (TraceEvent) -> Void)] = []
     private var nextObserverID = 0
-    private var continuations: [Int: AsyncStream<TraceEvent>.Continuation] = [:]
+    @exclusivity(unchecked) private var continuations: [Int: AsyncStream<TraceEvent>.Continuation] = [:]
 
     /// The number of events recorded so far; the next event gets `sequence + 1`.
     // Incremented for every controller of every event: no dynamic exclusivity check (main actor only, never held
@@ -72,10 +74,10 @@ public final class Trace {
     @exclusivity(unchecked) public private(set) var sequence = 0
 
     /// The logger every event is written to: delegate events at info, others at debug (see ``logsEverythingAtInfo``).
-    public var logger: Logger
+    @exclusivity(unchecked) public var logger: Logger
 
     /// When true, controller and view events are logged at info too (`--trace`, `LIFECYCLE_TRACE=all`).
-    public var logsEverythingAtInfo = false
+    @exclusivity(unchecked) public var logsEverythingAtInfo = false
 
     /// Creates a trace writing to `logger`.
     public init(logger: Logger = Logger(label: "lifecycle")) {

@@ -95,8 +95,11 @@ open class View {
             return
         }
         if view.superview != nil { view.removeFromSuperview() }
-        // A detached view is named by where it is going, so its whole arrival reads under one path.
-        if view.viewController == nil { view.lastKnownPath = path + "/" + view.name }
+        // A detached view is named by where it is going, so its whole arrival reads under one path (built only
+        // when somebody reads the trace).
+        if view.viewController == nil, Application.current?.trace.isObserved(delegateEvent: false) == true {
+            view.lastKnownPath = path + "/" + view.name
+        }
         let newWindow = window
         let movesWindow = newWindow != nil && view.window !== newWindow
         let controllers = movesWindow ? view.controllersInSubtree() : (preOrder: [], postOrder: [])

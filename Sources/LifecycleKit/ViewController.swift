@@ -233,8 +233,11 @@ open class ViewController {
             child.notifyWillMove(toParent: nil)
             child.removeFromParent()
         }
-        // A detached child is named by where it is going, so its arrival reads under one path.
-        child.lastKnownPath = path + "/" + child.identifier
+        // A detached child is named by where it is going, so its arrival reads under one path (built only when
+        // somebody reads the trace).
+        if Application.current?.trace.isObserved(delegateEvent: false) == true {
+            child.lastKnownPath = path + "/" + child.identifier
+        }
         child.notifyWillMove(toParent: self)
         children.append(child)
         child.parent = self
