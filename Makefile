@@ -1,7 +1,7 @@
 # LifecycleKit / lifecycled — build, run, test, install.
 #
-#   make run      build and run the demo daemon in this terminal (Ctrl-Z / fg, kill -USR1, Ctrl-C)
-#   make test     every test: unit tests, then the end-to-end tests under a private systemd (needs root)
+#   make run      build and run the demo daemon in this terminal (scripts/run does the same without make)
+#   make test     every test: unit tests, then the end-to-end tests under a private systemd (sudo for that part)
 #   make install  install lifecycled, its unit and its configuration (needs root)
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
 
@@ -26,15 +26,18 @@ deps:
 build: deps
 	$(SWIFT) build -c $(CONFIG) --product lifecycled
 
-run: build
-	$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/lifecycled --trace $(ARGS)
+# scripts/run execs the daemon so job control reaches it directly; this target is the same for make users.
+run: deps
+	scripts/run $(ARGS)
 
 unit-test: deps
 	$(SWIFT) test
 
+# The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
+# so the build directory stays the user's.
 e2e-test: build
-	@if [ "$$(id -u)" != 0 ]; then echo "the end-to-end tests boot a private systemd: run them as root (sudo make test)"; exit 1; fi
-	LIFECYCLED_BIN=$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/lifecycled $(PYTHON) -m pytest Tests/EndToEnd -v
+	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 LIFECYCLED_BIN=$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/lifecycled \
+		$(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test e2e-test
 
