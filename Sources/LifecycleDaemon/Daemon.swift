@@ -29,6 +29,8 @@ public final class Daemon: ApplicationHost {
     private var terminationDeadline: ContinuousClock.Instant?
     private var hasTerminated = false
     private var notifyFailureLogged = false
+    /// Run by hand from a terminal (stdin a tty) outside systemd: job control and hangups apply.
+    private let startedOnTerminal = !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1
 
     /// Creates a daemon around an application whose delegate is already made.
     public init(
@@ -161,7 +163,14 @@ public final class Daemon: ApplicationHost {
 
     /// Whether SIGTSTP should stop the process after backgrounding: in a terminal, outside systemd.
     var stopsOnTerminalStop: Bool {
-        !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1
+        startedOnTerminal && isatty(STDIN_FILENO) == 1
+    }
+
+    /// Whether a SIGHUP means the terminal went away rather than "reload": started by hand from a terminal, outside
+    /// systemd, and the terminal has hung up (a hung-up terminal answers every query with EIO).
+    var terminalHungUp: Bool {
+        guard startedOnTerminal else { return false }
+        return tcgetpgrp(STDIN_FILENO) < 0 && errno == EIO
     }
 
     private func handle(_ signal: UnixSignal) {
@@ -180,7 +189,14 @@ public final class Daemon: ApplicationHost {
         case .foreground:
             application.requestBecomeActive(cause: cause)
         case .reload:
-            application.requestReload(cause: cause)
+            if signal == .hangup, terminalHungUp {
+                // The shell's terminal closed: nobody is left to see the daemon or stop it, so end it cleanly
+                // instead of reloading forever without a terminal. `kill -HUP` on a live terminal still reloads.
+                logger.notice("the terminal hung up: terminating")
+                application.requestTermination(cause: cause)
+            } else {
+                application.requestReload(cause: cause)
+            }
         case .terminate:
             application.requestTermination(cause: cause)
         case .memoryWarning:

@@ -144,3 +144,28 @@ def test_sigtstp_in_a_terminal_backgrounds_then_stops_and_sigcont_resumes(
     status = terminal.status
     assert status is not None
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, terminal.output)
+
+
+def test_closing_the_terminal_terminates_cleanly_but_kill_hup_on_a_live_terminal_reloads(
+    terminal: Callable[[], Terminal],
+) -> None:
+    terminal = terminal()
+    wait_for(
+        lambda: terminal.lines_with("applicationDidBecomeActive", "delegate"),
+        timeout=15,
+        message="the launch's applicationDidBecomeActive on stderr",
+    )
+    os.kill(terminal.pid, signal.SIGHUP)
+    wait_for(
+        lambda: terminal.lines_with("applicationDidReload", "delegate"),
+        timeout=10,
+        message="a reload after kill -HUP with the terminal still open",
+    )
+    assert terminal.poll() is None
+    # The terminal goes away: the kernel sends SIGHUP (the daemon is the session leader) and its I/O fails.
+    os.close(terminal.fd)
+    terminal.fd = os.open("/dev/null", os.O_RDONLY)  # close() in the fixture closes something harmless
+    wait_for(lambda: terminal.poll() is not None, timeout=15, message="exit after the terminal hung up")
+    status = terminal.status
+    assert status is not None
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
