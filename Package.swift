@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "LifecycleKit",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "LifecycleKit", targets: ["LifecycleKit"]),
         .library(name: "LifecycleSystemd", targets: ["LifecycleSystemd"]),
