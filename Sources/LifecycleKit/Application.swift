@@ -8,12 +8,9 @@ import Logging
 public final class Application {
     /// The application most recently created in this process.
     ///
-    /// Unowned rather than weak (a weak reference would give the application a side table and slow every retain of
-    /// it); the application clears it first thing in its deinit.
-    public private(set) static unowned var current: Application?
-    // Identity of `current`, compared in deinit without loading the unowned reference (a load of an object being
-    // deinitialized traps).
-    private static var currentIdentity: ObjectIdentifier?
+    /// Weak: an application released off the main actor waits for its (main-actor) deinit, and a weak reference
+    /// reads nil meanwhile where an unowned one would trap.
+    public private(set) static weak var current: Application?
 
     /// The application of this process; it must have been created.
     public static var shared: Application {
@@ -26,7 +23,13 @@ public final class Application {
     /// The delegate, held strongly: a daemon has nobody else to keep it.
     public let delegate: ApplicationDelegate
     /// The window, usually set by the delegate in `application(_:didFinishLaunchingWithOptions:)`.
-    public var window: Window?
+    ///
+    /// Replacing it once the application has been in the foreground makes the old window's controllers disappear
+    /// and the new one's appear; the old window is released at the end of the turn, after its did-callbacks.
+    public var window: Window? {
+        get { windowStorage }
+        set { replaceWindow(with: newValue) }
+    }
     /// The host that reports to the service manager; weak, the host owns the application.
     public weak var host: ApplicationHost?
     /// Every callback, in order.
@@ -40,7 +43,11 @@ public final class Application {
     /// Controller classes that archives may name, by class name.
     public var archiveClasses = ArchiveClassRegistry()
 
+    private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
+    /// How deep `runEndOfTurn` is nested; requests made inside it wait until it is over.
+    private var endOfTurnDepth = 0
+    private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause)] = []
     /// The controller list of the event being delivered; kept between events for its capacity only.
     private var deliveryBuffer: [ViewController] = []
     private var currentCause: Cause = .api
@@ -58,14 +65,19 @@ public final class Application {
         self.logger = logger
         self.trace = Trace(logger: logger)
         Self.current = self
-        Self.currentIdentity = ObjectIdentifier(self)
     }
 
-    isolated deinit {
-        // Before anything this application owns is released: their deinits must not reach it any more.
-        if Self.currentIdentity == ObjectIdentifier(self) {
-            Self.current = nil
-            Self.currentIdentity = nil
+    private func replaceWindow(with newWindow: Window?) {
+        let old = windowStorage
+        guard old !== newWindow else { return }
+        // Assign first and release the old window only afterwards: its controllers' deinits read `window`.
+        windowStorage = newWindow
+        if machine.hasShownWindow, applicationState != .terminated {
+            old?.hide()
+            newWindow?.show()
+        }
+        if let old {
+            scheduleTurnEndWork { withExtendedLifetime(old) {} }
         }
     }
 
@@ -74,7 +86,8 @@ public final class Application {
     /// Launches the application: `willFinishLaunching`, restoration, `didFinishLaunching`, then the root controller
     /// appears and the application becomes active — or, into the background, `applicationDidEnterBackground`.
     public func launch(into target: LaunchTarget = .active, options: LaunchOptions = LaunchOptions(), cause: Cause = .launch) {
-        launchOptions = options
+        // The options belong to the launch that runs: a dropped second launch must not change them.
+        if applicationState == .notRunning, !machine.isTransitioning { launchOptions = options }
         submit(.launch(target), cause: cause)
     }
 
@@ -101,6 +114,16 @@ public final class Application {
 
     /// Submits any request to the state machine; the named methods above are shorthands.
     public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
+        if endOfTurnDepth > 0, !isRunningTransitions {
+            // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
+            // over, so a transition never runs inside the turn's passes and teardown never races them.
+            requestsAfterEndOfTurn.append((request, cause))
+            logger.debug(
+                "request waits for the end of the turn",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+            return
+        }
         switch machine.request(request, cause: cause) {
         case .start:
             runTransitions()
@@ -316,6 +339,15 @@ public final class Application {
     /// the `viewDidAppear`/`viewDidDisappear` completions, repeated until nothing is left. Hosts call it once per
     /// loop turn; tests call it to end a turn.
     public func runEndOfTurn() {
+        endOfTurnDepth += 1
+        defer {
+            endOfTurnDepth -= 1
+            if endOfTurnDepth == 0, !requestsAfterEndOfTurn.isEmpty {
+                let waiting = requestsAfterEndOfTurn
+                requestsAfterEndOfTurn.removeAll()
+                for (request, cause) in waiting { submit(request, cause: cause) }
+            }
+        }
         var rounds = 0
         while turnEndNeeded || !pendingCompletions.isEmpty {
             rounds += 1

@@ -40,22 +40,27 @@ open class NavigationController: ViewController {
     /// Pushes a controller on top of the stack; it appears and the previous top disappears.
     public func pushViewController(_ controller: ViewController, animated: Bool) {
         precondition(!children.contains { $0 === controller }, "\(controller.identifier) is already on the stack")
-        let previous = topViewController
         addChild(controller)
-        transition(from: previous, to: controller, animated: animated) {
-            controller.notifyDidMove(toParent: self)
+        transition(to: controller, animated: animated) { [unowned self] in
+            // Unless it was popped again in the same turn.
+            if controller.parent === self { controller.notifyDidMove(toParent: self) }
         }
     }
 
     /// Pops the top controller; the one below appears. Returns the popped controller (released once the
     /// transition is over if nobody else holds it). The root controller is never popped.
+    ///
+    /// The popped controller leaves the stack at once (a second pop in the same turn pops the next one); its
+    /// `didMove(toParent: nil)` comes at the end of the turn, after the one below appeared.
     @discardableResult
     public func popViewController(animated: Bool) -> ViewController? {
         guard children.count > 1, let top = topViewController else { return nil }
-        let below = children[children.count - 2]
         top.notifyWillMove(toParent: nil)
-        transition(from: top, to: below, animated: animated) {
-            top.removeFromParent()
+        top.detachFromParent()
+        transition(to: topViewController, animated: animated) {
+            // Unless it was pushed again in the same turn.
+            if top.parent == nil { top.notifyDidMove(toParent: nil) }
+            withExtendedLifetime(top) {}
         }
         return top
     }
@@ -76,48 +81,41 @@ open class NavigationController: ViewController {
     @discardableResult
     private func setStack(_ controllers: [ViewController], animated: Bool) -> [ViewController] {
         let old = children
-        let oldTop = topViewController
-        let newTop = controllers.last
         let removed = old.filter { candidate in !controllers.contains { $0 === candidate } }
         let added = controllers.filter { candidate in !old.contains { $0 === candidate } }
         for controller in removed { controller.notifyWillMove(toParent: nil) }
+        for controller in removed { controller.detachFromParent() }
         for controller in added { addChild(controller) }
         reorderChildren(controllers)
-        let finish: @MainActor () -> Void = {
-            for controller in removed { controller.removeFromParent() }
-            for controller in added { controller.notifyDidMove(toParent: self) }
+        transition(to: topViewController, animated: animated) { [unowned self] in
+            // Each finishes its move unless a later change in the same turn moved it again.
+            for controller in removed where controller.parent == nil { controller.notifyDidMove(toParent: nil) }
+            for controller in added where controller.parent === self { controller.notifyDidMove(toParent: self) }
             withExtendedLifetime(removed) {}
-        }
-        if oldTop !== newTop {
-            transition(from: oldTop, to: newTop, animated: animated, completion: finish)
-        } else if let application = Application.current {
-            application.scheduleTurnEndWork(finish)
-        } else {
-            finish()
         }
         return removed
     }
 
-    /// Swaps the visible controller's view: the outgoing view leaves, the incoming one enters (the view moves
-    /// drive the appearance callbacks), and `completion` runs at the end of the turn after the did-callbacks.
+    /// Shows `incoming` in this controller's view: whatever controller view it shows now leaves (the view moves
+    /// drive the appearance callbacks), the incoming view enters, and `completion` runs at the end of the turn
+    /// after the did-callbacks.
     private func transition(
-        from outgoing: ViewController?,
         to incoming: ViewController?,
         animated: Bool,
         completion: @escaping @MainActor () -> Void
     ) {
-        outgoing?.lastTransitionAnimated(animated)
-        incoming?.lastTransitionAnimated(animated)
         guard let container = viewIfLoaded else {
             // Not loaded: nothing is shown; the top's view is embedded when this controller's view loads.
             completion()
             return
         }
+        incoming?.lastTransitionAnimated(animated)
         incoming?.loadViewIfNeeded()
-        if let outgoing, outgoing.viewIfLoaded?.superview === container {
-            outgoing.view.removeFromSuperview()
+        for shown in container.subviews where shown.viewController != nil && shown !== incoming?.viewIfLoaded {
+            shown.viewController?.lastTransitionAnimated(animated)
+            shown.removeFromSuperview()
         }
-        if let incoming {
+        if let incoming, incoming.view.superview !== container {
             container.addSubview(incoming.view)
         }
         if let application = Application.current {

@@ -102,8 +102,8 @@ open class View {
         }
         let newWindow = window
         let movesWindow = newWindow != nil && view.window !== newWindow
-        let controllers = movesWindow ? view.controllersInSubtree() : (preOrder: [], postOrder: [])
-        if movesWindow { Self.beginAppearance(of: controllers.preOrder, appearing: true) }
+        var controllers = movesWindow ? view.controllersInSubtree() : (preOrder: [], postOrder: [])
+        if movesWindow { controllers = Self.beginAppearing(view, controllers) }
         if movesWindow { view.notifyWillMoveSubtree(toWindow: newWindow) }
         view.notifyWillMove(toSuperview: self)
         subviews.insert(view, at: min(max(index, 0), subviews.count))
@@ -263,6 +263,26 @@ open class View {
         return (pre, post)
     }
 
+    /// Starts the appearance of the controllers in a subtree that is about to enter the window, pre-order, and
+    /// returns the controllers to complete: children embedded by a will-callback (a parent's `viewWillAppear` that
+    /// adds a child) appear too, inside their parent's bracket.
+    static func beginAppearing(
+        _ subtree: View,
+        _ controllers: (preOrder: [ViewController], postOrder: [ViewController])
+    ) -> (preOrder: [ViewController], postOrder: [ViewController]) {
+        beginAppearance(of: controllers.preOrder, appearing: true)
+        var current = controllers
+        // Bounded: each round only adds controllers that a will-callback embedded.
+        for _ in 0..<8 {
+            let now = subtree.controllersInSubtree()
+            let late = now.preOrder.filter { candidate in !current.preOrder.contains { $0 === candidate } }
+            if late.isEmpty { return now }
+            beginAppearance(of: late, appearing: true)
+            current = now
+        }
+        return subtree.controllersInSubtree()
+    }
+
     /// Starts the appearance transition of controllers whose root views enter or leave the window (pre-order).
     static func beginAppearance(of controllers: [ViewController], appearing: Bool) {
         for controller in controllers {
@@ -273,8 +293,19 @@ open class View {
     /// Moves a detached subtree (a window's content view) into or out of the window.
     func moveTopLevel(toWindow newWindow: Window?) {
         guard window !== newWindow else { return }
-        let controllers = controllersInSubtree()
-        Self.beginAppearance(of: controllers.preOrder, appearing: newWindow != nil)
+        var controllers = controllersInSubtree()
+        if let newWindow {
+            controllers = Self.beginAppearing(self, controllers)
+            if !newWindow.visibleLayers.contains(where: { $0.controller.viewIfLoaded === self }) {
+                // A will-callback covered this layer (a full-screen presentation from `viewWillAppear`): it does
+                // not enter the window after all; what began to appear disappears again.
+                Self.beginAppearance(of: controllers.preOrder, appearing: false)
+                Application.current?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
+                return
+            }
+        } else {
+            Self.beginAppearance(of: controllers.preOrder, appearing: false)
+        }
         notifyWillMoveSubtree(toWindow: newWindow)
         setWindowInSubtree(newWindow)
         notifyDidMoveSubtreeToWindow()

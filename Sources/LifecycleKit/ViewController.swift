@@ -246,10 +246,18 @@ open class ViewController {
     /// Removes this controller from its container; calls `didMove(toParent: nil)`. Call `willMove(toParent: nil)`
     /// and remove the view first.
     public func removeFromParent() {
+        guard parent != nil else { return }
+        detachFromParent()
+        notifyDidMove(toParent: nil)
+    }
+
+    /// Takes this controller out of its container now, without a callback: a container finishes the move
+    /// (`didMove(toParent: nil)`) at the end of the turn. What it presents is dismissed: it leaves the tree.
+    func detachFromParent() {
         guard let parent else { return }
         parent.children.removeAll { $0 === self }
         self.parent = nil
-        notifyDidMove(toParent: nil)
+        if presentedViewController != nil { dismiss(animated: false) }
     }
 
     /// Puts the children in the given order (a navigation stack being replaced); every one must be a child.
@@ -317,7 +325,8 @@ open class ViewController {
         guard let dismissed = presenter.presentedViewController else { return }
         lastTransitionWasAnimated = animated
         dismissed.lastTransitionWasAnimated = animated
-        if let window = presenter.window {
+        // The presenter may have left the window (popped with its presentation): the layers are still there.
+        if let window = presenter.window ?? Application.current?.window {
             window.popLayers(from: dismissed)
         }
         // The chain is unlinked now; the dismissed controllers live until their did-disappear callbacks ran.

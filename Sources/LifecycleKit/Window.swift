@@ -36,10 +36,29 @@ public final class Window {
     /// Makes the window visible: its root controller (and what is presented) appears.
     func show() {
         guard !isVisible else { return }
+        rebuildLayersFromTree()
         isVisible = true
         for layer in visibleLayers {
             layer.controller.view.moveTopLevel(toWindow: self)
         }
+    }
+
+    /// The layers the tree implies: the root, then every presented controller (presentations made before the
+    /// window showed, or hanging from a root set again), in tree order.
+    private func rebuildLayersFromTree() {
+        guard let root = layers.first?.controller else { return }
+        var tree: [ViewController] = []
+        root.appendPreOrder(to: &tree)
+        let presented = tree.filter { $0.presentingViewController != nil }
+        // Keep the order of layers already known (presentation order), then add the ones the tree adds.
+        var rebuilt = [layers[0]]
+        for layer in layers.dropFirst() where presented.contains(where: { $0 === layer.controller }) {
+            rebuilt.append(layer)
+        }
+        for controller in presented where !rebuilt.contains(where: { $0.controller === controller }) {
+            rebuilt.append(Layer(controller: controller, style: controller.modalPresentationStyle))
+        }
+        layers = rebuilt
     }
 
     /// Makes every visible controller disappear (termination).
@@ -64,11 +83,12 @@ public final class Window {
         let leaving = visibleLayers
         let old = layers.map(\.controller)
         layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
+        rebuildLayersFromTree()
         for layer in leaving {
             layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
         }
-        if isVisible, let controller {
-            controller.view.moveTopLevel(toWindow: self)
+        if isVisible {
+            for layer in visibleLayers { layer.controller.view.moveTopLevel(toWindow: self) }
         }
         // The old controllers live until their did-disappear callbacks ran at the end of the turn.
         Application.current?.scheduleTurnEndWork { withExtendedLifetime(old) {} }
@@ -84,11 +104,19 @@ public final class Window {
         controller.view.moveTopLevel(toWindow: self)
     }
 
+    /// Removes the layers of a dismissed controller and of everything it presents (only that chain: a
+    /// presentation from another controller stays).
     func popLayers(from controller: ViewController) {
-        guard let index = layers.firstIndex(where: { $0.controller === controller }), index > 0 else { return }
+        var chain: [ViewController] = []
+        var node: ViewController? = controller
+        while let current = node {
+            chain.append(current)
+            node = current.presentedViewController
+        }
         let before = Set(visibleLayers.map { ObjectIdentifier($0.controller) })
-        let removed = layers[index...]
-        layers.removeSubrange(index...)
+        let removed = layers.filter { layer in chain.contains { $0 === layer.controller } }
+        guard !removed.isEmpty else { return }
+        layers.removeAll { layer in chain.contains { $0 === layer.controller } }
         guard isVisible else { return }
         for layer in removed where before.contains(ObjectIdentifier(layer.controller)) {
             layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
