@@ -46,7 +46,7 @@ func stderrLines(_ result: ExitTest.Result?) -> [Substring] {
 
     // R13a: replacing Application.window after launch crashes (exclusivity) when the old window's controllers go.
     @Test func replacingTheWindowAfterLaunchDoesNotCrash() async {
-        let r = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        await #expect(processExitsWith: .success) {
             await MainActor.run {
                 let (app, _, _) = launchedRoot { LeafController(identifier: "old") }
                 app.window = Window(rootViewController: LeafController(identifier: "new"))
@@ -56,7 +56,7 @@ func stderrLines(_ result: ExitTest.Result?) -> [Substring] {
 
     // R13b: same with `application.window = nil`.
     @Test func settingTheWindowToNilDoesNotCrash() async {
-        let r = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        await #expect(processExitsWith: .success) {
             await MainActor.run {
                 let (app, _, _) = launchedRoot { LeafController(identifier: "old") }
                 app.window = nil
@@ -66,7 +66,7 @@ func stderrLines(_ result: ExitTest.Result?) -> [Substring] {
 
     // R13c: the realistic trigger: restored state + a delegate that builds its window in didFinishLaunching.
     @Test func restoredStateReplacedByTheDelegatesWindowDoesNotCrash() async {
-        let r = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        await #expect(processExitsWith: .success) {
             await MainActor.run {
                 let delegate = RestoringDelegate()
                 let app = Application(delegate: delegate, logger: .init(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
@@ -102,7 +102,7 @@ func stderrLines(_ result: ExitTest.Result?) -> [Substring] {
     // R15: Application.current is read while the application is deinitializing (isolated deinit deferred because the
     // last release happened off the main actor).
     @Test func currentIsNotReadableWhileTheApplicationDeinitializes() async {
-        let r = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        await #expect(processExitsWith: .success) {
             await MainActor.run {
                 let box = AppBox()
                 box.app = Application(delegate: TestDelegate())

@@ -44,12 +44,18 @@ func launchedNav(_ ids: [String]) -> (Application, NavigationController, Recorde
         #expect(!a.isVisible, "a is not on top but is visible")
         #expect(a.viewIfLoaded?.window == nil, "a's view is still in the window under d")
         #expect(nav.view.subviews.count == 1)
+        #expect(
+            recorder.lines(events: appearance) == [
+                "nav/b viewWillDisappear", "nav/a viewWillAppear", "nav/a viewWillDisappear", "nav/d viewWillAppear",
+                "nav/b viewDidDisappear", "nav/a viewDidDisappear", "nav/d viewDidAppear",
+            ]
+        )
     }
 
     // R3: pop to root, then push one of the popped controllers again, same turn.
     @Test func popToRootThenPushAPoppedControllerAgain() {
-        let (app, nav, recorder) = launchedNav(["a", "b", "c"])
-        weak var weakC = nav.topViewController
+        let (app, nav, _) = launchedNav(["a", "b", "c"])
+        weak let weakC = nav.topViewController
         let popped = nav.popToRootViewController(animated: false)!
         nav.pushViewController(popped.last!, animated: false)
         _ = consume popped
@@ -61,7 +67,7 @@ func launchedNav(_ ids: [String]) -> (Application, NavigationController, Recorde
 
     // R4 (sanity): push while a push is pending in the same turn.
     @Test func pushWhilePushPending() {
-        let (app, nav, recorder) = launchedNav(["a"])
+        let (app, nav, _) = launchedNav(["a"])
         nav.pushViewController(LeafController(identifier: "b"), animated: false)
         nav.pushViewController(LeafController(identifier: "c"), animated: false)
         app.runEndOfTurn()
