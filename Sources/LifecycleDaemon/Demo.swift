@@ -123,24 +123,26 @@ public final class DemoDelegate: ApplicationDelegate {
 }
 
 /// The root: a container for the worker, the cache and the modes, with a title line.
+///
+/// The children join the tree when the root is made, not when its view loads: a launch into the background loads
+/// no view, and the children must still receive the application events.
 @MainActor
 final class DemoRootController: ViewController {
-    private var pending: [ViewController]
-
     init(children: [ViewController]) {
-        pending = children
         super.init(identifier: "root")
+        for child in children {
+            addChild(child)
+            child.didMove(toParent: self)
+        }
     }
 
     required init(coder: Coder) throws {
-        pending = []
         try super.init(coder: coder)
     }
 
     override func viewDidLoad() {
         view.addSubview(LabelView(name: "title") { "pid \(getpid())" })
-        for child in pending { embed(child) }
-        pending = []
+        for child in children { view.addSubview(child.view) }
     }
 }
 

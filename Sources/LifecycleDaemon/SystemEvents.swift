@@ -4,13 +4,19 @@ import Logging
 
 /// Turns the system's notifications other than signals into application requests (LIFECYCLE.md §6):
 ///
-/// - logind `PrepareForSleep(true)`: enter the background, holding a delay inhibitor until
+/// - logind `PrepareForSleep(true)`: enter the background, holding the delay inhibitors until
 ///   `applicationDidEnterBackground` has returned and every background task has ended; tasks still running shortly
-///   before logind's `InhibitDelayMaxSec` runs out are expired. `PrepareForSleep(false)`: take a new inhibitor and
+///   before logind's `InhibitDelayMaxSec` runs out are expired. `PrepareForSleep(false)`: take new inhibitors and
 ///   return to the foreground, if the sleep took the application out of it.
-/// - logind `PrepareForShutdown(true)`: enter the background and release the inhibitor once
+/// - logind `PrepareForShutdown(true)`: enter the background and release the inhibitors once
 ///   `applicationDidEnterBackground` has returned; background tasks are then covered by termination (systemd's
 ///   `SIGTERM` follows), which waits for them. `PrepareForShutdown(false)` (cancelled): as a resume.
+///
+/// Two delay inhibitors are held, one on sleep and one on shutdown (logind grants them separately), and they are
+/// taken and released together. Only the one of the announced type delays the system (logind waits for every delay
+/// lock of that type), but once the application is in the background with its work done, the other protects
+/// nothing either: a shutdown announced during a sleep (or a sleep during a shutdown) is not handled a second time,
+/// so a lock kept for it would only make logind wait its whole `InhibitDelayMaxSec` for nothing.
 /// - memory pressure (a PSI trigger, rate-limited): a memory warning with cause `psi`.
 ///
 /// A missing peer (no system bus, no logind, no PSI) costs one warning; everything else keeps working.
@@ -18,11 +24,11 @@ import Logging
 public final class SystemEvents {
     /// What logind asked for and how far the application got.
     public enum Phase: Hashable, Sendable {
-        /// Nothing announced: the inhibitor is held (or being asked for).
+        /// Nothing announced: the inhibitors are held (or being asked for).
         case awake
-        /// A sleep or shutdown was announced; the inhibitor is held until the application is done.
+        /// A sleep or shutdown was announced; the inhibitors are held until the application is done.
         case preparing(Logind.Event)
-        /// The inhibitor was released; waiting for the resume (or the cancellation).
+        /// The inhibitors were released; waiting for the resume (or the cancellation).
         case released(Logind.Event)
     }
 
@@ -32,8 +38,8 @@ public final class SystemEvents {
         return preparation.lockHeld ? .preparing(preparation.event) : .released(preparation.event)
     }
 
-    /// Whether the logind delay inhibitor is held now.
-    public var holdsInhibitor: Bool { logind?.holdsInhibitor ?? false }
+    /// Whether both logind delay inhibitors, sleep and shutdown, are held now.
+    public var holdsInhibitors: Bool { logind?.holdsInhibitors ?? false }
 
     /// How long the sleep waits for background tasks when logind's `InhibitDelayMaxUSec` cannot be read
     /// (logind's own default).
@@ -80,14 +86,14 @@ public final class SystemEvents {
 
     // MARK: Starting and stopping
 
-    /// Connects to logind (taking the delay inhibitor) and arms the memory pressure trigger, as configured. Call it
+    /// Connects to logind (taking the delay inhibitors) and arms the memory pressure trigger, as configured. Call it
     /// before the application launches, so that a stall during launch already counts.
     public func start() {
         if configuration.watchLogind { startLogind() }
         if configuration.watchMemoryPressure { startMemoryPressure() }
     }
 
-    /// Releases the inhibitor and stops watching.
+    /// Releases the inhibitors and stops watching.
     public func stop() {
         stopLogind()
         stopMemoryPressure()
@@ -126,7 +132,7 @@ public final class SystemEvents {
         do {
             let connection = try effects.connectLogind { [weak self] event in self?.handle(event) }
             logind = connection
-            connection.takeInhibitor()
+            connection.takeInhibitors()
         } catch {
             logger.warning(
                 """
@@ -200,25 +206,25 @@ public final class SystemEvents {
             return
         }
         guard let finished = preparation, finished.event.member == event.member else {
-            // A resume whose announcement this process never saw (it started in between): just hold the lock.
+            // A resume whose announcement this process never saw (it started in between): just hold the locks.
             logger.debug("logind announced \(event) without a matching announcement before it")
-            logind?.takeInhibitor()
+            logind?.takeInhibitors()
             return
         }
         finished.budgetTimer?.cancel()
         preparation = nil
         logger.info(
-            "logind: \(Self.aftermath(event)); taking a new delay inhibitor",
+            "logind: \(Self.aftermath(event)); taking new delay inhibitors",
             metadata: ["lifecycle.logind": "\(event)"]
         )
         // A lock still held (tasks outran logind's wait) carries over as the next one.
-        logind?.takeInhibitor()
+        logind?.takeInhibitors()
         if finished.returnsToForeground { application.requestBecomeActive(cause: cause) }
     }
 
     /// The application's set of background tasks changed (the daemon forwards its host callback).
     ///
-    /// The inhibitor is released at the end of the loop turn at the earliest: a task can end inside a callback
+    /// The inhibitors are released at the end of the loop turn at the earliest: a task can end inside a callback
     /// (even inside `applicationDidEnterBackground` itself), and the release must follow the whole transition.
     public func backgroundTasksDidChange(_ tasks: [BackgroundTask]) {
         scheduleReleaseCheck()
@@ -234,7 +240,7 @@ public final class SystemEvents {
         }
     }
 
-    /// Releases the inhibitor once the application is in the background (or gone) and, for a sleep, no background
+    /// Releases the inhibitors once the application is in the background (or gone) and, for a sleep, no background
     /// task runs.
     private func releaseIfDone() {
         guard let preparation, preparation.lockHeld else { return }
@@ -283,10 +289,10 @@ public final class SystemEvents {
         current.budgetTimer = nil
         current.lockHeld = false
         preparation = current
-        logind?.releaseInhibitor()
+        logind?.releaseInhibitors()
         let held = ContinuousClock.now - current.announced
         logger.info(
-            "logind: released the delay inhibitor \(Self.milliseconds(held)) ms after \(current.event): \(reason)",
+            "logind: released the delay inhibitors \(Self.milliseconds(held)) ms after \(current.event): \(reason)",
             metadata: ["lifecycle.inhibit_held_ms": "\(Self.milliseconds(held))"]
         )
     }
@@ -329,10 +335,10 @@ public final class SystemEvents {
 /// What ``SystemEvents`` needs from a logind client; ``Logind`` is the real one.
 @MainActor
 protocol LogindConnection: AnyObject {
-    var holdsInhibitor: Bool { get }
+    var holdsInhibitors: Bool { get }
     var inhibitDelayMax: Duration? { get }
-    func takeInhibitor()
-    func releaseInhibitor()
+    func takeInhibitors()
+    func releaseInhibitors()
     func close()
 }
 

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// A client of systemd-logind (`org.freedesktop.login1`) on the system bus, driven by a ``MainLoop``: it holds a
-/// delay inhibitor for sleep and shutdown and reports logind's `PrepareForSleep` and `PrepareForShutdown`.
+/// delay inhibitor for sleep and one for shutdown, and reports logind's `PrepareForSleep` and `PrepareForShutdown`.
 ///
 /// Only signals sent by the connection that owns `org.freedesktop.login1` count. The bus filters broadcasts by the
 /// match's sender, but sd-bus, not knowing the well-known names of a sender, accepts any unique-name sender for a
@@ -15,8 +15,12 @@ import Glibc
 /// whatever its match rules say. So the client tracks the owner (`GetNameOwner`, then `NameOwnerChanged`) and drops
 /// every announcement from anyone else.
 ///
-/// The inhibitor is the file descriptor `Inhibit("sleep:shutdown", who, why, "delay")` returns; closing it releases
-/// the lock. Like ``MainLoop``, a client lives on the loop's thread and calls its handler there.
+/// Each inhibitor is the file descriptor `Inhibit(what, who, why, "delay")` returns; closing it releases the lock.
+/// There are two, `Inhibit("sleep", …)` and `Inhibit("shutdown", …)`, not one `"sleep:shutdown"`: logind picks the
+/// polkit action by comparing `what` with each single lock type, so a combined `what` falls through to
+/// `org.freedesktop.login1.inhibit-handle-lid-switch`, which an unprivileged user is refused, while
+/// `inhibit-delay-sleep` and `inhibit-delay-shutdown` are allowed to anyone. Like ``MainLoop``, a client lives on the
+/// loop's thread and calls its handler there.
 public final class Logind {
     /// An announcement from logind.
     public enum Event: Hashable, Sendable, CustomStringConvertible {
@@ -43,12 +47,32 @@ public final class Logind {
         public var description: String { "\(member)(\(isStarting))" }
     }
 
+    /// A lock type that a delay inhibitor blocks; the raw value is logind's `what`.
+    public enum LockType: String, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+        /// Suspend and hibernation: logind waits for it after `PrepareForSleep(true)`.
+        case sleep
+        /// Power-off and reboot: logind waits for it after `PrepareForShutdown(true)`.
+        case shutdown
+
+        /// The polkit action logind checks before granting a delay lock of this type.
+        public var polkitAction: String { "org.freedesktop.login1.inhibit-delay-\(rawValue)" }
+
+        /// The announcement whose wait the lock extends.
+        public var announcement: String {
+            switch self {
+            case .sleep: "PrepareForSleep"
+            case .shutdown: "PrepareForShutdown"
+            }
+        }
+
+        public var description: String { rawValue }
+    }
+
     /// logind's well-known bus name.
     public static let busName = "org.freedesktop.login1"
     static let objectPath = "/org/freedesktop/login1"
     static let managerInterface = "org.freedesktop.login1.Manager"
-    /// What the inhibitor blocks.
-    public static let inhibitWhat = "sleep:shutdown"
+    static let busDriver = "org.freedesktop.DBus"
 
     /// Who holds the inhibitor, as `systemd-inhibit --list` shows it.
     public let who: String
@@ -56,8 +80,8 @@ public final class Logind {
     public let why: String
     /// Called for every announcement from logind (and only logind), on the loop's thread.
     public var onEvent: (Event) -> Void
-    /// Called when the inhibitor is granted (true) or released or lost (false), on the loop's thread.
-    public var onInhibitorChange: (Bool) -> Void = { _ in }
+    /// Called when the inhibitor of a lock type is granted (true) or released or lost (false), on the loop's thread.
+    public var onInhibitorChange: (LockType, Bool) -> Void = { _, _ in }
 
     /// logind's `InhibitDelayMaxUSec`: how long it waits for delay inhibitors; nil until read (or unreadable).
     public private(set) var inhibitDelayMax: Duration?
@@ -66,8 +90,10 @@ public final class Logind {
         if case .known(let owner) = ownerState { return owner }
         return nil
     }
-    /// Whether a delay inhibitor is held now.
-    public var holdsInhibitor: Bool { inhibitorFD >= 0 }
+    /// The lock types whose delay inhibitor is held now.
+    public var heldLocks: Set<LockType> { Set(LockType.allCases.filter { inhibitors[$0].descriptor >= 0 }) }
+    /// Whether both delay inhibitors, sleep and shutdown, are held now.
+    public var holdsInhibitors: Bool { heldLocks.count == LockType.allCases.count }
     /// This connection's unique name on the bus, once connected.
     public var uniqueName: String? {
         guard let bus else { return nil }
@@ -88,12 +114,43 @@ public final class Logind {
     private var matchSlots: [OpaquePointer] = []
     private var ownerQuery: OpaquePointer?
     private var propertyQuery: OpaquePointer?
-    private var inhibitCall: OpaquePointer?
-    private var inhibitorFD: Int32 = -1
-    private var wantsInhibitor = false
+    private var inhibitors = Inhibitors()
+    private var wantsInhibitors = false
     private var ownerState = OwnerState.unknown(waiting: [])
     private var unavailabilityReported = false
     private var connectionLossReported = false
+    // Refusals wait for the other lock type's answer, so that one warning names both; each type is reported once
+    // until it is granted.
+    private var pendingRefusals: [(type: LockType, failure: ErrorReply)] = []
+    private var reportedRefusals: Set<LockType> = []
+
+    /// One lock type's inhibitor: its descriptor once granted, its pending `Inhibit` call until then.
+    private struct Inhibitor {
+        var descriptor: Int32 = -1
+        var call: OpaquePointer?
+    }
+
+    private struct Inhibitors {
+        var sleep = Inhibitor()
+        var shutdown = Inhibitor()
+
+        subscript(type: LockType) -> Inhibitor {
+            get {
+                switch type {
+                case .sleep: sleep
+                case .shutdown: shutdown
+                }
+            }
+            set {
+                switch type {
+                case .sleep: sleep = newValue
+                case .shutdown: shutdown = newValue
+                }
+            }
+        }
+
+        var anyCallPending: Bool { sleep.call != nil || shutdown.call != nil }
+    }
 
     /// Creates a client; ``connect(address:)`` attaches it to the bus.
     public init(
@@ -120,7 +177,7 @@ public final class Logind {
     /// attaches the connection to the loop, and subscribes to logind's announcements and to its owner changes.
     ///
     /// Throws when there is no bus to connect to; a bus without logind is not an error here (the first
-    /// ``takeInhibitor()`` reports it, once, and the client waits for logind to appear).
+    /// ``takeInhibitors()`` reports it, once, and the client waits for logind to appear).
     public func connect(address: String? = nil) throws(SystemdError) {
         precondition(bus == nil, "Logind.connect called twice")
         var connection: OpaquePointer?
@@ -159,9 +216,9 @@ public final class Logind {
         }
     }
 
-    /// Releases the inhibitor, drops every subscription and closes the connection.
+    /// Releases the inhibitors, drops every subscription and closes the connection.
     public func close() {
-        releaseInhibitor()
+        releaseInhibitors()
         for slot in matchSlots { sd_bus_slot_unref(slot) }
         matchSlots.removeAll()
         Self.drop(&ownerQuery)
@@ -173,76 +230,129 @@ public final class Logind {
         bus = nil
     }
 
-    // MARK: Inhibitor
+    // MARK: Inhibitors
 
-    /// Asks logind for a delay inhibitor (asynchronously) unless one is held or asked for; keeps asking each time
-    /// logind (re)appears on the bus until ``releaseInhibitor()``.
-    public func takeInhibitor() {
-        wantsInhibitor = true
-        requestInhibitorIfNeeded()
+    /// Asks logind (asynchronously) for a delay inhibitor on sleep and one on shutdown, each unless it is held or
+    /// asked for; keeps asking each time logind (re)appears on the bus until ``releaseInhibitors()``.
+    ///
+    /// A lock type that logind refuses (an error reply from logind itself, such as polkit's `AccessDenied`) is
+    /// reported in one warning and asked for again only on the next call or when logind restarts.
+    public func takeInhibitors() {
+        wantsInhibitors = true
+        requestInhibitorsIfNeeded()
     }
 
-    /// Closes the inhibitor's descriptor (logind then lets the sleep or shutdown proceed), or cancels the request.
-    public func releaseInhibitor() {
-        wantsInhibitor = false
-        // Dropping the pending call drops its reply, and with it the descriptor logind may already have sent.
-        Self.drop(&inhibitCall)
-        if inhibitorFD >= 0 {
-            Glibc.close(inhibitorFD)
-            inhibitorFD = -1
-            logger.debug("released the logind delay inhibitor")
-            onInhibitorChange(false)
+    /// Closes both inhibitors' descriptors (logind then lets the sleep or shutdown proceed), and cancels the
+    /// requests still pending.
+    public func releaseInhibitors() {
+        wantsInhibitors = false
+        for type in LockType.allCases {
+            // Dropping the pending call drops its reply, and with it the descriptor logind may already have sent.
+            Self.drop(&inhibitors[type].call)
+            if inhibitors[type].descriptor >= 0 {
+                Glibc.close(inhibitors[type].descriptor)
+                inhibitors[type].descriptor = -1
+                logger.debug("released the logind delay inhibitor for \(type)")
+                onInhibitorChange(type, false)
+            }
         }
+        // A refusal waiting for the other answer, which will not come now.
+        reportRefusals()
     }
 
-    private func requestInhibitorIfNeeded() {
-        guard wantsInhibitor, inhibitorFD < 0, inhibitCall == nil, bus != nil else { return }
+    private func requestInhibitorsIfNeeded() {
+        guard wantsInhibitors, bus != nil else { return }
+        let missing = LockType.allCases.filter { inhibitors[$0].descriptor < 0 && inhibitors[$0].call == nil }
+        guard !missing.isEmpty else { return }
         if case .known(nil) = ownerState {
             // Nobody owns the name: calling would only ask the bus to activate logind.
             reportUnavailable("\(Self.busName) has no owner on the system bus")
             return
         }
-        do {
-            inhibitCall = try callAsync(
-                destination: Self.busName,
-                path: Self.objectPath,
-                interface: Self.managerInterface,
-                member: "Inhibit",
-                arguments: [Self.inhibitWhat, who, why, "delay"]
-            ) { logind, reply in logind.inhibitReplied(reply) }
-        } catch {
-            reportUnavailable("\(error)")
+        for type in missing {
+            do {
+                inhibitors[type].call = try callAsync(
+                    destination: Self.busName,
+                    path: Self.objectPath,
+                    interface: Self.managerInterface,
+                    member: "Inhibit",
+                    arguments: [type.rawValue, who, why, "delay"]
+                ) { logind, reply in logind.inhibitReplied(type, reply) }
+            } catch {
+                reportUnavailable("\(error)")
+            }
         }
     }
 
-    private func inhibitReplied(_ reply: OpaquePointer) {
-        Self.drop(&inhibitCall)
-        if let failure = Self.errorText(of: reply) {
-            if !reportIfConnectionLost(failure) { reportUnavailable(failure) }
+    private func inhibitReplied(_ type: LockType, _ reply: OpaquePointer) {
+        Self.drop(&inhibitors[type].call)
+        if let failure = Self.errorReply(of: reply) {
+            if reportIfConnectionLost(failure.text) {
+                // Every other call fails the same way; nothing is waiting to be reported with this one.
+            } else if failure.isRefusal {
+                refused(type, failure)
+            } else {
+                reportUnavailable(failure.text)
+            }
+            reportRefusals()
             return
         }
+        defer { reportRefusals() }
         var received: Int32 = -1
         guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "h")), &received) >= 0, received >= 0 else {
-            logger.warning("logind answered Inhibit without a file descriptor; no inhibitor is held")
+            logger.warning("logind answered Inhibit(\"\(type)\") without a file descriptor; no \(type) lock is held")
             return
         }
         // The reply owns its descriptor and closes it when freed: keep a duplicate.
         let descriptor = fcntl(received, F_DUPFD_CLOEXEC, 3)
         guard descriptor >= 0 else {
-            logger.warning("cannot keep the logind inhibitor: \(Errno(rawValue: errno).description)")
+            logger.warning("cannot keep the logind \(type) inhibitor: \(Errno(rawValue: errno).description)")
             return
         }
-        guard wantsInhibitor else {
+        guard wantsInhibitors else {
             Glibc.close(descriptor)
             return
         }
-        inhibitorFD = descriptor
+        inhibitors[type].descriptor = descriptor
         unavailabilityReported = false
+        reportedRefusals.remove(type)
         logger.debug(
-            "holding a logind delay inhibitor",
-            metadata: ["lifecycle.inhibit_what": "\(Self.inhibitWhat)", "lifecycle.inhibit_fd": "\(descriptor)"]
+            "holding a logind delay inhibitor for \(type)",
+            metadata: ["lifecycle.inhibit_what": "\(type)", "lifecycle.inhibit_fd": "\(descriptor)"]
         )
-        onInhibitorChange(true)
+        onInhibitorChange(type, true)
+    }
+
+    /// Notes a refusal for the warning ``reportRefusals()`` gives once the other lock type has its answer too.
+    private func refused(_ type: LockType, _ failure: ErrorReply) {
+        guard !reportedRefusals.contains(type) else {
+            logger.debug("\(failure.refuser) refused the \(type) delay inhibitor again: \(failure.text)")
+            return
+        }
+        reportedRefusals.insert(type)
+        pendingRefusals.append((type, failure))
+    }
+
+    /// One warning for the refusals noted, once no `Inhibit` call is pending. Asking again would only be refused
+    /// again, so it says what the system no longer waits for and which polkit action decides it.
+    private func reportRefusals() {
+        guard !pendingRefusals.isEmpty, !inhibitors.anyCallPending else { return }
+        let refusals = pendingRefusals
+        pendingRefusals.removeAll()
+        // The bus's own policy can refuse the call too (it never reaches logind then).
+        let refuser = refusals.allSatisfy(\.failure.fromBusDriver) ? "the system bus" : "logind"
+        let locks = refusals.map { "\"\($0.type)\" (\($0.failure.text))" }.joined(separator: " and ")
+        let noun = refusals.count == 1 ? "delay inhibitor" : "delay inhibitors"
+        let announcements = refusals.map(\.type.announcement).joined(separator: " and ")
+        let verb = refusals.count == 1 ? "reaches" : "reach"
+        let actions = refusals.map(\.type.polkitAction).joined(separator: ", ")
+        logger.warning(
+            """
+            \(refuser) refused the \(noun) for \(locks): \(announcements) still \(verb) the application, but the \
+            system does not wait for it to enter the background (polkit: \(actions))
+            """,
+            metadata: ["lifecycle.inhibit_what": "\(refusals.map(\.type.rawValue).joined(separator: ","))"]
+        )
     }
 
     /// One warning per absence of logind; repeats are debug lines.
@@ -395,7 +505,7 @@ public final class Logind {
             // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
             if !reportIfConnectionLost(failure) { logger.debug("\(Self.busName) has no owner: \(failure)") }
             settleOwner(nil)
-            requestInhibitorIfNeeded()
+            requestInhibitorsIfNeeded()
             return
         }
         var name: UnsafePointer<CChar>?
@@ -422,15 +532,18 @@ public final class Logind {
             logger.info("logind is on the system bus as \(newOwner)")
             unavailabilityReported = false
             try? queryInhibitDelayMax()
-            requestInhibitorIfNeeded()
+            requestInhibitorsIfNeeded()
         } else {
             logger.notice("logind left the system bus; its inhibitors went with it")
-            if inhibitorFD >= 0 {
-                Glibc.close(inhibitorFD)
-                inhibitorFD = -1
-                onInhibitorChange(false)
+            for type in LockType.allCases {
+                Self.drop(&inhibitors[type].call)
+                if inhibitors[type].descriptor >= 0 {
+                    Glibc.close(inhibitors[type].descriptor)
+                    inhibitors[type].descriptor = -1
+                    onInhibitorChange(type, false)
+                }
             }
-            Self.drop(&inhibitCall)
+            reportRefusals()
         }
     }
 
@@ -539,12 +652,50 @@ public final class Logind {
         slot = nil
     }
 
+    /// An error reply: its name, `name: message`, and whether it came from the bus driver.
+    private struct ErrorReply {
+        let name: String
+        let text: String
+        let fromBusDriver: Bool
+
+        // What an absent, starting or hung logind (or a closed connection) looks like: the bus driver's answers for
+        // a name without owner, and the errors sd-bus makes up itself for a call that got no reply.
+        private static let absence: Set<String> = [
+            "org.freedesktop.DBus.Error.ServiceUnknown",
+            "org.freedesktop.DBus.Error.NameHasNoOwner",
+            "org.freedesktop.DBus.Error.NoReply",
+            "org.freedesktop.DBus.Error.Timeout",
+            "org.freedesktop.DBus.Error.Disconnected",
+        ]
+
+        /// Who answered: the bus driver or logind.
+        var refuser: String { fromBusDriver ? "the system bus" : "logind" }
+
+        /// Whether asking again would get the same answer: an error from logind itself (polkit's `AccessDenied`,
+        /// an invalid argument), or the bus's policy denying the call. Anything else from the bus driver (no owner,
+        /// a failed activation) means logind is not there.
+        var isRefusal: Bool {
+            guard !Self.absence.contains(name) else { return false }
+            return !fromBusDriver || name == "org.freedesktop.DBus.Error.AccessDenied"
+        }
+    }
+
+    /// The error of an error reply, or nil for a normal reply.
+    private static func errorReply(of reply: OpaquePointer) -> ErrorReply? {
+        guard sd_bus_message_is_method_error(reply, nil) > 0 else { return nil }
+        // A reply sd-bus made up locally (a timeout, a closed connection) has no sender, or the driver's name.
+        let sender = sd_bus_message_get_sender(reply).map { String(cString: $0) }
+        let fromBusDriver = sender == nil || sender == busDriver
+        guard let error = sd_bus_message_get_error(reply) else {
+            return ErrorReply(name: "unknown error", text: "unknown error", fromBusDriver: fromBusDriver)
+        }
+        let name = error.pointee.name.map { String(cString: $0) } ?? "unknown error"
+        let text = error.pointee.message.map { "\(name): \(String(cString: $0))" } ?? name
+        return ErrorReply(name: name, text: text, fromBusDriver: fromBusDriver)
+    }
+
     /// `name: message` of an error reply, or nil for a normal reply.
     private static func errorText(of reply: OpaquePointer) -> String? {
-        guard sd_bus_message_is_method_error(reply, nil) > 0 else { return nil }
-        guard let error = sd_bus_message_get_error(reply) else { return "unknown error" }
-        let name = error.pointee.name.map { String(cString: $0) } ?? "unknown error"
-        let text = error.pointee.message.map { String(cString: $0) }
-        return text.map { "\(name): \($0)" } ?? name
+        errorReply(of: reply)?.text
     }
 }

@@ -1,6 +1,7 @@
-"""Real peers for the notification-source tests: logind (python3-dbusmock's template on the sandbox's system bus),
-memory pressure (a memory limit plus a page-cache thrasher in the service's own cgroup), and the shared helpers
-those tests use to start the daemon with a configuration file and read its trace back.
+"""Real peers for the notification-source tests: logind (python3-dbusmock's template on the sandbox's system bus, or
+the sandbox's own systemd-logind), memory pressure (a memory limit plus a page-cache thrasher in the service's own
+cgroup), and the shared helpers those tests use to start the daemon with a configuration file and read its trace
+back.
 """
 
 from __future__ import annotations
@@ -113,11 +114,15 @@ class LogindMock:
 
     def inhibitors(self) -> list[list[object]]:
         """ListInhibitors: [what, who, why, mode, uid, pid] rows."""
-        output = self.busctl("call", "--json=short", LOGIND, LOGIND_PATH, MANAGER, "ListInhibitors")
-        return json.loads(output)["data"][0]
+        return list_inhibitors(self.sandbox)
 
     def lifecycled_inhibitors(self) -> list[list[object]]:
+        """The daemon's rows: one delay lock with what "sleep" and one with what "shutdown" while it holds them."""
         return [row for row in self.inhibitors() if row[1] == "lifecycled"]
+
+    def lifecycled_locks(self) -> list[tuple[str, str]]:
+        """(what, mode) of the daemon's rows, sorted: [("shutdown", "delay"), ("sleep", "delay")] when both are held."""
+        return sorted((str(row[0]), str(row[3])) for row in self.lifecycled_inhibitors())
 
     def set_inhibit_delay_max(self, microseconds: int) -> None:
         """Adds InhibitDelayMaxUSec, which the template lacks, to the manager object."""
@@ -133,6 +138,32 @@ class LogindMock:
         assert names, f"PID {pid} has no connection on the system bus"
         described = [r["name"] for r in rows if r["name"] in names and r.get("description") == "logind"]
         return (described or names)[0]
+
+
+def list_inhibitors(sandbox: Sandbox) -> list[list[object]]:
+    """logind's ListInhibitors (the mock's or the real one's): [what, who, why, mode, uid, pid] rows."""
+    output = sandbox.run("busctl", "--system", "call", "--json=short", LOGIND, LOGIND_PATH, MANAGER, "ListInhibitors")
+    return json.loads(output.stdout)["data"][0]
+
+
+# Both delay locks of the daemon, as ListInhibitors shows them: logind grants each `what` under its own polkit action
+# (a combined "sleep:shutdown" is checked as inhibit-handle-lid-switch, which an unprivileged user is refused).
+BOTH_DELAY_LOCKS = [("shutdown", "delay"), ("sleep", "delay")]
+
+
+def ensure_real_logind(sandbox: Sandbox) -> None:
+    """Puts the sandbox's own systemd-logind back, whatever a mock fixture left behind (a failed teardown, a test
+    interrupted inside `logind_mock` or `logind_absent`), and waits until it owns its name."""
+    sandbox.systemctl("stop", MOCK_UNIT, check=False)
+    sandbox.systemctl("reset-failed", MOCK_UNIT, "systemd-logind.service", check=False)
+    sandbox.systemctl("unmask", "--runtime", "systemd-logind.service", check=False)
+    sandbox.systemctl("start", "systemd-logind.service")
+
+    def owned_by_logind() -> bool:
+        owner = sandbox.run("busctl", "--system", "status", "--no-pager", LOGIND, check=False).stdout
+        return "Comm=systemd-logind" in owner
+
+    wait_for(owned_by_logind, timeout=10, message=f"systemd-logind owning {LOGIND}")
 
 
 @contextmanager
@@ -207,9 +238,12 @@ __all__ = [
     "FOREGROUND",
     "MEMORY_WARNING",
     "STATIC_USER",
+    "BOTH_DELAY_LOCKS",
     "LogindMock",
     "daemon_messages",
+    "ensure_real_logind",
     "events_after",
+    "list_inhibitors",
     "logind_absent",
     "logind_mock",
     "memory_pressure_lines",

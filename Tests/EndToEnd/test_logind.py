@@ -1,6 +1,7 @@
 """logind's sleep and shutdown announcements, against python3-dbusmock's logind template on the sandbox's real
-system bus (the sandbox's systemd-logind masked for the test): the delay inhibitor, the background sequence, the
-inhibitor held while a background task runs, the resume, and signals from other senders ignored.
+system bus (the sandbox's systemd-logind masked for the test): the delay inhibitors, the background sequence, the
+inhibitors held while a background task runs, the resume, and signals from other senders ignored. One test runs the
+shipped unit against the sandbox's own systemd-logind and polkit, which decide whether its user may hold the locks.
 
 The daemon runs as the shipped static user `lifecycled`: dbus-daemon drops DynamicUser= clients under systemd 252.
 """
@@ -15,11 +16,14 @@ import pytest
 from harness import Sandbox, messages, pairs, wait_for
 from peers import (
     BACKGROUND,
+    BOTH_DELAY_LOCKS,
     FOREGROUND,
     STATIC_USER,
     LogindMock,
     daemon_messages,
+    ensure_real_logind,
     events_after,
+    list_inhibitors,
     logind_absent,
     logind_mock,
     monotonic_seconds,
@@ -47,23 +51,25 @@ def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
 
 
 def held(mock: LogindMock) -> bool:
-    return len(mock.lifecycled_inhibitors()) == 1
+    return mock.lifecycled_locks() == BOTH_DELAY_LOCKS
 
 
 def released(mock: LogindMock) -> bool:
     return not mock.lifecycled_inhibitors()
 
 
-def test_the_daemon_takes_a_delay_inhibitor_for_sleep_and_shutdown_at_launch(
+def test_the_daemon_takes_a_delay_inhibitor_for_sleep_and_one_for_shutdown_at_launch(
     sandbox: Sandbox, daemon_unit: Callable[..., str], mock: LogindMock
 ) -> None:
     unit = daemon_unit(*STATIC_USER)
-    start(sandbox, unit)
-    wait_for(lambda: held(mock), timeout=5, message="lifecycled's inhibitor in ListInhibitors")
-    [inhibitor] = mock.lifecycled_inhibitors()
-    what, who, why, mode = inhibitor[:4]
-    assert (what, who, mode) == ("sleep:shutdown", "lifecycled", "delay")
-    assert "background" in str(why)
+    _, shown = start(sandbox, unit)
+    wait_for(lambda: held(mock), timeout=5, message="lifecycled's two inhibitors in ListInhibitors")
+    rows = sorted(mock.lifecycled_inhibitors(), key=lambda row: str(row[0]))
+    assert [(row[0], row[1], row[3]) for row in rows] == [
+        ("shutdown", "lifecycled", "delay"),
+        ("sleep", "lifecycled", "delay"),
+    ]
+    assert all("background" in str(row[2]) for row in rows)
 
 
 def test_sleep_backgrounds_then_releases_and_resume_foregrounds_with_a_new_inhibitor(
@@ -238,3 +244,114 @@ def test_a_dynamic_user_is_refused_by_the_bus_with_one_warning(
     assert len(warnings) == 1, messages(warnings)
     assert "closed the connection" in str(warnings[0]["MESSAGE"])
     assert released(mock)
+
+
+def test_the_shipped_unit_holds_a_sleep_and_a_shutdown_delay_lock_from_the_real_logind(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    # No mock: the sandbox's systemd-logind and polkit decide, as on a real machine, whether the unprivileged
+    # `lifecycled` user may delay sleep and shutdown (inhibit-delay-sleep / inhibit-delay-shutdown: anyone may).
+    ensure_real_logind(sandbox)
+    unit = daemon_unit(*STATIC_USER)
+    cursor, shown = start(sandbox, unit)
+    pid = shown["MainPID"]
+    uid = sandbox.run("id", "-u", "lifecycled").stdout.strip()
+
+    def daemon_locks() -> list[tuple[str, str]]:
+        rows = [row for row in list_inhibitors(sandbox) if row[1] == "lifecycled" and str(row[5]) == pid]
+        assert all(str(row[4]) == uid for row in rows), rows
+        return sorted((str(row[0]), str(row[3])) for row in rows)
+
+    try:
+        wait_for(lambda: daemon_locks() == BOTH_DELAY_LOCKS, timeout=5, message="lifecycled's two delay locks")
+    except AssertionError as failure:
+        said = [m for m in daemon_messages(sandbox, unit, cursor) if "logind" in m or "login1" in m]
+        raise AssertionError(f"{failure}; the daemon said {said}") from None
+    # What an administrator sees.
+    listed = sandbox.run("systemd-inhibit", "--list", "--no-pager", "--no-legend").stdout
+    mine = [line.split() for line in listed.splitlines() if " lifecycled " in f" {line} "]
+    assert sorted((fields[5], fields[-1]) for fields in mine if len(fields) >= 6) == [
+        ("shutdown", "delay"),
+        ("sleep", "delay"),
+    ], listed
+    # Granted, so nothing to warn about.
+    warnings = [r for r in sandbox.journal(unit, cursor) if r.get("PRIORITY") == "4" and r.get("_PID") != "1"]
+    assert warnings == [], messages(warnings)
+
+    # The locks end with the process: logind sees the descriptors close.
+    sandbox.systemctl("stop", unit)
+    wait_for(lambda: daemon_locks() == [], timeout=5, message="the locks gone after the stop")
+
+
+# A polkit rule (JavaScript, polkitd 122) that denies the daemon's user the shutdown delay lock only. Not the sleep
+# one: logind's policy says inhibit-delay-shutdown implies inhibit-delay-sleep, and polkit grants an action that an
+# allowed one implies, whatever the rules say about it.
+DENY_SHUTDOWN_RULE_PATH = "/etc/polkit-1/rules.d/10-lifecycle-e2e-deny-shutdown.rules"
+DENY_SHUTDOWN_RULE = """\
+polkit.addRule(function(action, subject) {
+    if (action.id == "org.freedesktop.login1.inhibit-delay-shutdown" && subject.user == "lifecycled") {
+        return polkit.Result.NO;
+    }
+});
+"""
+
+
+def delay_lock_allowed(sandbox: Sandbox, what: str) -> bool:
+    """Whether the `lifecycled` user may take a delay lock of this type now (asks the real logind)."""
+    probe = sandbox.run(
+        "setpriv", "--reuid=lifecycled", "--regid=lifecycled", "--clear-groups",
+        "systemd-inhibit", f"--what={what}", "--mode=delay", "--who=lifecycle-e2e-probe", "--why=probe", "true",
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+@pytest.fixture
+def shutdown_lock_denied(sandbox: Sandbox) -> Iterator[None]:
+    """The real logind, with polkit denying `lifecycled` the shutdown delay lock (the sandbox's /etc is in memory)."""
+    ensure_real_logind(sandbox)
+    sandbox.write_file(DENY_SHUTDOWN_RULE_PATH, DENY_SHUTDOWN_RULE)
+    try:
+        # polkitd reloads its rules when the directory changes.
+        wait_for(
+            lambda: not delay_lock_allowed(sandbox, "shutdown"), timeout=10, message="polkit denying the shutdown lock"
+        )
+        yield
+    finally:
+        sandbox.remove(DENY_SHUTDOWN_RULE_PATH)
+        wait_for(
+            lambda: delay_lock_allowed(sandbox, "shutdown"), timeout=10, message="polkit allowing the shutdown lock"
+        )
+
+
+def test_a_lock_type_the_real_logind_refuses_is_one_warning_and_the_other_lock_is_still_held(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], shutdown_lock_denied: None
+) -> None:
+    assert delay_lock_allowed(sandbox, "sleep")
+    unit = daemon_unit(*STATIC_USER)
+    cursor, shown = start(sandbox, unit)
+    pid = shown["MainPID"]
+
+    def daemon_locks() -> list[tuple[str, str]]:
+        rows = [row for row in list_inhibitors(sandbox) if row[1] == "lifecycled" and str(row[5]) == pid]
+        return sorted((str(row[0]), str(row[3])) for row in rows)
+
+    wait_for(
+        lambda: records_with(sandbox, unit, cursor, "logind refused"), timeout=10, message="the refusal warning"
+    )
+    wait_for(lambda: daemon_locks() == [("sleep", "delay")], timeout=5, message="the sleep lock alone")
+    time.sleep(0.5)
+    warnings = [r for r in sandbox.journal(unit, cursor) if r.get("PRIORITY") == "4" and r.get("_PID") != "1"]
+    assert len(warnings) == 1, messages(warnings)
+    warning = str(warnings[0]["MESSAGE"])
+    # Says who refused, which lock, the error, and where to look; not that logind is missing.
+    assert warning.startswith(
+        'logind refused the delay inhibitor for "shutdown" (org.freedesktop.DBus.Error.AccessDenied'
+    ), warning
+    assert "PrepareForShutdown still reaches the application" in warning, warning
+    assert "org.freedesktop.login1.inhibit-delay-shutdown" in warning, warning
+    assert warnings[0].get("LIFECYCLE_INHIBIT_WHAT") == "shutdown", warnings[0]
+    assert not records_with(sandbox, unit, cursor, "not available"), daemon_messages(sandbox, unit, cursor)
+    # Everything else works.
+    sandbox.systemctl("kill", "--kill-whom=main", "-s", "SIGUSR1", unit)
+    assert pairs(wait_events(sandbox, unit, cursor, len(BACKGROUND), "signal:SIGUSR1")) == BACKGROUND

@@ -23,24 +23,24 @@ final class Timeline {
 @MainActor
 final class FakeLogind: LogindConnection {
     let timeline: Timeline
-    var holdsInhibitor = false
+    var holdsInhibitors = false
     var inhibitDelayMax: Duration?
 
     init(timeline: Timeline) { self.timeline = timeline }
 
-    func takeInhibitor() {
+    func takeInhibitors() {
         timeline.append("logind take")
-        holdsInhibitor = true
+        holdsInhibitors = true
     }
 
-    func releaseInhibitor() {
+    func releaseInhibitors() {
         timeline.append("logind release")
-        holdsInhibitor = false
+        holdsInhibitors = false
     }
 
     func close() {
         timeline.append("logind close")
-        holdsInhibitor = false
+        holdsInhibitors = false
     }
 }
 
@@ -255,7 +255,7 @@ final class HostForwarder: ApplicationHost {
         let harness = SystemEventsHarness()
         harness.events.start()
         #expect(harness.timeline.lines == ["logind take"])
-        #expect(harness.events.holdsInhibitor)
+        #expect(harness.events.holdsInhibitors)
         #expect(harness.events.phase == .awake)
     }
 
@@ -276,7 +276,7 @@ final class HostForwarder: ApplicationHost {
         harness.announce(.prepareForSleep(true))
         #expect(harness.timeline.lines == Self.background + ["task began"])
         #expect(harness.events.phase == .preparing(.prepareForSleep(true)))
-        #expect(harness.events.holdsInhibitor)
+        #expect(harness.events.holdsInhibitors)
         // Bounded by logind's default InhibitDelayMaxSec of 5 s, less the margin for expiration handlers.
         #expect(harness.timers.map(\.delay) == [.milliseconds(4500)])
         harness.timeline.clear()
@@ -329,7 +329,7 @@ final class HostForwarder: ApplicationHost {
         #expect(harness.timeline.lines == ["logind take"] + Self.foreground)
         #expect(harness.application.applicationState == .active)
         #expect(harness.events.phase == .awake)
-        #expect(harness.events.holdsInhibitor)
+        #expect(harness.events.holdsInhibitors)
     }
 
     @Test func anApplicationAlreadyInTheBackgroundStaysThereAcrossTheSleep() {
@@ -387,7 +387,25 @@ final class HostForwarder: ApplicationHost {
         #expect(harness.events.phase == .preparing(.prepareForSleep(true)))
     }
 
-    @Test func aResumeWithoutItsAnnouncementOnlyMakesSureTheInhibitorIsHeld() {
+    @Test func aShutdownAnnouncedAfterTheSleepsReleaseFindsNoLockHeldAndIsNotHandledTwice() {
+        // Both locks go at the sleep's release: logind must not wait InhibitDelayMaxSec for a shutdown lock that
+        // nothing would release, since the shutdown's announcement is ignored while the sleep is handled.
+        let harness = SystemEventsHarness()
+        harness.launch()
+        harness.announce(.prepareForSleep(true))
+        #expect(!harness.events.holdsInhibitors)
+        harness.timeline.clear()
+        harness.announce(.prepareForShutdown(true))
+        #expect(harness.timeline.lines.isEmpty)
+        #expect(harness.events.phase == .released(.prepareForSleep(true)))
+        #expect(
+            harness.log.messages(.notice) == [
+                "logind announced PrepareForShutdown(true) while still handling PrepareForSleep(true); ignored"
+            ]
+        )
+    }
+
+    @Test func aResumeWithoutItsAnnouncementOnlyMakesSureTheInhibitorsAreHeld() {
         let harness = SystemEventsHarness()
         harness.launch()
         harness.announce(.prepareForSleep(false))
@@ -423,7 +441,7 @@ final class HostForwarder: ApplicationHost {
         let warning = try #require(warnings.first)
         #expect(warning.hasPrefix("logind is not watched: there is no system bus (sd_bus_open_system failed"))
         #expect(harness.memoryPressure.count == 1)
-        #expect(!harness.events.holdsInhibitor)
+        #expect(!harness.events.holdsInhibitors)
     }
 
     @Test func switchedOffSourcesAreNeverStarted() {
@@ -458,7 +476,7 @@ final class HostForwarder: ApplicationHost {
         configuration.watchLogind = true
         harness.events.apply(configuration: configuration)
         #expect(harness.timeline.lines == ["logind close", "logind take"])
-        #expect(harness.events.holdsInhibitor)
+        #expect(harness.events.holdsInhibitors)
     }
 
     @Test func theSleepBudgetLeavesATenthOfLogindsDelayAtMostHalfASecond() {

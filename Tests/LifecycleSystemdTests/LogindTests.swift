@@ -104,15 +104,33 @@ final class PrivateBus {
         busctl(arguments)
     }
 
-    /// logind's ListInhibitors as (what, who, why, mode) tuples, from the mock.
+    /// logind's ListInhibitors as (what, who, why, mode) tuples, from the mock, sorted.
     func inhibitors() -> [[String]] {
         let answer = busctl(["call", Logind.busName, "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
                              "ListInhibitors"])
-        // `a(ssssuu) 1 "sleep:shutdown" "who" "why" "delay" 1000 123456`
+        // `a(ssssuu) 2 "sleep" "who" "why" "delay" 1000 123456 "shutdown" "who" "why" "delay" 1000 123456`
         let quoted = answer.output.split(separator: "\"", omittingEmptySubsequences: false)
         var strings: [String] = []
         for (index, part) in quoted.enumerated() where index % 2 == 1 { strings.append(String(part)) }
         return stride(from: 0, to: strings.count - strings.count % 4, by: 4).map { Array(strings[$0..<$0 + 4]) }
+            .sorted { $0.joined(separator: "\u{0}") < $1.joined(separator: "\u{0}") }
+    }
+
+    /// Replaces the mock's Inhibit with one that answers `AccessDenied`, as logind does when polkit says no, for
+    /// every `what` but those in `granted`, which get the template's inhibitor.
+    func refuseInhibit(except granted: [String] = []) {
+        let allowed = granted.map { "\"\($0)\"" }.joined(separator: ", ")
+        let code = """
+            if args[0] not in (\(allowed)\(granted.count == 1 ? "," : "")):
+                raise dbus.exceptions.DBusException(
+                    "Permission denied", name="org.freedesktop.DBus.Error.AccessDenied")
+            import dbusmock.templates.logind as template
+            ret = template.Inhibit(self, *args)
+            """
+        busctl([
+            "call", Logind.busName, "/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "AddMethod", "sssss",
+            "org.freedesktop.login1.Manager", "Inhibit", "ssss", "h", code,
+        ])
     }
 
     /// Adds InhibitDelayMaxUSec, which the template lacks, to the mock's manager object.
@@ -125,22 +143,23 @@ final class PrivateBus {
 // Serialized with the other tests that run loops or change the environment (see ProcessStateTests).
 extension ProcessStateTests {
     @Suite struct LogindTests {
-        @Test func theInhibitorIsADelayLockOnSleepAndShutdownUntilItsDescriptorCloses() async throws {
-            let (listed, changes, afterRelease, delay) = try await onDedicatedThread {
+        @Test func theInhibitorsAreOneDelayLockOnSleepAndOneOnShutdownUntilTheirDescriptorsClose() async throws {
+            let (listed, held, changes, afterRelease, delay) = try await onDedicatedThread {
                 let bus = try PrivateBus()
                 try bus.startLogindMock()
                 bus.setInhibitDelayMax(microseconds: 3_000_000)
                 let loop = try MainLoop(onCurrentThread: ())
                 let logind = Logind(loop: loop, who: "lifecycled-test", why: "testing", logger: CapturedLog().logger())
-                var changes: [Bool] = []
-                logind.onInhibitorChange = { changes.append($0) }
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
                 try logind.connect(address: bus.address)
-                logind.takeInhibitor()
-                guard try runLoop(loop, until: { logind.holdsInhibitor && logind.inhibitDelayMax != nil }) else {
-                    throw TestFailure("no inhibitor granted")
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.holdsInhibitors && logind.inhibitDelayMax != nil }) else {
+                    throw TestFailure("no inhibitors granted")
                 }
                 let listed = bus.inhibitors()
-                logind.releaseInhibitor()
+                let held = logind.heldLocks
+                logind.releaseInhibitors()
                 var afterRelease = bus.inhibitors()
                 for _ in 0..<100 where !afterRelease.isEmpty {
                     usleep(20_000)
@@ -148,12 +167,101 @@ extension ProcessStateTests {
                 }
                 let delay = logind.inhibitDelayMax
                 logind.close()
-                return (listed, changes, afterRelease, delay)
+                return (listed, held, changes, afterRelease, delay)
             }
-            #expect(listed == [["sleep:shutdown", "lifecycled-test", "testing", "delay"]])
-            #expect(changes == [true, false])
+            // Two locks, each with a single `what`: logind's polkit check compares `what` with each lock type.
+            #expect(
+                listed == [
+                    ["shutdown", "lifecycled-test", "testing", "delay"],
+                    ["sleep", "lifecycled-test", "testing", "delay"],
+                ]
+            )
+            #expect(held == [.sleep, .shutdown])
+            // Granted in the order asked (one connection, answered in order), released in declaration order.
+            #expect(changes == ["sleep true", "shutdown true", "sleep false", "shutdown false"])
             #expect(afterRelease.isEmpty)
             #expect(delay == .seconds(3))
+        }
+
+        @Test func aLockTypeLogindRefusesIsOneWarningNamingItAndTheOtherIsStillHeld() async throws {
+            let (held, warnings, debug, listed) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                bus.refuseInhibit(except: ["shutdown"])
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                let logind = Logind(loop: loop, who: "lifecycled-test", why: "testing", logger: log.logger())
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.heldLocks == [.shutdown] && !log.messages(.warning).isEmpty })
+                else { throw TestFailure("no shutdown lock and refusal warning") }
+                // Asking again (as after a resume) is refused again: a debug line, not a second warning.
+                logind.releaseInhibitors()
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { log.messages(.debug).contains { $0.contains("refused") } }) else {
+                    throw TestFailure("the second refusal never came")
+                }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let listed = bus.inhibitors()
+                let held = logind.heldLocks
+                logind.close()
+                return (held, log.messages(.warning), log.messages(.debug).filter { $0.contains("refused") }, listed)
+            }
+            #expect(held == [.shutdown])
+            #expect(listed == [["shutdown", "lifecycled-test", "testing", "delay"]])
+            #expect(
+                warnings == [
+                    """
+                    logind refused the delay inhibitor for "sleep" (org.freedesktop.DBus.Error.AccessDenied: \
+                    Permission denied): PrepareForSleep still reaches the application, but the system does not wait \
+                    for it to enter the background (polkit: org.freedesktop.login1.inhibit-delay-sleep)
+                    """
+                ]
+            )
+            #expect(
+                debug == [
+                    """
+                    logind refused the sleep delay inhibitor again: org.freedesktop.DBus.Error.AccessDenied: \
+                    Permission denied
+                    """
+                ]
+            )
+        }
+
+        @Test func bothLockTypesRefusedAreOneWarningNamingBothAndNotLogindsAbsence() async throws {
+            let (held, warnings, changes) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                bus.refuseInhibit()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger())
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { !log.messages(.warning).isEmpty }) else {
+                    throw TestFailure("no refusal warning")
+                }
+                // Anything else in flight would arrive now.
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let held = logind.heldLocks
+                logind.close()
+                return (held, log.messages(.warning), changes)
+            }
+            #expect(held.isEmpty)
+            #expect(changes.isEmpty)
+            #expect(
+                warnings == [
+                    """
+                    logind refused the delay inhibitors for "sleep" (org.freedesktop.DBus.Error.AccessDenied: \
+                    Permission denied) and "shutdown" (org.freedesktop.DBus.Error.AccessDenied: Permission denied): \
+                    PrepareForSleep and PrepareForShutdown still reach the application, but the system does not wait \
+                    for it to enter the background (polkit: org.freedesktop.login1.inhibit-delay-sleep, \
+                    org.freedesktop.login1.inhibit-delay-shutdown)
+                    """
+                ]
+            )
         }
 
         @Test func onlyAnnouncementsFromTheOwnerOfLogindsNameCount() async throws {
@@ -197,30 +305,30 @@ extension ProcessStateTests {
                 let loop = try MainLoop(onCurrentThread: ())
                 let log = CapturedLog()
                 let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger())
-                var changes: [Bool] = []
-                logind.onInhibitorChange = { changes.append($0) }
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
                 try logind.connect(address: bus.address)
-                logind.takeInhibitor()
+                logind.takeInhibitors()
                 guard try runLoop(loop, until: { !log.messages(.warning).isEmpty }) else {
                     throw TestFailure("no warning without logind")
                 }
                 // Asking again while logind is still absent adds no warning.
-                logind.releaseInhibitor()
-                logind.takeInhibitor()
+                logind.releaseInhibitors()
+                logind.takeInhibitors()
                 _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
                 let warnings = log.messages(.warning)
 
                 try bus.startLogindMock()
-                let held = try runLoop(loop, until: { logind.holdsInhibitor })
+                let held = try runLoop(loop, until: { logind.holdsInhibitors })
                 bus.stopLogindMock()
-                _ = try runLoop(loop, until: { !logind.holdsInhibitor })
+                _ = try runLoop(loop, until: { logind.heldLocks.isEmpty })
                 logind.close()
                 return (warnings, held, changes)
             }
             #expect(warnings.count == 1)
             #expect(warnings.first?.hasPrefix("logind is not available (") == true)
             #expect(heldAfterAppearing)
-            #expect(changes == [true, false])
+            #expect(changes == ["sleep true", "shutdown true", "sleep false", "shutdown false"])
         }
 
         @Test func connectingWhereThereIsNoBusThrows() async throws {
