@@ -56,6 +56,11 @@ def wait_events(
     return events_after(sandbox, unit, cursor, cause)
 
 
+def kill_main(sandbox: Sandbox, unit: str, signal_name_or_number: str) -> None:
+    """`systemctl kill --kill-whom=main -s SIGNAL`: the signal to the daemon only."""
+    sandbox.systemctl("kill", "--kill-whom=main", "-s", signal_name_or_number, unit)
+
+
 def start(sandbox: Sandbox, unit: str) -> tuple[str, dict[str, str]]:
     """Starts the unit (returns after READY=1): the cursor from before the start, and the unit's properties."""
     cursor = sandbox.cursor()
@@ -243,6 +248,7 @@ __all__ = [
     "daemon_messages",
     "ensure_real_logind",
     "events_after",
+    "kill_main",
     "list_inhibitors",
     "logind_absent",
     "logind_mock",

@@ -25,6 +25,7 @@ from harness import (
     signal_cause,
     wait_for,
 )
+from peers import BACKGROUND, FOREGROUND, MEMORY_WARNING, kill_main, start, wait_events
 
 # systemd's message id for "Started lifecycled.service ..." once READY=1 arrived.
 UNIT_STARTED_MESSAGE_ID = "39f53479d3a045ac8e11786248231fbf"
@@ -32,40 +33,7 @@ UNIT_STARTED_MESSAGE_ID = "39f53479d3a045ac8e11786248231fbf"
 UNIT_DEACTIVATED_MESSAGE_ID = "7ad2d189f7e94e70a38c781354912448"
 UNIT_FAILED_MESSAGE_ID = "d9b373ed55a64feb8242e02dbe79a49c"
 
-BACKGROUND = leaving("applicationWillResignActive") + leaving("applicationDidEnterBackground")
-FOREGROUND = entering("applicationWillEnterForeground") + entering("applicationDidBecomeActive")
-MEMORY_WARNING = leaving("didReceiveMemoryWarning", delegate_event="applicationDidReceiveMemoryWarning")
 TERMINATE_FROM_ACTIVE = BACKGROUND + leaving("applicationWillTerminate")
-
-
-def events_after(sandbox: Sandbox, unit: str, cursor: str, cause: str | None = None) -> list[LifecycleEvent]:
-    events = lifecycle_events(sandbox.journal(unit, cursor))
-    return [e for e in events if cause is None or e.cause == cause]
-
-
-def wait_events(
-    sandbox: Sandbox, unit: str, cursor: str, count: int, cause: str | None = None, timeout: float = 10
-) -> list[LifecycleEvent]:
-    """Waits for `count` trace events (with `cause`) after `cursor`; then reads again after a pause, so that
-    events beyond the expected ones show up in the comparison instead of going unnoticed."""
-    wait_for(
-        lambda: len(events_after(sandbox, unit, cursor, cause)) >= count,
-        timeout=timeout,
-        message=f"{count} trace events with cause {cause}",
-    )
-    time.sleep(0.5)
-    return events_after(sandbox, unit, cursor, cause)
-
-
-def kill_main(sandbox: Sandbox, unit: str, signal_name_or_number: str) -> None:
-    sandbox.systemctl("kill", "--kill-whom=main", "-s", signal_name_or_number, unit)
-
-
-def start(sandbox: Sandbox, unit: str) -> tuple[str, dict[str, str]]:
-    """Starts the unit (returns once systemd saw READY=1); the cursor from before the start, and its state."""
-    cursor = sandbox.cursor()
-    sandbox.systemctl("start", unit)
-    return cursor, sandbox.show(unit)
 
 
 def assert_consecutive(events: list[LifecycleEvent]) -> None:
