@@ -20,7 +20,8 @@ struct Lifecycled: ParsableCommand {
             Signals (defaults): SIGUSR1, SIGTSTP → background; SIGUSR2, SIGCONT → foreground; SIGHUP → reload; \
             SIGTERM, SIGINT → terminate; SIGRTMIN+2 → memory warning. In a terminal, Ctrl-Z backgrounds and stops \
             the process, `fg` brings it back. Exit codes: 0 clean termination, 64 usage, 78 configuration.
-            """
+            """,
+        version: "0.1.0"
     )
 
     @Option(name: .long, help: "Configuration file (INI style), re-read on reload (SIGHUP).")
