@@ -164,6 +164,8 @@ func mergedMetadata(
     provider: Logger.MetadataProvider?,
     event: Logger.Metadata?
 ) -> Logger.Metadata {
+    // The common case (no handler metadata, no provider): the event's own metadata, without rebuilding it.
+    if handler.isEmpty, provider == nil { return event ?? [:] }
     var merged = handler
     if let provided = provider?.get(), !provided.isEmpty {
         merged.merge(provided) { _, new in new }

@@ -143,6 +143,10 @@ public struct StderrLogHandler: LogHandler {
 
     private static func appendEscapingNewlines(_ text: String, to bytes: inout [UInt8]) {
         // One record must stay one line, or a reader splitting on newlines sees a forged record.
+        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else {
+            bytes.append(contentsOf: text.utf8)
+            return
+        }
         for byte in text.utf8 {
             if byte == 0x0A || byte == 0x0D {
                 bytes.append(contentsOf: "\\n".utf8)
