@@ -2,7 +2,6 @@ import LifecycleKit
 import Testing
 
 // The README's example, verbatim but for the print: it must compile and behave as the README says.
-@MainActor
 private final class AppDelegate: ApplicationDelegate {
     var saved = 0
     func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
@@ -12,7 +11,6 @@ private final class AppDelegate: ApplicationDelegate {
     func applicationDidEnterBackground(_ application: Application) { saved += 1 }
 }
 
-@MainActor
 private final class FeedController: ViewController {
     private var poller: Task<Void, Never>?
     override func viewDidLoad() { view.addSubview(View(name: "status")) }
@@ -23,7 +21,6 @@ private final class FeedController: ViewController {
     func openDetail() { navigationController?.pushViewController(DetailController(), animated: false) }
 }
 
-@MainActor
 private final class DetailController: ViewController {
     override func viewDidDisappear(_ animated: Bool) { /* the feed is serving again: hand-off done */ }
 }
