@@ -9,7 +9,7 @@ SWIFT      ?= swift
 PYTHON     ?= /usr/bin/python3
 PREFIX     ?= /usr/local
 CONFIG     ?= debug
-APT_PACKAGES = libsystemd-dev pkg-config python3-pytest python3-dbusmock dbus dbus-daemon systemd procps util-linux
+APT_PACKAGES = libsystemd-dev pkg-config python3-pytest python3-dbusmock dbus dbus-daemon polkitd systemd procps util-linux
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
