@@ -67,31 +67,16 @@ public enum PlainTree {
 
     /// A tree of `count` nodes (at least one), ``ControllerTree/fanOut`` children each, breadth first.
     public static func makeTree(count: Int, fanOut: Int) -> PlainNode {
-        precondition(count >= 1, "a tree has at least its root")
-        let root = PlainLeaf()
-        var frontier: [PlainNode] = [root]
-        var next: [PlainNode] = []
-        var made = 1
-        while made < count {
-            for parent in frontier {
-                for _ in 0..<fanOut where made < count {
-                    let child = PlainLeaf()
-                    parent.children.append(child)
-                    next.append(child)
-                    made += 1
-                }
-                if made == count { break }
-            }
-            swap(&frontier, &next)
-            next.removeAll(keepingCapacity: true)
+        breadthFirstTree(count: count, fanOut: fanOut, root: PlainLeaf() as PlainNode) { parent, _ in
+            let child = PlainLeaf()
+            parent.children.append(child)
+            return child
         }
-        return root
     }
 
     /// `count` controller+view pairs linked like an embedded tree: each leaf owns a view, the view is a subview of
     /// the parent's view, the leaf is a child of its parent.
     public static func makeOwningTree(count: Int, fanOut: Int) -> PlainLeaf {
-        precondition(count >= 1, "a tree has at least its root")
         func makePair() -> PlainLeaf {
             let leaf = PlainLeaf()
             let view = PlainView()
@@ -99,25 +84,12 @@ public enum PlainTree {
             leaf.view = view
             return leaf
         }
-        let root = makePair()
-        var frontier: [PlainLeaf] = [root]
-        var next: [PlainLeaf] = []
-        var made = 1
-        while made < count {
-            for parent in frontier {
-                for _ in 0..<fanOut where made < count {
-                    let child = makePair()
-                    child.parent = parent
-                    parent.children.append(child)
-                    parent.view!.subviews.append(child.view!)
-                    next.append(child)
-                    made += 1
-                }
-                if made == count { break }
-            }
-            swap(&frontier, &next)
-            next.removeAll(keepingCapacity: true)
+        return breadthFirstTree(count: count, fanOut: fanOut, root: makePair()) { parent, _ in
+            let child = makePair()
+            child.parent = parent
+            parent.children.append(child)
+            parent.view!.subviews.append(child.view!)
+            return child
         }
-        return root
     }
 }

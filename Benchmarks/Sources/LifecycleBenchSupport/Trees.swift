@@ -33,50 +33,52 @@ public enum ControllerTree {
     /// A tree of exactly `count` controllers (at least one), breadth first, `fanOut` children each; every child is
     /// embedded (`addChild`, its view under the parent's view, `didMove(toParent:)`).
     public static func make(count: Int) -> CountingController {
-        precondition(count >= 1, "a tree has at least its root")
         let root = CountingController(named: "root")
         root.loadViewIfNeeded()
-        var frontier: [CountingController] = [root]
-        var next: [CountingController] = []
-        var made = 1
-        while made < count {
-            for parent in frontier {
-                for _ in 0..<fanOut where made < count {
-                    let child = CountingController(named: "c\(made)")
-                    parent.embed(child)
-                    next.append(child)
-                    made += 1
-                }
-                if made == count { break }
-            }
-            swap(&frontier, &next)
-            next.removeAll(keepingCapacity: true)
+        return breadthFirstTree(count: count, fanOut: fanOut, root: root) { parent, index in
+            let child = CountingController(named: "c\(index)")
+            parent.embed(child)
+            return child
         }
-        return root
     }
 
     /// A view tree of exactly `count` views (at least one) under one root view, `fanOut` subviews each.
     public static func makeViews(count: Int) -> CountingView {
-        precondition(count >= 1, "a tree has at least its root")
         let root = CountingView(name: "root")
-        var frontier: [View] = [root]
-        var next: [View] = []
-        var made = 1
-        while made < count {
-            for parent in frontier {
-                for _ in 0..<fanOut where made < count {
-                    let child = CountingView(name: "v\(made)")
-                    parent.addSubview(child)
-                    next.append(child)
-                    made += 1
-                }
-                if made == count { break }
-            }
-            swap(&frontier, &next)
-            next.removeAll(keepingCapacity: true)
+        _ = breadthFirstTree(count: count, fanOut: fanOut, root: root as View) { parent, index in
+            let child = CountingView(name: "v\(index)")
+            parent.addSubview(child)
+            return child
         }
         return root
     }
+}
+
+/// Grows a tree of exactly `count` nodes (at least one) from `root`, breadth first, `fanOut` children per node:
+/// `attach(parent, index)` makes the node numbered `index` and links it under `parent`. Every tree the benchmarks
+/// compare (controllers, views, and the plain-Swift baselines) is grown by this one function, so all have one shape.
+public func breadthFirstTree<Node>(
+    count: Int,
+    fanOut: Int,
+    root: Node,
+    attach: (Node, Int) -> Node
+) -> Node {
+    precondition(count >= 1, "a tree has at least its root")
+    var frontier: [Node] = [root]
+    var next: [Node] = []
+    var made = 1
+    while made < count {
+        for parent in frontier {
+            for _ in 0..<fanOut where made < count {
+                next.append(attach(parent, made))
+                made += 1
+            }
+            if made == count { break }
+        }
+        swap(&frontier, &next)
+        next.removeAll(keepingCapacity: true)
+    }
+    return root
 }
 
 /// A view that counts its layout passes.
