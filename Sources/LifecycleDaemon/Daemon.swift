@@ -341,9 +341,7 @@ public final class Daemon: ApplicationHost {
     }
 
     /// The process environment, read without Foundation.
-    public nonisolated static func environmentVariablesForOptions() -> [String: String] { environmentVariables() }
-
-    nonisolated static func environmentVariables() -> [String: String] {
+    public nonisolated static func environmentVariables() -> [String: String] {
         var result: [String: String] = [:]
         var pointer = environ
         while let entry = pointer.pointee {

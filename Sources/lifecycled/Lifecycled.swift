@@ -63,7 +63,7 @@ struct Lifecycled: ParsableCommand {
         options.hangIn = hangIn
         options.workInterval = workInterval.map { Duration.milliseconds(Int64($0 * 1000)) }
         options.terminationTask = terminationTaskSeconds.map { Duration.milliseconds(Int64($0 * 1000)) }
-        options.applyEnvironment(Daemon.environmentVariablesForOptions())
+        options.applyEnvironment(Daemon.environmentVariables())
         let code = MainActor.assumeIsolated { Daemon.run(options: options) }
         if code != 0 { throw ExitCode(code) }
     }
