@@ -84,6 +84,11 @@ public final class Trace {
         self.logger = logger
     }
 
+    isolated deinit {
+        // A stream ends with the trace it reads (its application is gone): `for await` loops finish.
+        for continuation in continuations.values { continuation.finish() }
+    }
+
     /// Calls `body` with every event from now on, in order, until the returned observation is cancelled.
     @discardableResult
     public func observe(_ body: @escaping @MainActor (TraceEvent) -> Void) -> Observation {
@@ -92,7 +97,7 @@ public final class Trace {
         return Observation(trace: self, id: nextObserverID)
     }
 
-    /// Every event from now on, as an asynchronous sequence.
+    /// Every event from now on, as an asynchronous sequence that ends when the trace (its application) goes.
     public func events() -> AsyncStream<TraceEvent> {
         let (stream, continuation) = AsyncStream<TraceEvent>.makeStream(bufferingPolicy: .unbounded)
         nextObserverID += 1

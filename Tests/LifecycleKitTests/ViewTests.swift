@@ -291,3 +291,25 @@ struct ViewTests {
         #expect(!r.running)
     }
 }
+
+@MainActor
+@Suite("The trace as an asynchronous sequence")
+struct TraceStreamTests {
+    @Test func theEventStreamDeliversEveryEventInOrderAndEndsWithItsApplication() async {
+        var app: Application? = makeApplication(delegate: TestDelegate())
+        let stream = app!.trace.events()
+        app!.launch()
+        app!.requestEnterBackground(cause: .signal(named: "SIGUSR1"))
+        app = nil
+        var received: [TraceEvent] = []
+        for await event in stream { received.append(event) }
+        #expect(received.map(\.event) == [
+            "willFinishLaunching", "didFinishLaunching", "applicationDidBecomeActive", "applicationWillResignActive",
+            "applicationDidEnterBackground",
+        ])
+        #expect(received.map(\.sequence) == [1, 2, 3, 4, 5])
+        #expect(received.allSatisfy { $0.target == "delegate" })
+        #expect(received.last?.cause.rawValue == "signal:SIGUSR1")
+        #expect(received.last?.state == .background)
+    }
+}
