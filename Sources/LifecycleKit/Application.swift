@@ -2,17 +2,24 @@ import Logging
 
 /// The application object: its state, its delegate, its window, and the requests that move it between states.
 ///
-/// There is one per process, as in UIKit (``shared``); hosts (the daemon, tests) create it, call
-/// ``launch(into:options:cause:)``, feed it requests, and end every main-loop turn with ``runEndOfTurn()``.
+/// Hosts (the daemon, tests) create it, call ``launch(into:options:cause:)``, feed it requests, and end every
+/// main-loop turn with ``runEndOfTurn()``. It coordinates four parts, each with one job: the state machine (which
+/// callbacks a request fires), the fan-out (every controller hears each application event), the turn scheduler
+/// (layout, display and did-callbacks at the end of a turn) and the background-task registry; the status text is
+/// composed from the visible views.
+///
+/// Nothing in the framework reads a global: a window knows its application, and every controller and view reaches
+/// it through the tree it joined, so two applications in one process keep separate trees and traces.
 @MainActor
 public final class Application {
-    /// The application most recently created in this process.
+    /// The application most recently created in this process: a convenience for application code, as UIKit's
+    /// `UIApplication.shared`. The framework itself never reads it.
     ///
     /// Weak: an application released off the main actor waits for its (main-actor) deinit, and a weak reference
     /// reads nil meanwhile where an unowned one would trap.
     public private(set) static weak var current: Application?
 
-    /// The application of this process; it must have been created.
+    /// The application of this process; it must have been created (see ``current``).
     public static var shared: Application {
         guard let current else { preconditionFailure("no Application has been created in this process") }
         return current
@@ -39,39 +46,37 @@ public final class Application {
     /// The options the application was launched with.
     public private(set) var launchOptions = LaunchOptions()
     /// The last status text reported to the host.
-    public private(set) var statusText = ""
-    /// Controller classes that archives may name, by class name.
-    public var archiveClasses = ArchiveClassRegistry()
+    public var statusText: String { status.text }
 
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
-    /// How deep `runEndOfTurn` is nested; requests made inside it wait until it is over.
-    private var endOfTurnDepth = 0
+    private let fanOut = FanOut()
+    let turns = TurnScheduler()
+    private var status = StatusComposer()
+    private var backgroundTaskRegistry = BackgroundTaskRegistry()
+    /// Requests made from end-of-turn work; they start once that work is over.
     private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause)] = []
-    /// The controller list of the event being delivered; kept between events for its capacity only.
-    private var deliveryBuffer: [ViewController] = []
-    private var currentCause: Cause = .api
+    /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
+    private(set) var currentCause: Cause = .api
     private var isRunningTransitions = false
-    private var pendingCompletions: [@MainActor () -> Void] = []
-    private var turnEndNeeded = false
-    private var statusNeedsUpdate = false
-    private var tasks: [BackgroundTask] = []
-    private var expirationHandlers: [BackgroundTaskIdentifier: @MainActor () -> Void] = [:]
-    private var nextTaskID = 1
 
-    /// Creates the application; it becomes ``shared``.
+    /// Creates the application; it becomes ``current``.
     public init(delegate: ApplicationDelegate, logger: Logger = Logger(label: "lifecycle")) {
         self.delegate = delegate
         self.logger = logger
         self.trace = Trace(logger: logger)
         Self.current = self
+        turns.onWorkScheduled = { [unowned self] in
+            host?.applicationNeedsEndOfTurn(self)
+        }
     }
 
     private func replaceWindow(with newWindow: Window?) {
         let old = windowStorage
         guard old !== newWindow else { return }
-        // Assign first and release the old window only afterwards: its controllers' deinits read `window`.
+        // Assign first and release the old window only afterwards: its controllers' deinits read their window.
         windowStorage = newWindow
+        newWindow?.attach(to: self)
         if machine.hasShownWindow, applicationState != .terminated {
             old?.hide()
             newWindow?.show()
@@ -114,7 +119,7 @@ public final class Application {
 
     /// Submits any request to the state machine; the named methods above are shorthands.
     public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
-        if endOfTurnDepth > 0, !isRunningTransitions {
+        if turns.isRunning, !isRunningTransitions {
             // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
             // over, so a transition never runs inside the turn's passes and teardown never races them.
             requestsAfterEndOfTurn.append((request, cause))
@@ -239,26 +244,39 @@ public final class Application {
         }
     }
 
-    // MARK: Propagation (LIFECYCLE.md §2)
+    // MARK: Propagation (the lifecycle's §2)
+
+    /// Makes a controller that is not in the window yet (and everything below it) belong to this application: its
+    /// events reach this application's trace from now on, and the ones it had are recorded now.
+    ///
+    /// A controller joins its application by itself when it enters the window's tree; this is for trees built
+    /// apart first whose events should be traced as they happen.
+    public func adopt(_ controller: ViewController) {
+        controller.adopt(self)
+    }
+
+    /// Makes a view that is not in the window yet (and its subtree) belong to this application, as
+    /// ``adopt(_:)-(ViewController)`` does for a controller.
+    public func adopt(_ view: View) {
+        view.adopt(self)
+    }
 
     /// Every controller reachable from the window, pre-order: root, children in the order added, presented ones.
     public func controllersInTreeOrder() -> [ViewController] {
         var list: [ViewController] = []
-        guard let window else { return list }
         // Presented controllers hang from their presenters, so the root's walk reaches every layer.
-        window.rootViewController?.appendPreOrder(to: &list)
+        window?.rootViewController?.appendPreOrder(to: &list)
         return list
     }
 
     private func deliverEntering(
         _ event: String,
         _ delegateCallback: (Application) -> Void,
-        controllerEvent: String? = nil,
         _ controllerCallback: (ViewController) -> Void
     ) {
         traceDelegate(event)
         delegateCallback(self)
-        deliver(controllerEvent ?? event, reversed: false, controllerCallback)
+        fanOut.deliver(event, under: window?.rootViewController, reversed: false, application: self, controllerCallback)
     }
 
     private func deliverLeaving(
@@ -267,37 +285,15 @@ public final class Application {
         controllerEvent: String? = nil,
         _ controllerCallback: (ViewController) -> Void
     ) {
-        deliver(controllerEvent ?? event, reversed: true, controllerCallback)
+        fanOut.deliver(
+            controllerEvent ?? event,
+            under: window?.rootViewController,
+            reversed: true,
+            application: self,
+            controllerCallback
+        )
         traceDelegate(event)
         delegateCallback(self)
-    }
-
-    /// Calls every controller of the tree, taken when the event starts, in pre-order or its reverse.
-    ///
-    /// This is the fan-out path: the list reuses one buffer (no allocation per event once it has grown), and
-    /// whether the trace is observed is decided once per event, so an unobserved event costs a counter per
-    /// controller.
-    private func deliver(_ event: String, reversed: Bool, _ callback: (ViewController) -> Void) {
-        var list: [ViewController] = []
-        swap(&list, &deliveryBuffer)
-        defer {
-            // Let go of the controllers (a released one must deinit on time) but keep the capacity.
-            list.removeAll(keepingCapacity: true)
-            swap(&list, &deliveryBuffer)
-        }
-        window?.rootViewController?.appendPreOrder(to: &list)
-        let observed = trace.isObserved(delegateEvent: false)
-        if reversed {
-            for controller in list.reversed() {
-                if observed { controller.trace(event) } else { trace.skipUnobservedEvent() }
-                callback(controller)
-            }
-        } else {
-            for controller in list {
-                if observed { controller.trace(event) } else { trace.skipUnobservedEvent() }
-                callback(controller)
-            }
-        }
     }
 
     private func tearDown() {
@@ -315,7 +311,7 @@ public final class Application {
         traceDelegate("shouldRestoreApplicationState")
         guard delegate.application(self, shouldRestoreApplicationState: archive) else { return }
         do {
-            let root = try archive.decodeTree(using: archiveClasses)
+            let root = try archive.decodeTree(using: archiveClasses, for: self)
             if let window {
                 window.rootViewController = root
             } else {
@@ -326,63 +322,48 @@ public final class Application {
         }
     }
 
+    /// Controller classes that archives may name, by class name.
+    public var archiveClasses = ArchiveClassRegistry()
+
     // MARK: The end of a main-loop turn
 
-    /// Whether work waits for the end of the turn (layout, display, appearance completions).
-    public var needsEndOfTurn: Bool { turnEndNeeded || !pendingCompletions.isEmpty || statusNeedsUpdate }
-
+    /// Marks that a layout or display pass is due at the end of the turn.
     func setNeedsTurnEnd() {
-        turnEndNeeded = true
+        turns.setNeedsPasses()
     }
 
     /// Runs the work deferred to the end of the current main-loop turn: one layout pass, one display pass, then
     /// the `viewDidAppear`/`viewDidDisappear` completions, repeated until nothing is left. Hosts call it once per
     /// loop turn; tests call it to end a turn.
     public func runEndOfTurn() {
-        endOfTurnDepth += 1
-        defer {
-            endOfTurnDepth -= 1
-            if endOfTurnDepth == 0, !requestsAfterEndOfTurn.isEmpty {
-                let waiting = requestsAfterEndOfTurn
-                requestsAfterEndOfTurn.removeAll()
-                for (request, cause) in waiting { submit(request, cause: cause) }
+        let settled = turns.run { [unowned self] in
+            guard let window else { return }
+            for layer in window.visibleLayers {
+                if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
             }
-        }
-        var rounds = 0
-        while turnEndNeeded || !pendingCompletions.isEmpty {
-            rounds += 1
-            if rounds > 32 {
-                logger.warning("layout did not settle after 32 passes in one turn; the rest waits for the next turn")
-                break
-            }
-            turnEndNeeded = false
-            if let window {
-                for layer in window.visibleLayers {
-                    if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
-                }
-                for layer in window.visibleLayers {
-                    if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
-                        statusNeedsUpdate = true
-                    }
+            for layer in window.visibleLayers {
+                if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
+                    status.isStale = true
                 }
             }
-            let batch = pendingCompletions
-            pendingCompletions.removeAll()
-            for completion in batch { completion() }
-            // `batch` holds the controllers it completes until every completion ran: a popped controller is
-            // released only after the one below it appeared.
-            withExtendedLifetime(batch) {}
         }
-        if statusNeedsUpdate { updateStatus() }
+        if !settled {
+            logger.warning("layout did not settle after \(TurnScheduler.maximumRounds) passes in one turn; the rest waits for the next turn")
+        }
+        if status.isStale { updateStatus() }
+        guard !turns.isRunning, !requestsAfterEndOfTurn.isEmpty else { return }
+        let waiting = requestsAfterEndOfTurn
+        requestsAfterEndOfTurn.removeAll()
+        for (request, cause) in waiting { submit(request, cause: cause) }
     }
 
     /// Queues the did-callbacks of an appearance transition; `controllers` is in post-order, so the did-callbacks
     /// bracket the will-callbacks (children before their parent).
     func scheduleAppearanceCompletion(for controllers: [ViewController], appearing: Bool) {
-        statusNeedsUpdate = true
-        turnEndNeeded = true
+        status.isStale = true
+        turns.setNeedsPasses()
         guard !controllers.isEmpty else { return }
-        pendingCompletions.append {
+        turns.schedule {
             for controller in controllers {
                 controller.endAppearanceTransition(appearing)
             }
@@ -392,23 +373,15 @@ public final class Application {
     /// Runs `work` at the end of the current turn, after the layout and display passes and the appearance
     /// completions scheduled before it.
     public func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
-        pendingCompletions.append(work)
+        turns.schedule(work)
     }
 
     // MARK: Status
 
     private func updateStatus() {
-        statusNeedsUpdate = false
-        var parts: [String] = []
-        if let window {
-            for layer in window.visibleLayers {
-                layer.controller.viewIfLoaded?.collectStatus(into: &parts)
-            }
+        if let text = status.update(state: applicationState, window: window) {
+            host?.application(self, didChangeStatus: text)
         }
-        let text = parts.isEmpty ? applicationState.rawValue : "\(applicationState.rawValue): " + parts.joined(separator: "; ")
-        guard text != statusText else { return }
-        statusText = text
-        host?.application(self, didChangeStatus: text)
     }
 
     // MARK: Background tasks
@@ -421,43 +394,38 @@ public final class Application {
         withName name: String? = nil,
         expirationHandler: (@MainActor () -> Void)? = nil
     ) -> BackgroundTaskIdentifier {
-        let identifier = BackgroundTaskIdentifier(rawValue: nextTaskID)
-        nextTaskID += 1
-        tasks.append(BackgroundTask(identifier: identifier, name: name ?? "task \(identifier.rawValue)"))
-        if let expirationHandler { expirationHandlers[identifier] = expirationHandler }
+        let task = backgroundTaskRegistry.begin(name: name, expirationHandler: expirationHandler)
         logger.info(
             "background task began",
-            metadata: ["lifecycle.task": "\(name ?? "task \(identifier.rawValue)")", "lifecycle.task_id": "\(identifier.rawValue)"]
+            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
         )
-        host?.application(self, backgroundTasksDidChange: tasks)
-        return identifier
+        host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
+        return task.identifier
     }
 
     /// Marks the end of a background task; unknown or already ended identifiers are ignored.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
-        guard let index = tasks.firstIndex(where: { $0.identifier == identifier }) else { return }
-        let task = tasks.remove(at: index)
-        expirationHandlers[identifier] = nil
+        guard let task = backgroundTaskRegistry.end(identifier) else { return }
         logger.info(
             "background task ended",
             metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(identifier.rawValue)"]
         )
-        host?.application(self, backgroundTasksDidChange: tasks)
+        host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
     }
 
     /// The background tasks that have begun and not ended, oldest first.
-    public var backgroundTasks: [BackgroundTask] { tasks }
+    public var backgroundTasks: [BackgroundTask] { backgroundTaskRegistry.tasks }
 
     /// Time is up: runs every running task's expiration handler, oldest first; a task its handler did not end is
     /// ended after it, with a warning.
     public func expireBackgroundTasks() {
-        for task in tasks {
+        for task in backgroundTaskRegistry.tasks {
             logger.warning(
                 "background task expired",
                 metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
             )
-            if let handler = expirationHandlers[task.identifier] { handler() }
-            if tasks.contains(where: { $0.identifier == task.identifier }) {
+            backgroundTaskRegistry.expirationHandler(of: task.identifier)?()
+            if backgroundTaskRegistry.isRunning(task.identifier) {
                 logger.warning(
                     "background task not ended by its expiration handler; ending it",
                     metadata: ["lifecycle.task": "\(task.name)"]
@@ -476,26 +444,4 @@ public final class Application {
     private func traceDelegate(_ event: String) {
         trace.record(event: event, isDelegate: true, target: "delegate", state: applicationState, cause: currentCause)
     }
-}
-
-/// Identifies a background task begun with ``Application/beginBackgroundTask(withName:expirationHandler:)``.
-public struct BackgroundTaskIdentifier: Hashable, Sendable {
-    /// The task's number, from 1.
-    public let rawValue: Int
-
-    /// Wraps a task number.
-    public init(rawValue: Int) {
-        self.rawValue = rawValue
-    }
-
-    /// No task.
-    public static let invalid = BackgroundTaskIdentifier(rawValue: 0)
-}
-
-/// A running background task.
-public struct BackgroundTask: Hashable, Sendable {
-    /// Its identifier.
-    public let identifier: BackgroundTaskIdentifier
-    /// Its name, for logs.
-    public let name: String
 }

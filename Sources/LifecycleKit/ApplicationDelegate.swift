@@ -71,6 +71,9 @@ public protocol ApplicationHost: AnyObject {
     func applicationDidTerminate(_ application: Application)
     /// The set of running background tasks changed.
     func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask])
+    /// Work was deferred to the end of the turn (a layout mark, a did-callback) outside an end of turn: make sure
+    /// ``Application/runEndOfTurn()`` runs before the loop sleeps, even if nothing else happens in this turn.
+    func applicationNeedsEndOfTurn(_ application: Application)
 }
 
 extension ApplicationHost {
@@ -82,4 +85,5 @@ extension ApplicationHost {
     public func applicationWillBeginTermination(_ application: Application) {}
     public func applicationDidTerminate(_ application: Application) {}
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
+    public func applicationNeedsEndOfTurn(_ application: Application) {}
 }

@@ -75,10 +75,22 @@ public struct Archive: Sendable, Hashable {
     /// Builds the controller tree: each node's class is instantiated with `init(coder:)`, children are added to
     /// their parent (a navigation controller's become its stack), then `awakeFromArchive()` runs on every
     /// controller, pre-order, once the whole tree is wired.
+    ///
+    /// With an `application`, every decoded controller belongs to it from its `init(coder:)` on, so its events are
+    /// traced as they happen; without one they are held until the tree joins an application's window.
     @MainActor
-    public func decodeTree(using registry: ArchiveClassRegistry) throws(ArchiveError) -> ViewController {
+    public func decodeTree(
+        using registry: ArchiveClassRegistry,
+        for application: Application? = nil
+    ) throws(ArchiveError) -> ViewController {
         var decoded: [ViewController] = []
-        let root = try decode(root, path: root.identifier ?? root.className, registry: registry, into: &decoded)
+        let root = try decode(
+            root,
+            path: root.identifier ?? root.className,
+            registry: registry,
+            application: application,
+            into: &decoded
+        )
         for controller in decoded {
             controller.trace("awakeFromArchive")
             controller.awakeFromArchive()
@@ -91,6 +103,7 @@ public struct Archive: Sendable, Hashable {
         _ node: Node,
         path: String,
         registry: ArchiveClassRegistry,
+        application: Application?,
         into decoded: inout [ViewController]
     ) throws(ArchiveError) -> ViewController {
         guard let type = registry.type(named: node.className) else {
@@ -102,7 +115,7 @@ public struct Archive: Sendable, Hashable {
         }
         let controller: ViewController
         do {
-            controller = try type.init(coder: Coder(node: node))
+            controller = try type.init(coder: Coder(node: node, application: application))
         } catch {
             throw ArchiveError(source: sourceName, reason: "node \(path) (\(node.className)) failed to decode: \(error)")
         }
@@ -112,6 +125,7 @@ public struct Archive: Sendable, Hashable {
                 child,
                 path: path + "/" + (child.identifier ?? child.className),
                 registry: registry,
+                application: application,
                 into: &decoded
             )
             controller.addChild(childController)
@@ -135,6 +149,8 @@ public struct ArchiveError: Error, Sendable, Hashable, CustomStringConvertible {
 /// The values of one archived controller, read in `init(coder:)`.
 public struct Coder: Sendable {
     let node: Archive.Node
+    /// The application the decoded controller belongs to, if the archive is decoded for one.
+    let application: Application?
 
     /// The archived identifier.
     public var identifier: String? { node.identifier }

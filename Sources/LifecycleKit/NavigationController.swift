@@ -118,7 +118,7 @@ open class NavigationController: ViewController {
         if let incoming, incoming.view.superview !== container {
             container.addSubview(incoming.view)
         }
-        if let application = Application.current {
+        if let application {
             application.scheduleTurnEndWork(completion)
         } else {
             completion()

@@ -18,6 +18,11 @@ open class View {
     public private(set) weak var window: Window?
     /// The controller whose root view this is.
     public internal(set) unowned var viewController: ViewController?
+    /// The application whose tree this view joined; kept after it leaves, so its last events still reach that
+    /// application's trace.
+    public private(set) weak var application: Application?
+    /// Events that happened before the view joined an application's tree.
+    private var detachedEvents: [(event: String, detail: String?)] = []
 
     /// The view's frame; a change marks it for layout.
     public var frame: Rect {
@@ -95,10 +100,13 @@ open class View {
             return
         }
         if view.superview != nil { view.removeFromSuperview() }
-        // A detached view is named by where it is going, so its whole arrival reads under one path (built only
-        // when somebody reads the trace).
-        if view.viewController == nil, Application.current?.trace.isObserved(delegateEvent: false) == true {
-            view.lastKnownPath = path + "/" + view.name
+        if let application {
+            // A detached view is named by where it is going, so its whole arrival reads under one path (built only
+            // when somebody reads the trace).
+            if view.viewController == nil, application.trace.isObserved(delegateEvent: false) {
+                view.lastKnownPath = path + "/" + view.name
+            }
+            view.adopt(application)
         }
         let newWindow = window
         let movesWindow = newWindow != nil && view.window !== newWindow
@@ -115,13 +123,14 @@ open class View {
         // The new subtree keeps its own marks (a fresh subtree is fully marked); this view lays its children out anew.
         setNeedsLayout()
         view.propagateDirtyMarksUp()
-        if movesWindow { Application.current?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: true) }
+        if movesWindow { newWindow?.application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: true) }
     }
 
     /// Removes the view from its superview; if it was in the window, it and its subtree leave it.
     public func removeFromSuperview() {
         guard let superview else { return }
-        let leavesWindow = window != nil
+        let oldWindow = window
+        let leavesWindow = oldWindow != nil
         let controllers = leavesWindow ? controllersInSubtree() : (preOrder: [], postOrder: [])
         if leavesWindow { Self.beginAppearance(of: controllers.preOrder, appearing: false) }
         superview.notifyWillRemoveSubview(self)
@@ -134,7 +143,7 @@ open class View {
         notifyDidMoveToSuperview()
         superview.setNeedsLayout()
         if leavesWindow {
-            Application.current?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
+            oldWindow?.application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
         }
     }
 
@@ -154,7 +163,7 @@ open class View {
     public func setNeedsLayout() {
         needsLayout = true
         superview?.markDescendantNeedsLayout()
-        if window != nil { Application.current?.setNeedsTurnEnd() }
+        window?.application?.setNeedsTurnEnd()
     }
 
     /// Lays out this view's subtree now if anything in it is marked; does nothing if it is clean.
@@ -167,7 +176,7 @@ open class View {
     public func setNeedsDisplay() {
         needsDisplay = true
         superview?.markDescendantNeedsDisplay()
-        if window != nil { Application.current?.setNeedsTurnEnd() }
+        window?.application?.setNeedsTurnEnd()
     }
 
     private func markDescendantNeedsLayout() {
@@ -189,8 +198,8 @@ open class View {
     private func propagateDirtyMarksUp() {
         if needsLayout || descendantNeedsLayout { superview?.markDescendantNeedsLayout() }
         if needsDisplay || descendantNeedsDisplay { superview?.markDescendantNeedsDisplay() }
-        if window != nil, needsLayout || descendantNeedsLayout || needsDisplay || descendantNeedsDisplay {
-            Application.current?.setNeedsTurnEnd()
+        if let window, needsLayout || descendantNeedsLayout || needsDisplay || descendantNeedsDisplay {
+            window.application?.setNeedsTurnEnd()
         }
     }
 
@@ -293,6 +302,7 @@ open class View {
     /// Moves a detached subtree (a window's content view) into or out of the window.
     func moveTopLevel(toWindow newWindow: Window?) {
         guard window !== newWindow else { return }
+        let application = (newWindow ?? window)?.application
         var controllers = controllersInSubtree()
         if let newWindow {
             controllers = Self.beginAppearing(self, controllers)
@@ -300,7 +310,7 @@ open class View {
                 // A will-callback covered this layer (a full-screen presentation from `viewWillAppear`): it does
                 // not enter the window after all; what began to appear disappears again.
                 Self.beginAppearance(of: controllers.preOrder, appearing: false)
-                Application.current?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
+                newWindow.application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
                 return
             }
         } else {
@@ -310,7 +320,7 @@ open class View {
         setWindowInSubtree(newWindow)
         notifyDidMoveSubtreeToWindow()
         propagateDirtyMarksUp()
-        Application.current?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: newWindow != nil)
+        application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: newWindow != nil)
     }
 
     private func notifyWillMoveSubtree(toWindow newWindow: Window?) {
@@ -352,8 +362,23 @@ open class View {
     var lastKnownPath: String?
 
     func trace(_ event: String, detail: String? = nil) {
-        guard let application = Application.current else { return }
-        application.traceEvent(event, target: self.path, detail: detail)
+        if let application {
+            application.traceEvent(event, target: self.path, detail: detail)
+        } else {
+            detachedEvents.append((event, detail))
+        }
+    }
+
+    /// Makes this view and its subtree belong to `application`, recording the events each had before, pre-order.
+    func adopt(_ application: Application) {
+        guard self.application !== application else { return }
+        self.application = application
+        if !detachedEvents.isEmpty {
+            let events = detachedEvents
+            detachedEvents = []
+            for (event, detail) in events { application.traceEvent(event, target: self.path, detail: detail) }
+        }
+        for subview in subviews { subview.adopt(application) }
     }
 
     private func notifyWillMove(toSuperview newSuperview: View?) {

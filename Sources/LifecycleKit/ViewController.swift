@@ -75,6 +75,13 @@ open class ViewController {
     }
 
     var appearance: Appearance = .disappeared
+    /// The application whose tree this controller joined; kept after it leaves, so its last events (a popped
+    /// controller's `deinit`) still reach that application's trace.
+    public private(set) weak var application: Application?
+    /// The window whose root this controller is.
+    weak var hostingWindow: Window?
+    /// Events that happened before the controller joined an application's tree (its `init`, for one).
+    private var detachedEvents: [(event: String, detail: String?)] = []
     private var loadedView: View?
     private var isLoadingView = false
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
@@ -106,6 +113,7 @@ open class ViewController {
                 strippingSuffixes: ["ViewController", "Controller"],
                 fallback: "controller"
             )
+        self.application = coder.application
         trace("init(coder:)")
     }
 
@@ -174,6 +182,7 @@ open class ViewController {
         if let old = loadedView, old !== newView { old.viewController = nil }
         newView.viewController = self
         loadedView = newView
+        if let application { newView.adopt(application) }
     }
 
     // MARK: Appearance callbacks
@@ -235,8 +244,11 @@ open class ViewController {
         }
         // A detached child is named by where it is going, so its arrival reads under one path (built only when
         // somebody reads the trace).
-        if Application.current?.trace.isObserved(delegateEvent: false) == true {
-            child.lastKnownPath = path + "/" + child.identifier
+        if let application {
+            if application.trace.isObserved(delegateEvent: false) {
+                child.lastKnownPath = path + "/" + child.identifier
+            }
+            child.adopt(application)
         }
         child.notifyWillMove(toParent: self)
         children.append(child)
@@ -304,11 +316,18 @@ open class ViewController {
         controller.lastTransitionWasAnimated = animated
         presentedViewController = controller
         controller.presentingViewController = self
+        if let application { controller.adopt(application) }
         controller.loadViewIfNeeded()
         if let window = self.window {
             window.pushLayer(controller, style: controller.modalPresentationStyle)
         }
-        if let completion { Application.current?.scheduleTurnEndWork(completion) }
+        guard let completion else { return }
+        if let application {
+            application.scheduleTurnEndWork(completion)
+        } else {
+            // Outside any application nothing appears, so nothing is waited for.
+            completion()
+        }
     }
 
     /// Dismisses the controller this one presents (or, when called on a presented controller, itself), and every
@@ -326,14 +345,18 @@ open class ViewController {
         lastTransitionWasAnimated = animated
         dismissed.lastTransitionWasAnimated = animated
         // The presenter may have left the window (popped with its presentation): the layers are still there.
-        if let window = presenter.window ?? Application.current?.window {
+        if let window = presenter.window ?? presenter.application?.window {
             window.popLayers(from: dismissed)
         }
         // The chain is unlinked now; the dismissed controllers live until their did-disappear callbacks ran.
         presenter.presentedViewController = nil
         dismissed.presentingViewController = nil
-        Application.current?.scheduleTurnEndWork {
-            withExtendedLifetime(dismissed) {}
+        if let application = presenter.application {
+            application.scheduleTurnEndWork {
+                withExtendedLifetime(dismissed) {}
+                completion?()
+            }
+        } else {
             completion?()
         }
     }
@@ -343,7 +366,7 @@ open class ViewController {
         if let window = loadedView?.window { return window }
         if let parent { return parent.window }
         if let presentingViewController { return presentingViewController.window }
-        return Application.current?.window.flatMap { $0.rootViewController === self ? $0 : nil }
+        return hostingWindow
     }
 
     // MARK: Appearance transitions
@@ -411,8 +434,8 @@ open class ViewController {
             computed = parent.path + "/" + identifier
         } else if let presentingViewController {
             computed = presentingViewController.path + "/" + identifier
-        } else if lastKnownPath != nil, Application.current?.window?.rootViewController !== self {
-            return lastKnownPath!
+        } else if let lastKnownPath, hostingWindow == nil {
+            return lastKnownPath
         } else {
             computed = identifier
         }
@@ -421,7 +444,27 @@ open class ViewController {
     }
 
     func trace(_ event: String, detail: String? = nil) {
-        guard let application = Application.current else { return }
-        application.traceEvent(event, target: self.path, detail: detail)
+        if let application {
+            application.traceEvent(event, target: self.path, detail: detail)
+        } else {
+            detachedEvents.append((event, detail))
+        }
+    }
+
+    /// Makes this controller, its view tree, its children and what it presents belong to `application`, and records
+    /// the events they had before, each node's in the order they happened, pre-order.
+    ///
+    /// A subtree that already belongs to `application` is skipped: everything below a node joins with it.
+    func adopt(_ application: Application) {
+        guard self.application !== application else { return }
+        self.application = application
+        if !detachedEvents.isEmpty {
+            let events = detachedEvents
+            detachedEvents = []
+            for (event, detail) in events { application.traceEvent(event, target: self.path, detail: detail) }
+        }
+        loadedView?.adopt(application)
+        for child in children { child.adopt(application) }
+        presentedViewController?.adopt(application)
     }
 }

@@ -19,11 +19,24 @@ public final class Window {
     /// Whether the window shows its content (its controllers' views are in the window).
     public private(set) var isVisible = false
 
+    /// The application this window belongs to: set when it becomes the application's ``Application/window``.
+    /// Every controller and view in the window reaches its application through it.
+    public private(set) weak var application: Application?
+
     var layers: [Layer] = []
 
     /// Creates a window, optionally with its root controller.
     public init(rootViewController: ViewController? = nil) {
-        if let rootViewController { layers = [Layer(controller: rootViewController, style: .fullScreen)] }
+        if let rootViewController {
+            layers = [Layer(controller: rootViewController, style: .fullScreen)]
+            rootViewController.hostingWindow = self
+        }
+    }
+
+    /// Makes this window (and everything in it) belong to `application`.
+    func attach(to application: Application) {
+        self.application = application
+        rootViewController?.adopt(application)
     }
 
     /// The controllers whose views are in the window now: from the last full-screen layer up.
@@ -82,7 +95,10 @@ public final class Window {
     private func replaceRoot(with controller: ViewController?) {
         let leaving = visibleLayers
         let old = layers.map(\.controller)
+        if let oldRoot = old.first, oldRoot !== controller, oldRoot.hostingWindow === self { oldRoot.hostingWindow = nil }
         layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
+        controller?.hostingWindow = self
+        if let application, let controller { controller.adopt(application) }
         rebuildLayersFromTree()
         for layer in leaving {
             layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
@@ -91,7 +107,7 @@ public final class Window {
             for layer in visibleLayers { layer.controller.view.moveTopLevel(toWindow: self) }
         }
         // The old controllers live until their did-disappear callbacks ran at the end of the turn.
-        Application.current?.scheduleTurnEndWork { withExtendedLifetime(old) {} }
+        application?.scheduleTurnEndWork { withExtendedLifetime(old) {} }
     }
 
     func pushLayer(_ controller: ViewController, style: ModalPresentationStyle) {

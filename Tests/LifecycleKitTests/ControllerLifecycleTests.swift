@@ -108,6 +108,7 @@ struct ControllerLifecycleTests {
         let parent = ViewController(identifier: "parent")
         let app = makeApplication(delegate: TestDelegate())
         let recorder = Recorder(app)
+        app.adopt(parent)
         let child = ViewController(identifier: "child")
         parent.addChild(child)
         parent.view.addSubview(child.view)
@@ -304,7 +305,7 @@ struct ControllerLifecycleTests {
         registry.register(Labeled.self)
         let app = makeApplication(delegate: TestDelegate())
         let recorder = Recorder(app)
-        let root = try archive.decodeTree(using: registry) as! Labeled
+        let root = try archive.decodeTree(using: registry, for: app) as! Labeled
         #expect(root.label == "hello")
         #expect(root.sawChildrenWhenAwake == 1)
         app.window = Window(rootViewController: root)

@@ -75,6 +75,7 @@ struct ViewTests {
         let app = makeApplication(delegate: TestDelegate())
         let recorder = Recorder(app)
         let parent = View(name: "parent")
+        app.adopt(parent)
         let child = View(name: "child")
         parent.addSubview(child)
         child.removeFromSuperview()
