@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "LifecycleKit", targets: ["LifecycleKit"]),
         .library(name: "LifecycleSystemd", targets: ["LifecycleSystemd"]),
         .library(name: "LifecycleDaemon", targets: ["LifecycleDaemon"]),
+        .library(name: "LifecycleServices", targets: ["LifecycleServices"]),
         .executable(name: "lifecycled", targets: ["lifecycled"]),
     ],
     dependencies: [
@@ -14,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // The pure-Swift core: application state machine, controller/view tree, trace. Never imports C.
@@ -36,21 +38,38 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
-        // Glue: drives a LifecycleKit application from the systemd main loop; configuration; the demo app.
+        // The runner: drives a LifecycleKit application from the systemd main loop; configuration; the `@main`
+        // entry point (ApplicationMain) with the standard command line.
         .target(
             name: "LifecycleDaemon",
             dependencies: [
                 "LifecycleKit",
                 "LifecycleSystemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // Real async work under the lifecycle: controllers that host swift-service-lifecycle services, and the
+        // whole application as a Service of an existing ServiceGroup.
+        .target(
+            name: "LifecycleServices",
+            dependencies: [
+                "LifecycleKit",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The demo daemon, written with exactly the entry point a user writes (`@main` on its delegate).
         .executableTarget(
             name: "lifecycled",
             dependencies: [
                 "LifecycleDaemon",
+                "LifecycleKit",
+                "LifecycleSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -58,6 +77,14 @@ let package = Package(
             dependencies: [
                 "LifecycleKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "LifecycleServicesTests",
+            dependencies: [
+                "LifecycleServices",
+                "LifecycleKit",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark.git", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         // Shared by every receiver: the shared-memory stamp and a raw sd_notify, so all three pay the same. The C
@@ -35,6 +36,7 @@ let package = Package(
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "LifecycleSystemd", package: "LifecycleKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/BenchDaemon"
         ),

@@ -22,7 +22,10 @@ public final class Daemon: ApplicationHost {
 
     private let notifier: SystemdNotifier
     private let logger: Logger
-    private let environment: DemoEnvironment?
+    /// The application's own configuration section, read again on every reload.
+    private let applicationSection: (any ConfigurationSection.Type)?
+    /// Hands a configuration (the first one, then each valid reload's) to the application.
+    private let configure: @MainActor (DaemonConfiguration) -> Void
     private var signalSources: [MainLoop.Source] = []
     private var systemEvents: SystemEvents?
     private var terminationTimers: [MainLoop.Source] = []
@@ -33,18 +36,23 @@ public final class Daemon: ApplicationHost {
     private let startedOnTerminal = !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1
 
     /// Creates a daemon around an application whose delegate is already made.
+    ///
+    /// `configure` receives every configuration that takes effect: the first one before launch, then each one a
+    /// reload read (between `applicationWillReload` and `applicationDidReload`).
     public init(
         configuration: DaemonConfiguration,
         options: DaemonOptions,
         application: Application,
-        environment: DemoEnvironment?,
+        applicationSection: (any ConfigurationSection.Type)? = nil,
         notifier: SystemdNotifier,
-        logger: Logger
+        logger: Logger,
+        configure: @escaping @MainActor (DaemonConfiguration) -> Void = { _ in }
     ) throws(SystemdError) {
         self.configuration = configuration
         self.options = options
         self.application = application
-        self.environment = environment
+        self.applicationSection = applicationSection
+        self.configure = configure
         self.notifier = notifier
         self.logger = logger
         self.loop = try MainLoop()
@@ -57,52 +65,46 @@ public final class Daemon: ApplicationHost {
     /// The signals blocked first thing in `main`, before any thread exists: every signal the default map names.
     public static var signalsToBlockAtStart: [UnixSignal] { SignalMap.standard.signals }
 
-    /// Runs the demo daemon with these options and returns the process exit code (sysexits).
+    /// Runs a daemon whose application delegate `makeDelegate` builds, and returns the process exit code (sysexits).
     ///
-    /// Call ``signalsToBlockAtStart`` blocked on the main thread before anything else; this function blocks the
-    /// rest of the configured map before it starts any thread.
-    public static func run(options: DaemonOptions) -> Int32 {
-        run(options: options) { configuration, logger in
-            let environment = DemoEnvironment(settings: configuration.demo, logger: logger)
-            return (DemoDelegate(environment: environment), environment)
-        }
-    }
-
-    /// Runs a daemon whose application delegate `makeDelegate` builds (with the demo environment it uses, if any)
-    /// and returns the process exit code (sysexits).
-    public static func run(
+    /// Call it on the main thread with ``signalsToBlockAtStart`` already blocked (``ApplicationMain`` does both);
+    /// it blocks the rest of the configured map before it starts any thread. `configure` hands the delegate each
+    /// configuration that takes effect (the first before launch, then every valid reload's).
+    public static func run<Delegate: ApplicationDelegate>(
         options: DaemonOptions,
-        makeDelegate: (DaemonConfiguration, Logger) -> (ApplicationDelegate, DemoEnvironment?)
+        applicationSection: (any ConfigurationSection.Type)? = nil,
+        makeDelegate: @MainActor () -> Delegate,
+        configure: @escaping @MainActor (Delegate, DaemonConfiguration) -> Void = { _, _ in }
     ) -> Int32 {
         let configuration: DaemonConfiguration
         do {
-            configuration = try options.resolveConfiguration()
+            configuration = try options.resolveConfiguration(applicationSection: applicationSection)
         } catch {
-            writeError("lifecycled: \(error)")
+            writeError("\(options.programName): \(error)")
             return SysExit.configuration.rawValue
         }
         // Still single-threaded: make the mask match the configured map before Dispatch or logging start threads.
         adjustSignalMask(to: configuration.signalMap)
 
-        let backend = LoggingBackend.bootstrap(identifier: "lifecycled", level: .debug)
-        var logger = Logger(label: "lifecycled")
+        let backend = LoggingBackend.bootstrap(identifier: options.programName, level: .debug)
+        var logger = Logger(label: options.programName)
         // Under journald every event is stored (debug events at PRIORITY=7); on a terminal, debug lines only with
         // --trace, which raises them to info anyway.
         logger.logLevel = backend == .journal ? .debug : .info
-        let (delegate, environment) = makeDelegate(configuration, logger)
+        let delegate = makeDelegate()
         let application = Application(delegate: delegate, logger: logger)
         do {
             let daemon = try Daemon(
                 configuration: configuration,
                 options: options,
                 application: application,
-                environment: environment,
+                applicationSection: applicationSection,
                 notifier: .fromEnvironment(),
                 logger: logger
-            )
+            ) { configuration in configure(delegate, configuration) }
             return try daemon.start()
         } catch {
-            logger.critical("lifecycled cannot run its main loop: \(error)")
+            logger.critical("\(options.programName) cannot run its main loop: \(error)")
             return SysExit.osError.rawValue
         }
     }
@@ -132,7 +134,7 @@ public final class Daemon: ApplicationHost {
         let watchdog = try loop.enableWatchdog()
         if let hang = configuration.hangIn { installHang(in: hang) }
         logger.info(
-            "lifecycled starting",
+            "\(options.programName) starting",
             metadata: [
                 "signals": .string(
                     configuration.signalMap.signals.map { "\($0.name)=\(configuration.signalMap.actions[$0]!.rawValue)" }
@@ -145,13 +147,14 @@ public final class Daemon: ApplicationHost {
         let events = SystemEvents(loop: loop, application: application, configuration: configuration, logger: logger)
         events.start()
         systemEvents = events
+        configure(configuration)
         application.launch(into: configuration.launchInto, options: launchOptions())
         application.runEndOfTurn()
         return try loop.run()
     }
 
     private func launchOptions() -> LaunchOptions {
-        let env = Self.environmentVariables()
+        let env = ProcessEnvironment.all()
         let underSystemd = SystemdNotifier.isUnderSystemd
         var facts: [String: String] = ["underSystemd": underSystemd ? "yes" : "no"]
         if let invocation = env["INVOCATION_ID"] { facts["invocationID"] = invocation }
@@ -201,6 +204,8 @@ public final class Daemon: ApplicationHost {
             application.requestTermination(cause: cause)
         case .memoryWarning:
             application.requestMemoryWarning(cause: cause)
+        case .inactive:
+            application.requestResignActive(cause: cause)
         case .default:
             break
         }
@@ -222,16 +227,16 @@ public final class Daemon: ApplicationHost {
 
     public func applicationReloadConfiguration(_ application: Application) {
         do {
-            let fresh = try options.resolveConfiguration()
+            let fresh = try options.resolveConfiguration(applicationSection: applicationSection)
             if fresh.signalMap != configuration.signalMap {
-                logger.warning("the signal map changed; signal changes take effect when lifecycled restarts")
+                logger.warning("the signal map changed; signal changes take effect when \(options.programName) restarts")
             }
             var applied = fresh
             applied.signalMap = configuration.signalMap
             configuration = applied
             systemEvents?.apply(configuration: applied)
-            environment?.settings = applied.demo
             application.trace.logsEverythingAtInfo = applied.traceAll
+            configure(applied)
             logger.info("configuration reloaded")
         } catch {
             logger.error("reload: \(error); keeping the previous configuration")
@@ -338,19 +343,5 @@ public final class Daemon: ApplicationHost {
     static func writeError(_ text: String) {
         let line = Array((text + "\n").utf8)
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    }
-
-    /// The process environment, read without Foundation.
-    public nonisolated static func environmentVariables() -> [String: String] {
-        var result: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            pointer += 1
-        }
-        return result
     }
 }

@@ -7,11 +7,10 @@ import Glibc
 
 /// What the command line (and the environment) say, before the configuration file is read.
 public struct DaemonOptions: Sendable, Hashable {
+    /// The program's name: the log label, the journal's `SYSLOG_IDENTIFIER`, the default configuration file's name.
+    public var programName: String
     /// The configuration file, re-read on every reload; without one, ``defaultConfigurationPath`` if it exists.
     public var configurationPath: String?
-
-    /// Read when no `--config` is given and the file exists (`make install` puts it there).
-    public static let defaultConfigurationPath = "/etc/lifecycled.conf"
     /// `--trace` or `LIFECYCLE_TRACE=all`: every callback at info.
     public var traceAll = false
     /// `--launch-into`.
@@ -20,13 +19,21 @@ public struct DaemonOptions: Sendable, Hashable {
     public var signalOverrides: [String] = []
     /// `--hang-in CALLBACK` or `LIFECYCLE_HANG_IN`: debug switch for the watchdog test.
     public var hangIn: String?
-    /// `--work-interval SECONDS`.
-    public var workInterval: Duration?
-    /// `--termination-task-seconds SECONDS`.
-    public var terminationTask: Duration?
 
-    /// No options: the defaults.
-    public init() {}
+    /// No options: the defaults, for a program called `programName`.
+    public init(programName: String = "lifecycled") {
+        self.programName = programName
+    }
+
+    /// Read when no `--config` is given and the file exists: `/etc/<program>.conf`.
+    public var defaultConfigurationPath: String { "/etc/\(programName).conf" }
+
+    /// The name this process was started as (the last component of `argv[0]`).
+    public static var processName: String {
+        let path = CommandLine.arguments.first ?? "lifecycled"
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        return name.isEmpty ? "lifecycled" : name
+    }
 
     /// Reads `LIFECYCLE_TRACE` and `LIFECYCLE_HANG_IN` from the environment into options the flags left unset.
     public mutating func applyEnvironment(_ environment: [String: String]) {
@@ -34,13 +41,19 @@ public struct DaemonOptions: Sendable, Hashable {
         if hangIn == nil, let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
     }
 
-    /// The configuration these options make: the defaults, then the file, then the flags.
-    public func resolveConfiguration() throws(ConfigurationError) -> DaemonConfiguration {
+    /// The configuration these options make: the defaults, then the file (with the application's own section),
+    /// then the flags.
+    public func resolveConfiguration(
+        applicationSection: (any ConfigurationSection.Type)? = nil
+    ) throws(ConfigurationError) -> DaemonConfiguration {
         var configuration = DaemonConfiguration()
+        if let applicationSection, !applicationSection.name.isEmpty {
+            configuration.applicationSettings = applicationSection.init()
+        }
         if let configurationPath {
-            try configuration.load(file: configurationPath)
-        } else if access(Self.defaultConfigurationPath, F_OK) == 0 {
-            try configuration.load(file: Self.defaultConfigurationPath)
+            try configuration.load(file: configurationPath, applicationSection: applicationSection)
+        } else if access(defaultConfigurationPath, F_OK) == 0 {
+            try configuration.load(file: defaultConfigurationPath, applicationSection: applicationSection)
         }
         var seen: [UnixSignal: String] = [:]
         for entry in signalOverrides {
@@ -58,8 +71,6 @@ public struct DaemonOptions: Sendable, Hashable {
         if traceAll { configuration.traceAll = true }
         if let launchInto { configuration.launchInto = launchInto }
         if let hangIn { configuration.hangIn = hangIn }
-        if let workInterval { configuration.demo.workInterval = workInterval }
-        if let terminationTask { configuration.demo.terminationTask = terminationTask }
         return configuration
     }
 }

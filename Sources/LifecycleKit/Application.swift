@@ -205,10 +205,13 @@ public final class Application {
         case .didEnterBackground:
             deliverLeaving("applicationDidEnterBackground", delegate.applicationDidEnterBackground) {
                 $0.applicationDidEnterBackground()
+                $0.updateLifecycleTasks(foreground: false, reason: .background)
             }
         case .willEnterForeground:
             deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
                 $0.applicationWillEnterForeground()
+                // Fired in the state being left (background): the work's foreground begins with this event.
+                $0.updateLifecycleTasks(foreground: true, reason: .background)
             }
         case .beginTermination:
             host?.applicationWillBeginTermination(self)
@@ -433,6 +436,19 @@ public final class Application {
                 endBackgroundTask(task.identifier)
             }
         }
+    }
+
+    /// A controller's lifecycle-bound task failed: the delegate hears it (traced as a delegate event).
+    func reportFailure(of task: LifecycleTask, error: any Error) {
+        trace.record(
+            event: "application(_:lifecycleTask:didFailWithError:)",
+            isDelegate: true,
+            target: "delegate",
+            state: applicationState,
+            cause: currentCause,
+            detail: "\(task.name): \(error)"
+        )
+        delegate.application(self, lifecycleTask: task, didFailWithError: error)
     }
 
     // MARK: Tracing

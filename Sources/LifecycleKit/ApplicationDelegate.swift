@@ -26,6 +26,9 @@ public protocol ApplicationDelegate: AnyObject {
     func applicationWillReload(_ application: Application)
     /// The reload is done: apply the configuration.
     func applicationDidReload(_ application: Application)
+    /// A controller's lifecycle-bound task (or hosted service) failed; the controller heard it first. The main
+    /// loop carries on, and the task starts again at the next appearance or return to the foreground.
+    func application(_ application: Application, lifecycleTask task: LifecycleTask, didFailWithError error: any Error)
 }
 
 extension ApplicationDelegate {
@@ -46,6 +49,11 @@ extension ApplicationDelegate {
     public func applicationWillTerminate(_ application: Application) {}
     public func applicationWillReload(_ application: Application) {}
     public func applicationDidReload(_ application: Application) {}
+    public func application(
+        _ application: Application,
+        lifecycleTask task: LifecycleTask,
+        didFailWithError error: any Error
+    ) {}
 }
 
 /// What hosts the application: the daemon's main loop, which tells the service manager what happens.

@@ -82,6 +82,8 @@ open class ViewController {
     weak var hostingWindow: Window?
     /// Events that happened before the controller joined an application's tree (its `init`, for one).
     private var detachedEvents: [(event: String, detail: String?)] = []
+    /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
+    var lifecycleTasks: [LifecycleTask] = []
     private var loadedView: View?
     private var isLoadingView = false
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
@@ -124,6 +126,7 @@ open class ViewController {
         presentedViewController?.presentingViewController = nil
         trace("deinit")
         let ownPath = lastKnownPath ?? identifier
+        for task in lifecycleTasks { task.controllerWillDeinitialize(path: ownPath) }
         // Teardown order: this controller, then its view tree, then its children, then what it presented.
         if let view = loadedView {
             view.lastKnownPath = ownPath + ".view"
@@ -218,6 +221,10 @@ open class ViewController {
     open func applicationWillReload() {}
     /// The reload is done: apply the configuration (the delegate first, then the tree in pre-order).
     open func applicationDidReload() {}
+
+    /// A run of one of this controller's lifecycle-bound tasks (or a hosted service) failed; the delegate hears it
+    /// next. The task starts again at the next appearance or return to the foreground.
+    open func lifecycleTask(_ task: LifecycleTask, didFailWithError error: any Error) {}
 
     // MARK: Containment
 
@@ -382,6 +389,7 @@ open class ViewController {
             appearance = .disappearing
             trace("viewWillDisappear")
             viewWillDisappear(animated)
+            updateLifecycleTasks(reason: .disappearance)
         default:
             // Already moving the requested way: a view re-entering within one turn; nothing to repeat.
             break
@@ -395,6 +403,7 @@ open class ViewController {
             appearance = .appeared
             trace("viewDidAppear")
             viewDidAppear(animated)
+            updateLifecycleTasks(reason: .disappearance)
         case (false, .disappearing):
             appearance = .disappeared
             trace("viewDidDisappear")

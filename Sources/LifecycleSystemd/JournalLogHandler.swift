@@ -142,7 +142,7 @@ public struct JournalLogHandler: LogHandler {
 
     /// True when stderr is connected to the journal: `$JOURNAL_STREAM` names stderr's device and inode.
     public static func isJournalStream() -> Bool {
-        isJournalStream(environmentValue: environmentValue("JOURNAL_STREAM"), fileDescriptor: STDERR_FILENO)
+        isJournalStream(environmentValue: ProcessEnvironment.value("JOURNAL_STREAM"), fileDescriptor: STDERR_FILENO)
     }
 
     /// systemd's documented test: `$JOURNAL_STREAM` is `device:inode` of the stream it connected, which a

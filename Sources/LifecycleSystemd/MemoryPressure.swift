@@ -59,7 +59,7 @@ public enum CgroupLayout: String, Hashable, Sendable {
 
     /// The layout of this mount namespace, from /proc/self/mountinfo.
     public static func detect() -> CgroupLayout {
-        detect(mountinfo: MemoryPressureMonitor.readSmallFile("/proc/self/mountinfo") ?? "")
+        detect(mountinfo: (try? SystemFiles.readText("/proc/self/mountinfo")) ?? "")
     }
 
     /// The layout a /proc/self/mountinfo text describes: where (if anywhere) a cgroup2 file system is mounted.
@@ -318,7 +318,7 @@ public final class MemoryPressureMonitor {
     public static var processEnvironment: [String: String] {
         var result: [String: String] = [:]
         for name in ["MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE"] {
-            if let value = getenv(name) { result[name] = String(cString: value) }
+            if let value = ProcessEnvironment.value(name) { result[name] = value }
         }
         return result
     }
@@ -333,7 +333,7 @@ public final class MemoryPressureMonitor {
         stop()
         let plan = try MemoryPressurePlan.make(
             environment: environment,
-            procSelfCgroup: Self.readSmallFile("/proc/self/cgroup"),
+            procSelfCgroup: try? SystemFiles.readText("/proc/self/cgroup"),
             layout: .detect(),
             trigger: settings.trigger
         )
@@ -514,21 +514,6 @@ public final class MemoryPressureMonitor {
         logger.warning("memory pressure is no longer watched: \(reason)")
         stop()
     }
-
-    static func readSmallFile(_ path: String) -> String? {
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { Glibc.close(descriptor) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += buffer[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
 }
 
 /// RFC 4648 base64 (standard alphabet, padded), the encoding of `$MEMORY_PRESSURE_WRITE`.
@@ -571,19 +556,5 @@ enum Base64 {
         case UInt8(ascii: "/"): 63
         default: nil
         }
-    }
-}
-
-extension Duration {
-    /// A short human form for logs: `200 ms`, `2 s`, `1.5 s`.
-    var formattedForLog: String {
-        let micro = microsecondsRoundedUp
-        if micro % 1_000_000 == 0 { return "\(micro / 1_000_000) s" }
-        if micro >= 1_000_000 {
-            let tenths = (micro + 50_000) / 100_000
-            return "\(tenths / 10).\(tenths % 10) s"
-        }
-        if micro % 1000 == 0 { return "\(micro / 1000) ms" }
-        return "\(micro) µs"
     }
 }

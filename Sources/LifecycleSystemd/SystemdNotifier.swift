@@ -66,7 +66,7 @@ public struct SystemdNotifier: Sendable {
 
     /// Reads `$NOTIFY_SOCKET`; without it the notifier is disabled.
     public static func fromEnvironment() -> SystemdNotifier {
-        SystemdNotifier(socketPath: environmentValue("NOTIFY_SOCKET"))
+        SystemdNotifier(socketPath: ProcessEnvironment.value("NOTIFY_SOCKET"))
     }
 
     /// Whether messages are sent at all.
@@ -74,7 +74,7 @@ public struct SystemdNotifier: Sendable {
 
     /// True when a service manager started this process (`$INVOCATION_ID` or `$NOTIFY_SOCKET` is set).
     public static var isUnderSystemd: Bool {
-        environmentValue("INVOCATION_ID") != nil || environmentValue("NOTIFY_SOCKET") != nil
+        ProcessEnvironment.value("INVOCATION_ID") != nil || ProcessEnvironment.value("NOTIFY_SOCKET") != nil
     }
 
     /// Sends the assignments as one datagram, one per line; a no-op when disabled.
@@ -96,31 +96,5 @@ public struct SystemdNotifier: Sendable {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0 else { return nil }
         return .microseconds(Int64(clamping: usec))
-    }
-}
-
-/// The value of an environment variable, or nil when it is unset.
-func environmentValue(_ name: String) -> String? {
-    getenv(name).map { String(cString: $0) }
-}
-
-/// CLOCK_MONOTONIC in microseconds, the clock systemd's `MONOTONIC_USEC=` and sd-event timers use.
-func monotonicMicroseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
-}
-
-extension Duration {
-    /// Whole microseconds, rounded up so that a deadline is never early; negative durations are zero.
-    var microsecondsRoundedUp: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0, !(seconds == 0 && attoseconds <= 0) else { return 0 }
-        let attosecondsPerMicrosecond: Int64 = 1_000_000_000_000
-        let (wholeMicros, remainder) = attoseconds.quotientAndRemainder(dividingBy: attosecondsPerMicrosecond)
-        let micros = UInt64(wholeMicros) + (remainder > 0 ? 1 : 0)
-        let (total, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000)
-        guard !overflow else { return .max }
-        return total.addingReportingOverflow(micros).overflow ? .max : total + micros
     }
 }

@@ -87,6 +87,8 @@ public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     public static let `continue` = UnixSignal(rawValue: SIGCONT)
     /// The memory-warning signal by default: `SIGRTMIN+2`.
     public static var memoryWarning: UnixSignal { UnixSignal(rawValue: realTimeMin + 2) }
+    /// The interruption signal by default (the application becomes inactive): `SIGRTMIN+3`.
+    public static var interruption: UnixSignal { UnixSignal(rawValue: realTimeMin + 3) }
 
     /// Sends the signal with sigqueue(3)'s integer to one thread of this process (a gettid(2) ID).
     ///

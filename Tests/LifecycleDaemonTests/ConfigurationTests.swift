@@ -1,4 +1,4 @@
-import LifecycleDaemon
+@testable import LifecycleDaemon
 import LifecycleKit
 import LifecycleSystemd
 import Testing
@@ -18,6 +18,28 @@ func temporaryFile(_ text: String) -> String {
     return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
+/// An application's own section, as a user of ``ApplicationMain`` declares one.
+struct ModeSettings: ConfigurationSection {
+    static let name = "Demo"
+    static let keys: [ConfigurationKey<Self>] = [
+        .text("Mode", \.mode),
+        .integer("Port", \.port, in: 1...65535),
+        .duration("DrainSec", \.drain),
+    ]
+    var mode: String? = "serving"
+    var port = 8080
+    var drain = Duration.seconds(5)
+
+    func validate() throws(ConfigurationValueError) {
+        if mode == "maintenance", port != 8080 {
+            throw ConfigurationValueError("maintenance mode serves on port 8080 only")
+        }
+    }
+}
+
+@MainActor
+final class QuietDelegate: ApplicationDelegate {}
+
 @Suite("Configuration and the signal map")
 struct ConfigurationTests {
     @Test func theDefaultMapIsTheContractsTable() {
@@ -30,7 +52,8 @@ struct ConfigurationTests {
         #expect(map[.terminate] == .terminate)
         #expect(map[.interrupt] == .terminate)
         #expect(map[UnixSignal(name: "SIGRTMIN+2")!] == .memoryWarning)
-        #expect(map.count == 8)
+        #expect(map[UnixSignal(name: "SIGRTMIN+3")!] == .inactive)
+        #expect(map.count == 9)
     }
 
     @Test func aFileOverridesTheDefaultsSectionBySection() throws {
@@ -60,7 +83,8 @@ struct ConfigurationTests {
                 [Demo]
                 Mode=maintenance
                 """,
-            source: "test.conf"
+            source: "test.conf",
+            applicationSection: ModeSettings.self
         )
         #expect(configuration.signalMap.actions[.user1] == .memoryWarning)
         #expect(configuration.signalMap.actions[.terminalStop] == nil)
@@ -71,7 +95,7 @@ struct ConfigurationTests {
         #expect(configuration.memoryPressureThreshold == .milliseconds(150))
         #expect(configuration.memoryPressureWindow == .seconds(1))
         #expect(configuration.memoryWarningMinimumInterval == .seconds(30))
-        #expect(configuration.demo.mode == "maintenance")
+        #expect((configuration.applicationSettings as? ModeSettings)?.mode == "maintenance")
     }
 
     /// Applies `text` and returns the error's description.
@@ -170,6 +194,52 @@ struct ConfigurationTests {
     @Test func anInvalidConfigurationFileMakesTheDaemonExitWithEXCONFIG() {
         var options = DaemonOptions()
         options.configurationPath = "/nonexistent/lifecycled.conf"
-        #expect(Daemon.run(options: options) == 78)
+        #expect(Daemon.run(options: options, makeDelegate: { QuietDelegate() }) == 78)
+    }
+
+    /// Applies `text` with the application's section and returns the error's description.
+    private func applicationError(_ text: String) -> String? {
+        var configuration = DaemonConfiguration()
+        do {
+            try configuration.apply(text: text, source: "/etc/app.conf", applicationSection: ModeSettings.self)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test func anApplicationsSectionIsReadThroughItsOwnKeyTable() throws {
+        var configuration = DaemonConfiguration()
+        try configuration.apply(
+            text: "[Launch]\nInto=background\n[Demo]\nPort=9090\nDrainSec=1.5\n",
+            source: "app.conf",
+            applicationSection: ModeSettings.self
+        )
+        let settings = try #require(configuration.applicationSettings as? ModeSettings)
+        #expect(settings.port == 9090)
+        #expect(settings.drain == .milliseconds(1500))
+        #expect(settings.mode == "serving")
+        #expect(configuration.launchInto == .background)
+    }
+
+    @Test func anApplicationsSectionReportsErrorsLikeTheDaemonsOwn() {
+        #expect(applicationError("[Demo]\nPort=70000") == "/etc/app.conf:2: Port=70000 is not a whole number from 1 to 65535")
+        #expect(applicationError("[Demo]\nPorts=1") == "/etc/app.conf:2: unknown key Ports= in [Demo]; valid: Mode=, Port=, DrainSec=")
+        #expect(applicationError("[Demo]\nPort=1\nPort=2") == "/etc/app.conf:3: Port= is set twice in [Demo] (first on line 2)")
+        #expect(
+            applicationError("[Demo]\nMode=maintenance\nPort=9000")
+                == "/etc/app.conf:3: maintenance mode serves on port 8080 only"
+        )
+        // The application's section is among the valid ones; without it, it is unknown.
+        #expect(applicationError("[Server]")?.contains("valid: [BackgroundTasks], [Debug], [Demo], [Launch]") == true)
+        #expect(error("[Demo]\nPort=1")?.contains(":1: unknown section [Demo]") == true)
+    }
+
+    @Test func everyDaemonKeyIsListedOnceInItsTable() {
+        for section in DaemonConfiguration.sections {
+            let names = section.keys.map(\.name)
+            #expect(Set(names).count == names.count, "\(section.name) lists a key twice")
+        }
+        #expect(Set(DaemonConfiguration.sectionNames).count == DaemonConfiguration.sectionNames.count)
     }
 }

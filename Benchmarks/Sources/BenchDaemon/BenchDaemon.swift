@@ -1,3 +1,4 @@
+import ArgumentParser
 import CBenchSupport
 import LifecycleBenchSupport
 import LifecycleDaemon
@@ -8,64 +9,49 @@ import LifecycleSystemd
 import Glibc
 #endif
 
-/// The daemon's real main loop (`Daemon.run`) with a benchmark delegate: SIGUSR1 is mapped to memory-warning, so
-/// `applicationDidReceiveMemoryWarning` is the first callback a SIGUSR1 causes, and it stamps the time first thing.
+/// The daemon's real main loop with a benchmark delegate, written with the entry point a user writes: SIGUSR1 is
+/// mapped to memory-warning, so `applicationDidReceiveMemoryWarning` is the first callback a SIGUSR1 causes, and it
+/// stamps the time first thing.
 ///
 ///     lifecycle-bench-daemon [--controllers N]
 ///
 /// `--controllers N` shows a tree of N controllers (each with a view) instead of an empty window (for the terminate
-/// benchmark). `$LIFECYCLE_BENCH_SHM` names the latency benchmark's shared memory.
+/// and scaling benchmarks). `$LIFECYCLE_BENCH_SHM` names the latency benchmark's shared memory.
 @main
-enum BenchDaemon {
-    static func main() {
-        // First thing, before any thread exists: every thread inherits this mask.
-        MainLoop.blockSignals(Daemon.signalsToBlockAtStart)
+final class BenchDelegate: ApplicationMain {
+    struct Options: ParsableArguments {
+        @Option(help: "Show a tree of this many controllers, each with a view.")
         var controllers = 0
-        var arguments = CommandLine.arguments.dropFirst()
-        while let argument = arguments.popFirst() {
-            switch argument {
-            case "--controllers":
-                guard let value = arguments.popFirst().flatMap({ Int($0) }), value >= 0 else {
-                    fail("--controllers needs a non-negative count")
-                }
-                controllers = value
-            default:
-                fail("unknown argument \(argument); usage: lifecycle-bench-daemon [--controllers N]")
-            }
-        }
-        let attached = bench_attach_from_environment()
-        if attached < 0 { fail("cannot map $\(BENCH_SHM_ENVIRONMENT): errno \(-attached)") }
 
-        var options = DaemonOptions()
-        options.signalOverrides = ["SIGUSR1=memory-warning"]
-        options.workInterval = .zero
-        let code = MainActor.assumeIsolated {
-            Daemon.run(options: options) { _, _ in
-                let root = controllers > 0 ? ControllerTree.make(count: controllers) : nil
-                return (BenchDelegate(root: root), nil)
-            }
+        func validate() throws {
+            guard controllers >= 0 else { throw ValidationError("--controllers needs a non-negative count") }
         }
-        exit(code)
     }
 
-    static func fail(_ message: String) -> Never {
-        let line = Array("lifecycle-bench-daemon: \(message)\n".utf8)
-        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-        exit(64)
+    nonisolated static var commandConfiguration: CommandConfiguration {
+        CommandConfiguration(commandName: "lifecycle-bench-daemon", abstract: "The benchmarks' daemon.")
     }
-}
 
-/// Stamps the latency of each memory warning first thing, and shows the prepared tree (or an empty window).
-@MainActor
-final class BenchDelegate: ApplicationDelegate {
     private var root: ViewController?
 
-    init(root: ViewController?) {
-        self.root = root
+    /// SIGUSR1 asks for a memory warning, ahead of whatever the command line maps.
+    static func main() {
+        main(arguments: ["--signal", "SIGUSR1=memory-warning"] + CommandLine.arguments.dropFirst())
+    }
+
+    func configure(options: Options, settings: NoSettings) {
+        guard root == nil, options.controllers > 0 else { return }
+        root = ControllerTree.make(count: options.controllers)
     }
 
     func applicationDidReceiveMemoryWarning(_ application: Application) {
         bench_stamp()
+    }
+
+    func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        let attached = bench_attach_from_environment()
+        if attached < 0 { application.logger.error("cannot map $\(BENCH_SHM_ENVIRONMENT): errno \(-attached)") }
+        return true
     }
 
     func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {

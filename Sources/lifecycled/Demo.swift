@@ -1,26 +1,77 @@
+import ArgumentParser
 import Dispatch
+import LifecycleDaemon
 import LifecycleKit
+import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
+/// The demo's own section of the configuration file, `[Demo]`.
+struct DemoSettings: ConfigurationSection {
+    static let name = "Demo"
+    static let keys: [ConfigurationKey<Self>] = [
+        .duration("WorkIntervalSec", \.workInterval),
+        ConfigurationKey("Mode") { settings, value throws(ConfigurationValueError) in
+            guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+                throw ConfigurationValueError("Mode=\(value) is not a mode name (letters, digits, '-')")
+            }
+            settings.mode = value
+        },
+        .duration("TerminationTaskSec", \.terminationTask),
+        .duration("BackgroundTaskSec", \.backgroundTask),
+        .integer("AllocateMiB", \.allocateMiB),
+    ]
+
+    /// How often the worker does a job while active; zero: only when asked.
+    var workInterval = Duration.seconds(5)
+    /// The serving mode shown by the navigation stack; a reload that changes it hands over to a new controller.
+    var mode = "serving"
+    /// A background task of this length begun in `applicationWillTerminate` (termination waits for it).
+    var terminationTask = Duration.zero
+    /// A background task of this length begun in `applicationDidEnterBackground` (a sleep's inhibitor waits for it).
+    var backgroundTask = Duration.zero
+    /// Debug: allocate and touch this many MiB in the cache at launch (memory pressure tests).
+    var allocateMiB = 0
+}
+
+/// The demo's own command-line options; each overrides its `[Demo]` key.
+struct DemoOptions: ParsableArguments {
+    @Option(name: .customLong("work-interval"), help: "Seconds between the demo worker's jobs while active (0: none).")
+    var workInterval: Double?
+
+    @Option(
+        name: .customLong("termination-task-seconds"),
+        help: "Begin a background task of this length in applicationWillTerminate."
+    )
+    var terminationTaskSeconds: Double?
+
+    func validate() throws {
+        for value in [workInterval, terminationTaskSeconds].compactMap({ $0 }) where !(value >= 0 && value.isFinite) {
+            throw ValidationError("durations must be non-negative numbers of seconds, not \(value)")
+        }
+    }
+
+    /// The settings with these options applied over them.
+    func applied(to settings: DemoSettings) -> DemoSettings {
+        var settings = settings
+        if let workInterval { settings.workInterval = .milliseconds(Int64(workInterval * 1000)) }
+        if let terminationTaskSeconds { settings.terminationTask = .milliseconds(Int64(terminationTaskSeconds * 1000)) }
+        return settings
+    }
+}
+
 /// What the demo's controllers share: the settings (replaced on reload) and the logger.
 @MainActor
-public final class DemoEnvironment {
+final class DemoEnvironment {
     /// The current settings; a reload replaces them before `applicationDidReload`.
-    public var settings: DemoSettings
+    var settings = DemoSettings()
     /// Where the demo logs what it does.
-    public let logger: Logger
+    let logger = Logger(label: DaemonOptions.processName)
     /// Memory held on purpose (debug `AllocateMiB`), so memory pressure persists.
     var ballast: [[UInt8]] = []
-
-    /// Creates an environment.
-    public init(settings: DemoSettings, logger: Logger) {
-        self.settings = settings
-        self.logger = logger
-    }
 }
 
 /// A view that draws one line of the status from a closure.
@@ -38,22 +89,33 @@ final class LabelView: View {
     }
 }
 
-/// The demo daemon's delegate: it builds a tree whose controllers use every callback for something visible.
+/// lifecycled, the demo daemon: its delegate builds a tree whose controllers use every callback for something
+/// visible, and `@main` on it is the whole program (``ApplicationMain``).
 ///
 /// `root` holds `worker` (jobs on a timer, paused in the background), `cache` (filled when it appears, emptied on a
 /// memory warning) and `modes`, a navigation stack that hands over to a new mode controller when a reload changes
 /// `Mode=`.
-@MainActor
-public final class DemoDelegate: ApplicationDelegate {
-    /// The shared environment.
-    public let environment: DemoEnvironment
+@main
+final class DemoDelegate: ApplicationMain {
+    typealias Options = DemoOptions
+    typealias Settings = DemoSettings
 
-    /// Creates the delegate.
-    public init(environment: DemoEnvironment) {
-        self.environment = environment
+    nonisolated static var commandConfiguration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "lifecycled",
+            abstract: "A daemon with the iOS application lifecycle, driven by Unix signals and systemd.",
+            version: "0.2.0"
+        )
     }
 
-    public func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+    /// The shared environment.
+    let environment = DemoEnvironment()
+
+    func configure(options: DemoOptions, settings: DemoSettings) {
+        environment.settings = options.applied(to: settings)
+    }
+
+    func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
         let logger = environment.logger
         logger.info("launching: reason \(options.reason.rawValue)")
         if environment.settings.allocateMiB > 0 {
@@ -79,11 +141,11 @@ public final class DemoDelegate: ApplicationDelegate {
         return true
     }
 
-    public func applicationDidBecomeActive(_ application: Application) {
+    func applicationDidBecomeActive(_ application: Application) {
         environment.logger.info("active: serving")
     }
 
-    public func applicationDidEnterBackground(_ application: Application) {
+    func applicationDidEnterBackground(_ application: Application) {
         environment.logger.info("in the background: work paused")
         let seconds = environment.settings.backgroundTask
         guard seconds > .zero else { return }
@@ -91,11 +153,11 @@ public final class DemoDelegate: ApplicationDelegate {
         beginTimedTask("background-work", label: "background work", lasting: seconds, in: application)
     }
 
-    public func applicationDidReceiveMemoryWarning(_ application: Application) {
+    func applicationDidReceiveMemoryWarning(_ application: Application) {
         environment.logger.notice("memory warning handled by the tree")
     }
 
-    public func applicationWillTerminate(_ application: Application) {
+    func applicationWillTerminate(_ application: Application) {
         let seconds = environment.settings.terminationTask
         guard seconds > .zero else { return }
         // A flush that must finish before the process exits: termination waits for it (up to the budget).
@@ -112,7 +174,7 @@ public final class DemoDelegate: ApplicationDelegate {
             application.endBackgroundTask(task)
         }
         logger.info("\(label) started: \(duration)")
-        DispatchQueue.main.asyncAfter(deadline: .now() + duration.timeInterval) {
+        DispatchQueue.main.asyncAfter(deadline: .now() + .nanoseconds(Int(duration.wholeNanoseconds))) {
             MainActor.assumeIsolated {
                 guard application.backgroundTasks.contains(where: { $0.identifier == task }) else { return }
                 logger.info("\(label) finished")
@@ -197,7 +259,8 @@ final class WorkerController: ViewController {
         guard interval > .zero else { return }
         if timer == nil {
             let source = DispatchSource.makeTimerSource(queue: .main)
-            source.schedule(deadline: .now() + interval.timeInterval, repeating: interval.timeInterval)
+            let nanoseconds = DispatchTimeInterval.nanoseconds(Int(interval.wholeNanoseconds))
+            source.schedule(deadline: .now() + nanoseconds, repeating: nanoseconds)
             source.setEventHandler { [weak self] in
                 MainActor.assumeIsolated { self?.doJob() }
             }
@@ -315,13 +378,5 @@ final class ModeController: ViewController {
     override func viewWillDisappear(_ animated: Bool) {
         serving = false
         environment.logger.info("mode \(identifier) stopping")
-    }
-}
-
-extension Duration {
-    /// The duration as Dispatch's time interval.
-    var timeInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 }
