@@ -188,7 +188,8 @@ def test_announcements_from_other_senders_are_ignored(
         message="the daemon's note that it ignored the stranger's signal",
     )
     time.sleep(1)
-    assert events_after(sandbox, unit, cursor) == []
+    # Real memory pressure on a loaded machine may send a warning meanwhile (cause "psi"); it is not the stranger's.
+    assert [e for e in events_after(sandbox, unit, cursor) if e.cause != "psi"] == []
     assert held(mock)
     assert len(records_with(sandbox, unit, cursor, "ignored PrepareForSleep(true)")) == 1
     assert "active" in sandbox.show(unit)["StatusText"].lower()
