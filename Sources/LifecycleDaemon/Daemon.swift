@@ -17,29 +17,27 @@ public final class Daemon: ApplicationHost {
     public let options: DaemonOptions
     /// The application it runs.
     public let application: Application
-    /// The loop that owns the main thread.
-    public let loop: MainLoop
+    /// The loop that owns the main thread; nil for a daemon whose effects are all stand-ins (tests).
+    let loop: MainLoop?
 
-    private let notifier: SystemdNotifier
     private let logger: Logger
+    private let effects: DaemonEffects
+    /// From any source to an application request.
+    let router: RequestRouter
+    private let termination: TerminationWait
     /// The application's own configuration section, read again on every reload.
     private let applicationSection: (any ConfigurationSection.Type)?
     /// Hands a configuration (the first one, then each valid reload's) to the application.
     private let configure: @MainActor (DaemonConfiguration) -> Void
     private var signalSources: [MainLoop.Source] = []
     private var systemEvents: SystemEvents?
-    private var terminationTimers: [MainLoop.Source] = []
-    private var terminationDeadline: ContinuousClock.Instant?
-    private var hasTerminated = false
-    private var notifyFailureLogged = false
-    /// Run by hand from a terminal (stdin a tty) outside systemd: job control and hangups apply.
-    private let startedOnTerminal = !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1
+    private let notifications: Notifications
 
     /// Creates a daemon around an application whose delegate is already made.
     ///
     /// `configure` receives every configuration that takes effect: the first one before launch, then each one a
     /// reload read (between `applicationWillReload` and `applicationDidReload`).
-    public init(
+    public convenience init(
         configuration: DaemonConfiguration,
         options: DaemonOptions,
         application: Application,
@@ -48,16 +46,47 @@ public final class Daemon: ApplicationHost {
         logger: Logger,
         configure: @escaping @MainActor (DaemonConfiguration) -> Void = { _ in }
     ) throws(SystemdError) {
+        let loop = try MainLoop()
+        try self.init(
+            configuration: configuration,
+            options: options,
+            application: application,
+            applicationSection: applicationSection,
+            loop: loop,
+            effects: .live(loop: loop, notifier: notifier, programName: options.programName, logger: logger),
+            logger: logger,
+            configure: configure
+        )
+    }
+
+    /// Creates a daemon whose every effect goes through `effects` (tests pass stand-ins and a manual clock).
+    init(
+        configuration: DaemonConfiguration,
+        options: DaemonOptions,
+        application: Application,
+        applicationSection: (any ConfigurationSection.Type)?,
+        loop: MainLoop?,
+        effects: DaemonEffects,
+        logger: Logger,
+        configure: @escaping @MainActor (DaemonConfiguration) -> Void
+    ) throws(SystemdError) {
         self.configuration = configuration
         self.options = options
         self.application = application
         self.applicationSection = applicationSection
         self.configure = configure
-        self.notifier = notifier
         self.logger = logger
-        self.loop = try MainLoop()
+        self.loop = loop
+        self.effects = effects
+        self.router = RequestRouter(application: application, effects: effects, logger: logger)
+        let notifications = Notifications(effects: effects, logger: logger)
+        self.notifications = notifications
+        self.termination = TerminationWait(application: application, effects: effects, logger: logger) { assignments in
+            notifications.send(assignments)
+        }
         application.host = self
         application.trace.logsEverythingAtInfo = configuration.traceAll
+        application.backgroundTime = configuration.backgroundTime
     }
 
     // MARK: Entry point
@@ -112,15 +141,12 @@ public final class Daemon: ApplicationHost {
     /// Blocks the signals of the map and unblocks default-map signals the configuration left unmapped.
     static func adjustSignalMask(to map: SignalMap) {
         MainLoop.blockSignals(map.signals)
-        let unmapped = SignalMap.standard.signals.filter { map.actions[$0] == nil }
-        var set = sigset_t()
-        sigemptyset(&set)
-        for signal in unmapped { sigaddset(&set, signal.rawValue) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        MainLoop.unblockSignals(SignalMap.standard.signals.filter { map.actions[$0] == nil })
     }
 
     /// Sets up the loop, launches the application and runs until it terminates; returns the exit code.
     public func start() throws(SystemdError) -> Int32 {
+        guard let loop else { preconditionFailure("a daemon made without a main loop cannot start") }
         try loop.integrateMainDispatchQueue()
         for signal in configuration.signalMap.signals {
             let source = try loop.addSignal(signal) { [unowned self] info in
@@ -144,7 +170,13 @@ public final class Daemon: ApplicationHost {
             ]
         )
         // logind and memory pressure; started before the launch so that a stall while launching already counts.
-        let events = SystemEvents(loop: loop, application: application, configuration: configuration, logger: logger)
+        let events = SystemEvents(
+            application: application,
+            router: router,
+            configuration: configuration,
+            logger: logger,
+            effects: effects
+        )
         events.start()
         systemEvents = events
         configure(configuration)
@@ -164,51 +196,10 @@ public final class Daemon: ApplicationHost {
 
     // MARK: Signals
 
-    /// Whether SIGTSTP should stop the process after backgrounding: in a terminal, outside systemd.
-    var stopsOnTerminalStop: Bool {
-        startedOnTerminal && isatty(STDIN_FILENO) == 1
-    }
-
-    /// Whether a SIGHUP means the terminal went away rather than "reload": started by hand from a terminal, outside
-    /// systemd, and the terminal has hung up (a hung-up terminal answers every query with EIO).
-    var terminalHungUp: Bool {
-        guard startedOnTerminal else { return false }
-        return tcgetpgrp(STDIN_FILENO) < 0 && errno == EIO
-    }
-
-    private func handle(_ signal: UnixSignal) {
+    /// Routes a mapped signal's action.
+    func handle(_ signal: UnixSignal) {
         guard let action = configuration.signalMap.actions[signal] else { return }
-        let cause = Cause.signal(named: signal.name)
-        switch action {
-        case .background:
-            application.requestEnterBackground(cause: cause)
-            if signal == .terminalStop, stopsOnTerminalStop, application.applicationState == .background {
-                // Job control: the shell's Ctrl-Z. The background callbacks have run; stop like any job, and `fg`
-                // (SIGCONT) brings the application back to the foreground.
-                application.runEndOfTurn()
-                logger.info("stopped by SIGTSTP; `fg` or SIGCONT resumes")
-                raise(SIGSTOP)
-            }
-        case .foreground:
-            application.requestBecomeActive(cause: cause)
-        case .reload:
-            if signal == .hangup, terminalHungUp {
-                // The shell's terminal closed: nobody is left to see the daemon or stop it, so end it cleanly
-                // instead of reloading forever without a terminal. `kill -HUP` on a live terminal still reloads.
-                logger.notice("the terminal hung up: terminating")
-                application.requestTermination(cause: cause)
-            } else {
-                application.requestReload(cause: cause)
-            }
-        case .terminate:
-            application.requestTermination(cause: cause)
-        case .memoryWarning:
-            application.requestMemoryWarning(cause: cause)
-        case .inactive:
-            application.requestResignActive(cause: cause)
-        case .default:
-            break
-        }
+        router.route(action, from: .signal(signal))
     }
 
     // MARK: ApplicationHost
@@ -236,6 +227,7 @@ public final class Daemon: ApplicationHost {
             configuration = applied
             systemEvents?.apply(configuration: applied)
             application.trace.logsEverythingAtInfo = applied.traceAll
+            application.backgroundTime = applied.backgroundTime
             configure(applied)
             logger.info("configuration reloaded")
         } catch {
@@ -249,69 +241,24 @@ public final class Daemon: ApplicationHost {
 
     public func applicationWillBeginTermination(_ application: Application) {
         notify([.stopping])
+        termination.begin(budget: configuration.backgroundTaskBudget)
     }
 
     public func applicationDidTerminate(_ application: Application) {
-        hasTerminated = true
-        finishTerminationIfPossible()
+        termination.treeTornDown()
     }
 
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
         systemEvents?.backgroundTasksDidChange(tasks)
-        if hasTerminated { finishTerminationIfPossible() }
+        termination.tasksDidChange()
     }
 
-    // MARK: Termination
-
-    /// Exits once no background task runs; until then extends systemd's stop timeout, up to the budget, after
-    /// which the tasks' expiration handlers run.
-    private func finishTerminationIfPossible() {
-        let tasks = application.backgroundTasks
-        if tasks.isEmpty {
-            for timer in terminationTimers { timer.cancel() }
-            terminationTimers.removeAll()
-            logger.info("terminated cleanly")
-            loop.exit(code: 0)
-            return
-        }
-        guard terminationDeadline == nil else { return }
-        let budget = configuration.backgroundTaskBudget
-        terminationDeadline = .now + budget
-        logger.info(
-            "waiting for \(tasks.count) background task(s) before exit, up to \(budget)",
-            metadata: ["lifecycle.tasks": .string(tasks.map(\.name).joined(separator: ","))]
-        )
-        extendStopTimeout()
-        do {
-            terminationTimers.append(
-                try loop.addTimer(after: budget) { [unowned self] in
-                    MainActor.assumeIsolated {
-                        logger.warning("background task budget of \(budget) used up; expiring tasks")
-                        application.expireBackgroundTasks()
-                    }
-                }
-            )
-        } catch {
-            logger.error("cannot arm the background task budget: \(error); expiring tasks now")
-            application.expireBackgroundTasks()
-        }
-    }
-
-    /// Tells systemd the stop takes longer, a second at a time, while background tasks run.
-    private func extendStopTimeout() {
-        guard let deadline = terminationDeadline, !application.backgroundTasks.isEmpty else { return }
-        let remaining = deadline - .now
-        guard remaining > .zero else { return }
-        notify([.extendTimeout(min(remaining, .seconds(1)) + .seconds(2))])
-        do {
-            terminationTimers.append(
-                try loop.addTimer(after: .seconds(1)) { [unowned self] in
-                    MainActor.assumeIsolated { extendStopTimeout() }
-                }
-            )
-        } catch {
-            logger.error("cannot schedule the next stop timeout extension: \(error)")
-        }
+    public func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)? {
+        effects.schedule(delay, work)
     }
 
     // MARK: Debug
@@ -330,18 +277,35 @@ public final class Daemon: ApplicationHost {
     // MARK: Helpers
 
     private func notify(_ assignments: [NotifyAssignment]) {
-        do {
-            try notifier.notify(assignments)
-        } catch {
-            if !notifyFailureLogged {
-                notifyFailureLogged = true
-                logger.warning("sd_notify failed: \(error)")
-            }
-        }
+        notifications.send(assignments)
     }
 
     static func writeError(_ text: String) {
         let line = Array((text + "\n").utf8)
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+}
+
+/// Sends sd_notify messages through the effects; the first failure is a warning, later ones are silent (a
+/// missing socket fails every time).
+@MainActor
+final class Notifications {
+    private let effects: DaemonEffects
+    private let logger: Logger
+    private var failureLogged = false
+
+    init(effects: DaemonEffects, logger: Logger) {
+        self.effects = effects
+        self.logger = logger
+    }
+
+    func send(_ assignments: [NotifyAssignment]) {
+        do {
+            try effects.notify(assignments)
+        } catch {
+            guard !failureLogged else { return }
+            failureLogged = true
+            logger.warning("sd_notify failed: \(error); systemd does not hear about this service's state")
+        }
     }
 }

@@ -11,6 +11,8 @@ public struct DaemonConfiguration: Sendable {
     public var traceAll = false
     /// How long termination waits for background tasks before their expiration handlers run.
     public var backgroundTaskBudget = Duration.seconds(30)
+    /// How long background tasks may run once the application is in the background (UIKit's background time).
+    public var backgroundTime = Duration.seconds(30)
     /// Memory pressure: the stall (`some`) that triggers a warning, within ``memoryPressureWindow``.
     public var memoryPressureThreshold = Duration.milliseconds(200)
     /// Memory pressure: the window the stall is measured over.
@@ -33,7 +35,10 @@ public struct DaemonConfiguration: Sendable {
     static let sections: [(name: String, keys: [ConfigurationKey<DaemonConfiguration>])] = [
         ("Launch", [.choice("Into", \.launchInto, what: "a launch target")]),
         ("Trace", [.boolean("All", \.traceAll)]),
-        ("BackgroundTasks", [.duration("BudgetSec", \.backgroundTaskBudget)]),
+        (
+            "BackgroundTasks",
+            [.duration("BudgetSec", \.backgroundTaskBudget), .duration("BackgroundTimeSec", \.backgroundTime)]
+        ),
         (
             "MemoryPressure",
             [

@@ -46,42 +46,37 @@ public final class SystemEvents {
     public static let defaultInhibitDelay = Duration.seconds(5)
 
     private let application: Application
+    private let router: RequestRouter
     private let logger: Logger
-    private let effects: Effects
+    private let effects: DaemonEffects
     private var configuration: DaemonConfiguration
     private var logind: (any LogindConnection)?
     private var memoryPressure: (any MemoryPressureWatching)?
     private var preparation: Preparation?
     private var releaseCheckScheduled = false
+    /// The sleep's wait for background tasks, bounded by logind's own wait.
+    private let sleepWait: TaskBudget
 
     private struct Preparation {
         let event: Logind.Event
         let returnsToForeground: Bool
         let announced: ContinuousClock.Instant
         var lockHeld = true
-        var budgetTimer: (any ScheduledWork)?
     }
 
-    /// Creates the sources on the daemon's main loop; ``start()`` connects them.
-    public convenience init(
-        loop: MainLoop,
+    init(
         application: Application,
+        router: RequestRouter,
         configuration: DaemonConfiguration,
-        logger: Logger
+        logger: Logger,
+        effects: DaemonEffects
     ) {
-        self.init(
-            application: application,
-            configuration: configuration,
-            logger: logger,
-            effects: .live(loop: loop, logger: logger)
-        )
-    }
-
-    init(application: Application, configuration: DaemonConfiguration, logger: Logger, effects: Effects) {
         self.application = application
+        self.router = router
         self.configuration = configuration
         self.logger = logger
         self.effects = effects
+        self.sleepWait = TaskBudget(name: "sleep", application: application, schedule: effects.schedule, now: effects.now)
     }
 
     // MARK: Starting and stopping
@@ -144,7 +139,7 @@ public final class SystemEvents {
     }
 
     private func stopLogind() {
-        preparation?.budgetTimer?.cancel()
+        sleepWait.cancel()
         preparation = nil
         logind?.close()
         logind = nil
@@ -181,7 +176,7 @@ public final class SystemEvents {
 
     /// Handles one announcement from logind (the client already dropped those from other senders).
     func handle(_ event: Logind.Event) {
-        let cause = Cause.logind(member: event.member)
+        let source = RequestSource.logind(member: event.member)
         if event.isStarting {
             guard preparation == nil else {
                 logger.notice("logind announced \(event) while still handling \(preparation!.event); ignored")
@@ -191,13 +186,13 @@ public final class SystemEvents {
             preparation = Preparation(
                 event: event,
                 returnsToForeground: state == .active || state == .inactive,
-                announced: .now
+                announced: effects.now()
             )
             logger.info(
                 "logind: the system prepares to \(Self.verb(event)); entering the background",
                 metadata: ["lifecycle.logind": "\(event)"]
             )
-            application.requestEnterBackground(cause: cause)
+            router.route(.background, from: source)
             // The transition has run by now, unless it was queued behind a running one: look again at the end of
             // the turn, when queued transitions are done too.
             releaseIfDone()
@@ -211,7 +206,7 @@ public final class SystemEvents {
             logind?.takeInhibitors()
             return
         }
-        finished.budgetTimer?.cancel()
+        sleepWait.cancel()
         preparation = nil
         logger.info(
             "logind: \(Self.aftermath(event)); taking new delay inhibitors",
@@ -219,7 +214,7 @@ public final class SystemEvents {
         )
         // A lock still held (tasks outran logind's wait) carries over as the next one.
         logind?.takeInhibitors()
-        if finished.returnsToForeground { application.requestBecomeActive(cause: cause) }
+        if finished.returnsToForeground { router.route(.foreground, from: source) }
     }
 
     /// The application's set of background tasks changed (the daemon forwards its host callback).
@@ -229,6 +224,9 @@ public final class SystemEvents {
     public func backgroundTasksDidChange(_ tasks: [BackgroundTask]) {
         scheduleReleaseCheck()
     }
+
+    /// The sleep's wait for background tasks, while one is in progress (for status reports).
+    public var sleepDeadline: ContinuousClock.Instant? { sleepWait.deadline }
 
     private func scheduleReleaseCheck() {
         guard preparation?.lockHeld == true, !releaseCheckScheduled else { return }
@@ -265,35 +263,24 @@ public final class SystemEvents {
             """,
             metadata: ["lifecycle.tasks": "\(tasks.map(\.name).joined(separator: ","))"]
         )
-        do {
-            preparation?.budgetTimer = try effects.schedule(budget) { [weak self] in self?.sleepBudgetUsedUp(budget) }
-        } catch {
-            // logind's own InhibitDelayMaxSec still bounds the sleep.
-            logger.error("cannot arm the sleep budget: \(error); logind's InhibitDelayMaxSec bounds the wait")
-        }
-    }
-
-    private func sleepBudgetUsedUp(_ budget: Duration) {
-        guard preparation?.lockHeld == true else { return }
-        preparation?.budgetTimer = nil
-        logger.warning("logind: background tasks outlived the sleep budget of \(budget); expiring them")
-        application.expireBackgroundTasks()
-        if preparation?.lockHeld == true {
+        // Settling when the tasks end is the release check's job (at the end of the turn); expiry is this wait's.
+        sleepWait.begin(budget) { [weak self] outcome in
+            guard let self, outcome == .expired, preparation?.lockHeld == true else { return }
+            logger.warning("logind: background tasks outlived the sleep budget of \(budget); they were expired")
             release(reason: "the sleep budget is used up")
         }
     }
 
     private func release(reason: String) {
         guard var current = preparation, current.lockHeld else { return }
-        current.budgetTimer?.cancel()
-        current.budgetTimer = nil
+        sleepWait.cancel()
         current.lockHeld = false
         preparation = current
         logind?.releaseInhibitors()
-        let held = ContinuousClock.now - current.announced
+        let held = effects.now() - current.announced
         logger.info(
-            "logind: released the delay inhibitors \(Self.milliseconds(held)) ms after \(current.event): \(reason)",
-            metadata: ["lifecycle.inhibit_held_ms": "\(Self.milliseconds(held))"]
+            "logind: released the delay inhibitors \(held.wholeMilliseconds) ms after \(current.event): \(reason)",
+            metadata: ["lifecycle.inhibit_held_ms": "\(held.wholeMilliseconds)"]
         )
     }
 
@@ -318,109 +305,9 @@ public final class SystemEvents {
         }
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
     // MARK: Memory pressure
 
     private func memoryPressureFired() {
-        application.requestMemoryWarning(cause: .psi)
-    }
-}
-
-// MARK: Effects
-
-/// What ``SystemEvents`` needs from a logind client; ``Logind`` is the real one.
-@MainActor
-protocol LogindConnection: AnyObject {
-    var holdsInhibitors: Bool { get }
-    var inhibitDelayMax: Duration? { get }
-    func takeInhibitors()
-    func releaseInhibitors()
-    func close()
-}
-
-/// A running memory pressure watch; ``MemoryPressureMonitor`` is the real one.
-@MainActor
-protocol MemoryPressureWatching: AnyObject {
-    var minimumInterval: Duration { get set }
-    func stop()
-}
-
-/// Work scheduled for later that can be called off; a main loop timer is the real one.
-@MainActor
-protocol ScheduledWork: AnyObject {
-    func cancel()
-}
-
-extension Logind: LogindConnection {}
-
-extension MemoryPressureMonitor: MemoryPressureWatching {
-    var minimumInterval: Duration {
-        get { settings.minimumInterval }
-        set { settings.minimumInterval = newValue }
-    }
-}
-
-extension MainLoop.Source: ScheduledWork {}
-
-extension SystemEvents {
-    /// How ``SystemEvents`` reaches the world: the real bus, PSI and timers, or a test's stand-ins.
-    struct Effects {
-        var connectLogind:
-            @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws -> any LogindConnection
-        var watchMemoryPressure:
-            @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void) throws
-                -> any MemoryPressureWatching
-        var schedule: @MainActor (Duration, @escaping @MainActor () -> Void) throws -> any ScheduledWork
-
-        /// The daemon's: logind on the system bus, PSI polled by the loop, the loop's timers.
-        @MainActor static func live(loop: MainLoop, logger: Logger) -> Effects {
-            Effects(
-                connectLogind: { onEvent in
-                    let logind = Logind(
-                        loop: loop,
-                        who: "lifecycled",
-                        why: "The application enters the background before the system sleeps or shuts down",
-                        logger: logger
-                    )
-                    // Every bus callback runs on the loop, which owns the main thread.
-                    logind.onEvent = { event in MainActor.assumeIsolated { onEvent(event) } }
-                    try logind.connect()
-                    return logind
-                },
-                watchMemoryPressure: { settings, onPressure in
-                    let monitor = MemoryPressureMonitor(loop: loop, settings: settings, logger: logger)
-                    let source = try monitor.start { MainActor.assumeIsolated { onPressure() } }
-                    if let source {
-                        var metadata: Logger.Metadata = ["lifecycle.psi_source": "\(source.origin.rawValue)"]
-                        if !monitor.skipped.isEmpty {
-                            let skipped = monitor.skipped.map(\.description).joined(separator: "; ")
-                            metadata["lifecycle.psi_skipped"] = "\(skipped)"
-                        }
-                        // With $MEMORY_PRESSURE_WATCH, the trigger (if any) is the one systemd passed.
-                        let trigger =
-                            source.origin != .environment
-                            ? "\(settings.trigger)"
-                            : source.write.isEmpty
-                                ? "any data"
-                                : "\"\(source.writtenText)\" from MEMORY_PRESSURE_WRITE"
-                        logger.info(
-                            """
-                            watching memory pressure: \(trigger) on \(source.path), at most one warning per \
-                            \(settings.minimumInterval)
-                            """,
-                            metadata: metadata
-                        )
-                    }
-                    return monitor
-                },
-                schedule: { delay, work in
-                    try loop.addTimer(after: delay) { MainActor.assumeIsolated { work() } }
-                }
-            )
-        }
+        router.route(.memoryWarning, from: .memoryPressure)
     }
 }

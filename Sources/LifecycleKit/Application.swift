@@ -47,6 +47,10 @@ public final class Application {
     public private(set) var launchOptions = LaunchOptions()
     /// The last status text reported to the host.
     public var statusText: String { status.text }
+    /// How long background tasks may run once the application is in the background (UIKit's background time):
+    /// when it runs out, their expiration handlers run. The budget starts when the application reaches the
+    /// background with tasks running, or when the first task begins there; termination replaces it with its own.
+    public var backgroundTime = Duration.seconds(30)
 
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
@@ -54,6 +58,12 @@ public final class Application {
     let turns = TurnScheduler()
     private var status = StatusComposer()
     private var backgroundTaskRegistry = BackgroundTaskRegistry()
+    /// Who began each task, for the trace of its expiration handler: a controller's path, or `delegate`.
+    private var backgroundTaskOwners: [BackgroundTaskIdentifier: String] = [:]
+    private lazy var backgroundBudget = TaskBudget(name: "background time", application: self) { [unowned self] delay, work in
+        host?.application(self, schedule: work, after: delay)
+    }
+    private var isTerminating = false
     /// Requests made from end-of-turn work; they start once that work is over.
     private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause)] = []
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
@@ -207,13 +217,18 @@ public final class Application {
                 $0.applicationDidEnterBackground()
                 $0.updateLifecycleTasks(foreground: false, reason: .background)
             }
+            startBackgroundTimeIfNeeded()
         case .willEnterForeground:
+            backgroundBudget.cancel()
             deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
                 $0.applicationWillEnterForeground()
                 // Fired in the state being left (background): the work's foreground begins with this event.
                 $0.updateLifecycleTasks(foreground: true, reason: .background)
             }
         case .beginTermination:
+            // From STOPPING=1 on, termination's own budget bounds the background tasks.
+            isTerminating = true
+            backgroundBudget.cancel()
             host?.applicationWillBeginTermination(self)
         case .willTerminate:
             deliverLeaving("applicationWillTerminate", delegate.applicationWillTerminate) {
@@ -397,23 +412,50 @@ public final class Application {
         withName name: String? = nil,
         expirationHandler: (@MainActor () -> Void)? = nil
     ) -> BackgroundTaskIdentifier {
+        beginBackgroundTask(withName: name, owner: nil, expirationHandler: expirationHandler)
+    }
+
+    /// Begins a background task on behalf of `owner` (a controller's path), whose trace its expiration shows in.
+    func beginBackgroundTask(
+        withName name: String?,
+        owner: String?,
+        expirationHandler: (@MainActor () -> Void)?
+    ) -> BackgroundTaskIdentifier {
         let task = backgroundTaskRegistry.begin(name: name, expirationHandler: expirationHandler)
+        if let owner { backgroundTaskOwners[task.identifier] = owner }
         logger.info(
             "background task began",
             metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
         )
         host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
+        startBackgroundTimeIfNeeded()
         return task.identifier
+    }
+
+    /// Starts the background time when the application is in the background with tasks running and no budget runs.
+    private func startBackgroundTimeIfNeeded() {
+        guard applicationState == .background, !isTerminating, !backgroundTaskRegistry.tasks.isEmpty else { return }
+        let budget = backgroundTime
+        let count = backgroundTaskRegistry.tasks.count
+        guard !backgroundBudget.isWaiting else { return }
+        logger.debug("background time starts: \(count) task(s), up to \(budget)")
+        backgroundBudget.begin(budget) { [unowned self] outcome in
+            if outcome == .expired {
+                logger.warning("the background time of \(budget) ran out; background tasks expired")
+            }
+        }
     }
 
     /// Marks the end of a background task; unknown or already ended identifiers are ignored.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         guard let task = backgroundTaskRegistry.end(identifier) else { return }
+        backgroundTaskOwners[identifier] = nil
         logger.info(
             "background task ended",
             metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(identifier.rawValue)"]
         )
         host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
+        backgroundBudget.tasksDidChange()
     }
 
     /// The background tasks that have begun and not ended, oldest first.
@@ -426,6 +468,15 @@ public final class Application {
             logger.warning(
                 "background task expired",
                 metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
+            )
+            let owner = backgroundTaskOwners[task.identifier]
+            trace.record(
+                event: "expirationHandler",
+                isDelegate: owner == nil,
+                target: owner ?? "delegate",
+                state: applicationState,
+                cause: currentCause,
+                detail: task.name
             )
             backgroundTaskRegistry.expirationHandler(of: task.identifier)?()
             if backgroundTaskRegistry.isRunning(task.identifier) {

@@ -79,6 +79,13 @@ public protocol ApplicationHost: AnyObject {
     func applicationDidTerminate(_ application: Application)
     /// The set of running background tasks changed.
     func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask])
+    /// Runs `work` on the main actor after `delay` (the background time, budgets); nil when the host has no timers,
+    /// in which case nothing expires by time.
+    func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)?
     /// Work was deferred to the end of the turn (a layout mark, a did-callback) outside an end of turn: make sure
     /// ``Application/runEndOfTurn()`` runs before the loop sleeps, even if nothing else happens in this turn.
     func applicationNeedsEndOfTurn(_ application: Application)
@@ -94,4 +101,11 @@ extension ApplicationHost {
     public func applicationDidTerminate(_ application: Application) {}
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
     public func applicationNeedsEndOfTurn(_ application: Application) {}
+    public func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)? {
+        nil
+    }
 }

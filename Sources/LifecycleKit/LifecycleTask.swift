@@ -160,7 +160,7 @@ public final class LifecycleTask {
         }
         if let application = controller?.application ?? application {
             let task = run.task
-            run.backgroundTask = application.beginBackgroundTask(withName: "\(lastPath): \(name)") {
+            run.backgroundTask = application.beginBackgroundTask(withName: "\(lastPath): \(name)", owner: lastPath) {
                 // The background time ran out: stop waiting, and stop the work the hard way.
                 task.cancel()
             }

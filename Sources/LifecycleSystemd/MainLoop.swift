@@ -87,6 +87,17 @@ public final class MainLoop {
         precondition(result == 0, "pthread_sigmask(SIG_BLOCK) failed with \(result)")
     }
 
+    /// Unblocks the signals in the calling thread: their default action applies again (a signal the configuration
+    /// left unmapped). Like ``blockSignals(_:)``, call it before any thread exists.
+    public static func unblockSignals(_ signals: [UnixSignal]) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal.rawValue) }
+        // pthread_sigmask fails only for an invalid `how`, which this call never passes.
+        let result = pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        precondition(result == 0, "pthread_sigmask(SIG_UNBLOCK) failed with \(result)")
+    }
+
     /// Calls the handler on the loop for every delivery of the signal, which must already be blocked
     /// (``blockSignals(_:)``); otherwise this throws `EBUSY`.
     ///

@@ -65,6 +65,7 @@ final class FakeTimer: ScheduledWork {
     let delay: Duration
     let work: @MainActor () -> Void
     var cancelled = false
+    var due = ContinuousClock.now
 
     init(delay: Duration, work: @escaping @MainActor () -> Void) {
         self.delay = delay
@@ -150,8 +151,35 @@ final class Stage {
     var logindUnavailable: SystemdError?
     var inhibitDelayMax: Duration?
 
-    func effects() -> SystemEvents.Effects {
-        SystemEvents.Effects(
+    /// Now, on the manual clock the effects use.
+    var now = ContinuousClock.now
+    /// sd_notify assignments sent, in order.
+    var notified: [NotifyAssignment] = []
+    /// Whether the process stopped itself (job control), and the exit codes asked for.
+    var stops = 0
+    var exits: [Int32] = []
+    /// What the terminal says.
+    var terminal = TerminalProbe(startedOnTerminal: false, stdinIsTerminal: { false }, hasHungUp: { false })
+
+    func effects() -> DaemonEffects {
+        DaemonEffects(
+            now: { [unowned self] in now },
+            schedule: { [unowned self] delay, work in
+                let timer = FakeTimer(delay: delay, work: work)
+                timer.due = now + delay
+                timers.append(timer)
+                return timer
+            },
+            notify: { [unowned self] assignments in notified += assignments },
+            terminal: terminal,
+            stopProcess: { [unowned self] in
+                stops += 1
+                timeline.append("process stopped")
+            },
+            exit: { [unowned self] code in
+                exits.append(code)
+                timeline.append("exit \(code)")
+            },
             connectLogind: { [unowned self] onEvent in
                 if let logindUnavailable { throw logindUnavailable }
                 let fake = FakeLogind(timeline: timeline)
@@ -164,13 +192,18 @@ final class Stage {
                 let fake = FakeMemoryPressure(settings: settings, fire: onPressure)
                 memoryPressure.append(fake)
                 return fake
-            },
-            schedule: { [unowned self] delay, work in
-                let timer = FakeTimer(delay: delay, work: work)
-                timers.append(timer)
-                return timer
             }
         )
+    }
+
+    /// Moves the manual clock on, firing every timer that falls due, in order.
+    func advance(by duration: Duration) {
+        let target = now + duration
+        while let next = timers.filter({ !$0.cancelled && $0.due <= target }).min(by: { $0.due < $1.due }) {
+            now = next.due
+            next.fire()
+        }
+        now = target
     }
 }
 
@@ -197,11 +230,13 @@ final class SystemEventsHarness {
         stage.inhibitDelayMax = inhibitDelayMax
         delegate = BackgroundWorkDelegate(timeline: stage.timeline)
         application = Application(delegate: delegate, logger: log.logger())
+        let effects = stage.effects()
         events = SystemEvents(
             application: application,
+            router: RequestRouter(application: application, effects: effects, logger: log.logger()),
             configuration: configuration,
             logger: log.logger(),
-            effects: stage.effects()
+            effects: effects
         )
         host = HostForwarder(events: events)
         application.host = host
@@ -315,7 +350,8 @@ final class HostForwarder: ApplicationHost {
         #expect(harness.timers.map(\.delay) == [.milliseconds(1800)])
         harness.timeline.clear()
         harness.timers[0].fire()
-        #expect(harness.timeline.lines == ["task expired", "logind release"])
+        // The expiration handler's call is in the trace (the delegate began the task), then the handler runs.
+        #expect(harness.timeline.lines == ["delegate expirationHandler api", "task expired", "logind release"])
         #expect(harness.application.backgroundTasks.isEmpty)
         #expect(harness.log.messages(.warning).contains { $0.contains("outlived the sleep budget") })
     }

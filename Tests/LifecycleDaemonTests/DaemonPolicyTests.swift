@@ -1,0 +1,211 @@
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+import Testing
+
+@testable import LifecycleDaemon
+
+/// A daemon whose every effect is a stand-in of ``Stage``: the manual clock and timers, recorded notifications,
+/// the terminal it was started from, process stops and exits.
+@MainActor
+final class DaemonHarness {
+    let stage = Stage()
+    let log = RecordedLog()
+    let delegate: BackgroundWorkDelegate
+    let application: Application
+    let daemon: Daemon
+
+    var timeline: Timeline { stage.timeline }
+
+    init(configuration: DaemonConfiguration = DaemonConfiguration(), terminal: TerminalProbe? = nil) {
+        if let terminal { stage.terminal = terminal }
+        delegate = BackgroundWorkDelegate(timeline: stage.timeline)
+        application = Application(delegate: delegate, logger: log.logger())
+        var configuration = configuration
+        configuration.watchLogind = false
+        configuration.watchMemoryPressure = false
+        daemon = try! Daemon(
+            configuration: configuration,
+            options: DaemonOptions(programName: "test"),
+            application: application,
+            applicationSection: nil,
+            loop: nil,
+            effects: stage.effects(),
+            logger: log.logger(),
+            configure: { _ in }
+        )
+        application.trace.observe { [timeline = stage.timeline] event in
+            guard event.target == "delegate" else { return }
+            timeline.append("\(event.event) \(event.cause)")
+        }
+    }
+
+    func launch() {
+        application.launch(options: LaunchOptions(reason: .test))
+        application.runEndOfTurn()
+        timeline.clear()
+        stage.notified.removeAll()
+    }
+
+    /// Delivers a signal as the loop does, then ends the turn.
+    func signal(_ signal: UnixSignal) {
+        daemon.handle(signal)
+        application.runEndOfTurn()
+    }
+}
+
+/// A terminal a test can hang up.
+@MainActor
+final class TerminalState {
+    var hungUp = false
+}
+
+extension TerminalProbe {
+    /// Started by hand in a terminal that is still there.
+    static var liveTerminal: TerminalProbe {
+        TerminalProbe(startedOnTerminal: true, stdinIsTerminal: { true }, hasHungUp: { false })
+    }
+}
+
+@MainActor
+@Suite("The daemon's policy, with every effect a stand-in")
+struct DaemonPolicyTests {
+    static let background = [
+        "applicationWillResignActive signal:SIGTSTP", "applicationDidEnterBackground signal:SIGTSTP",
+    ]
+
+    @Test func underSystemdCtrlZOnlyBackgrounds() {
+        let harness = DaemonHarness()
+        harness.launch()
+        harness.signal(.terminalStop)
+        #expect(harness.timeline.lines == Self.background)
+        #expect(harness.stage.stops == 0)
+    }
+
+    @Test func inATerminalCtrlZBackgroundsThenStopsTheProcessAsJobControlDoes() {
+        let harness = DaemonHarness(terminal: .liveTerminal)
+        harness.launch()
+        harness.signal(.terminalStop)
+        #expect(harness.timeline.lines == Self.background + ["process stopped"])
+        // `fg` sends SIGCONT: back to the foreground.
+        harness.timeline.clear()
+        harness.signal(.continue)
+        #expect(harness.timeline.lines == [
+            "applicationWillEnterForeground signal:SIGCONT", "applicationDidBecomeActive signal:SIGCONT",
+        ])
+    }
+
+    @Test func ctrlZDoesNotStopAProcessWhoseStdinIsNoLongerATerminal() {
+        let harness = DaemonHarness(
+            terminal: TerminalProbe(startedOnTerminal: true, stdinIsTerminal: { false }, hasHungUp: { false })
+        )
+        harness.launch()
+        harness.signal(.terminalStop)
+        #expect(harness.stage.stops == 0)
+    }
+
+    @Test func aHangupReloadsUnlessTheTerminalTheDaemonRunsInHasHungUp() {
+        let terminal = TerminalState()
+        let harness = DaemonHarness(
+            terminal: TerminalProbe(startedOnTerminal: true, stdinIsTerminal: { true }, hasHungUp: { terminal.hungUp })
+        )
+        harness.launch()
+        harness.signal(.hangup)
+        #expect(harness.timeline.lines == ["applicationWillReload signal:SIGHUP", "applicationDidReload signal:SIGHUP"])
+        harness.timeline.clear()
+        terminal.hungUp = true
+        harness.signal(.hangup)
+        #expect(harness.timeline.lines.contains("applicationWillTerminate signal:SIGHUP"))
+        #expect(harness.stage.exits == [0])
+    }
+
+    @Test func underSystemdAHangupAlwaysReloads() {
+        let harness = DaemonHarness(
+            terminal: TerminalProbe(startedOnTerminal: false, stdinIsTerminal: { false }, hasHungUp: { true })
+        )
+        harness.launch()
+        harness.signal(.hangup)
+        #expect(harness.timeline.lines == ["applicationWillReload signal:SIGHUP", "applicationDidReload signal:SIGHUP"])
+    }
+
+    @Test func terminationExtendsTheStopTimeoutAsSoonAsItWaitsAndEverySecondAfter() {
+        var configuration = DaemonConfiguration()
+        configuration.backgroundTaskBudget = .seconds(30)
+        let harness = DaemonHarness(configuration: configuration)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.terminate)
+        // The task began in applicationDidEnterBackground, inside termination: the wait starts with it, before the
+        // tree is torn down, so systemd hears it before its stop timeout could fire.
+        let sent = harness.stage.notified
+        let firstExtension = sent.firstIndex { if case .extendTimeout = $0 { true } else { false } }
+        #expect(sent.first == .stopping)
+        #expect(firstExtension != nil && sent[firstExtension!] == .extendTimeout(.seconds(3)))
+        #expect(firstExtension! < sent.firstIndex(of: .status("terminated"))!)
+        #expect(harness.stage.exits.isEmpty)
+        harness.stage.advance(by: .seconds(3))
+        #expect(harness.stage.notified.filter { if case .extendTimeout = $0 { true } else { false } }.count == 4)
+        harness.delegate.endTask(harness.application)
+        #expect(harness.stage.exits == [0])
+        // No extension after the exit.
+        let count = harness.stage.notified.count
+        harness.stage.advance(by: .seconds(5))
+        #expect(harness.stage.notified.count == count)
+    }
+
+    @Test func terminationExpiresTasksWhenItsBudgetRunsOutThenExits() {
+        var configuration = DaemonConfiguration()
+        configuration.backgroundTaskBudget = .seconds(5)
+        let harness = DaemonHarness(configuration: configuration)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.terminate)
+        harness.timeline.clear()
+        harness.stage.advance(by: .milliseconds(4999))
+        #expect(harness.stage.exits.isEmpty)
+        harness.stage.advance(by: .milliseconds(1))
+        #expect(harness.timeline.lines == ["expirationHandler api", "task expired", "exit 0"])
+        // The last extension never reaches past the budget by more than systemd's two seconds of slack.
+        let extensions = harness.stage.notified.compactMap { if case .extendTimeout(let d) = $0 { d } else { nil } }
+        #expect(extensions.allSatisfy { $0 <= .seconds(3) })
+    }
+
+    @Test func terminationWithoutBackgroundTasksExitsAtOnceWithoutExtending() {
+        let harness = DaemonHarness()
+        harness.launch()
+        harness.signal(.terminate)
+        #expect(harness.stage.exits == [0])
+        #expect(harness.stage.notified == [.stopping, .status("inactive"), .status("background"), .status("terminated")])
+    }
+
+    @Test func backgroundTasksExpireWhenTheBackgroundTimeRunsOutAndTheDaemonKeepsRunning() {
+        var configuration = DaemonConfiguration()
+        configuration.backgroundTime = .seconds(10)
+        let harness = DaemonHarness(configuration: configuration)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.user1)
+        harness.timeline.clear()
+        harness.stage.advance(by: .seconds(9))
+        #expect(harness.timeline.lines.isEmpty)
+        harness.stage.advance(by: .seconds(1))
+        #expect(harness.timeline.lines == ["expirationHandler api", "task expired"])
+        #expect(harness.application.backgroundTasks.isEmpty)
+        #expect(harness.application.applicationState == .background)
+        #expect(harness.stage.exits.isEmpty)
+    }
+
+    @Test func returningToTheForegroundStopsTheBackgroundTime() {
+        var configuration = DaemonConfiguration()
+        configuration.backgroundTime = .seconds(10)
+        let harness = DaemonHarness(configuration: configuration)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.user1)
+        harness.signal(.user2)
+        harness.timeline.clear()
+        harness.stage.advance(by: .seconds(60))
+        #expect(harness.timeline.lines.isEmpty)
+        #expect(harness.application.backgroundTasks.count == 1)
+    }
+}
