@@ -13,6 +13,10 @@ APT_PACKAGES = libsystemd-dev pkg-config python3-pytest python3-dbusmock dbus db
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
+# The build directory is .build in the checkout unless LIFECYCLED_SCRATCH_PATH names another (scripts/run and the
+# end-to-end harness read it too). LIFECYCLED_BIN hands e2e-test a daemon built elsewhere; it then builds nothing.
+SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
+
 .PHONY: deps build run test unit-test e2e-test install uninstall bench clean
 
 # Installs what the build and the tests need from Debian, only when something is missing.
@@ -24,20 +28,20 @@ deps:
 	fi
 
 build: deps
-	$(SWIFT) build -c $(CONFIG) --product lifecycled
+	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecycled
 
 # scripts/run execs the daemon so job control reaches it directly; this target is the same for make users.
 run: deps
 	scripts/run $(ARGS)
 
 unit-test: deps
-	$(SWIFT) test
+	$(SWIFT) test $(SCRATCH)
 
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.
-e2e-test: build
-	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 LIFECYCLED_BIN=$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/lifecycled \
-		$(PYTHON) -m pytest Tests/EndToEnd -v
+e2e-test: $(if $(LIFECYCLED_BIN),deps,build)
+	bin="$${LIFECYCLED_BIN:-$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecycled}"; \
+	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" $(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test e2e-test
 

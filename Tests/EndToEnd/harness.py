@@ -13,7 +13,7 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, TypeVar
 
 import pytest
 
@@ -131,25 +131,36 @@ def pairs(events: Iterable[LifecycleEvent]) -> list[tuple[str, str]]:
     return [(e.event, e.target) for e in events]
 
 
+def sandbox_script(*arguments: str, state_root: Path | None = None, **run: Any) -> subprocess.CompletedProcess:
+    """Runs scripts/systemd-sandbox; `state_root` is its SYSTEMD_SANDBOX_DIR (default: the script's own)."""
+    environment = None
+    if state_root is not None:
+        environment = {**os.environ, "SYSTEMD_SANDBOX_DIR": str(state_root)}
+    return subprocess.run([str(SANDBOX_SCRIPT), *arguments], env=environment, **run)
+
+
 class Sandbox:
     """A running systemd sandbox, addressed by the host PID of its systemd."""
 
-    def __init__(self, pid: int, boot_seconds: float):
+    def __init__(self, pid: int, boot_seconds: float, state_root: Path | None = None):
         self.pid = pid
         self.boot_seconds = boot_seconds
+        self.state_root = state_root
 
     @classmethod
-    def start(cls) -> "Sandbox":
+    def start(cls, state_root: Path | None = None) -> "Sandbox":
         began = time.monotonic()
-        done = subprocess.run(
-            [str(SANDBOX_SCRIPT), "start"], capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
+        done = sandbox_script(
+            "start", state_root=state_root, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
         )
         if done.returncode != 0:
             raise RuntimeError(f"systemd-sandbox start failed ({done.returncode}):\n{done.stderr}")
-        return cls(int(done.stdout.strip().splitlines()[-1]), time.monotonic() - began)
+        return cls(int(done.stdout.strip().splitlines()[-1]), time.monotonic() - began, state_root)
 
     def stop(self) -> None:
-        subprocess.run([str(SANDBOX_SCRIPT), "stop", str(self.pid)], check=True, timeout=60, stdin=subprocess.DEVNULL)
+        sandbox_script(
+            "stop", str(self.pid), state_root=self.state_root, check=True, timeout=60, stdin=subprocess.DEVNULL
+        )
 
     def is_running(self) -> bool:
         try:
@@ -164,8 +175,12 @@ class Sandbox:
     ) -> subprocess.CompletedProcess:
         """Runs argv inside the sandbox; raises with its output when it fails and `check` is set."""
         binary = isinstance(input, bytes)
-        done = subprocess.run(
-            [str(SANDBOX_SCRIPT), "exec", str(self.pid), "--", *argv],
+        done = sandbox_script(
+            "exec",
+            str(self.pid),
+            "--",
+            *argv,
+            state_root=self.state_root,
             input=input,
             capture_output=True,
             text=not binary,
@@ -214,8 +229,12 @@ class Sandbox:
         self.run("rm", "-rf", "--", *paths)
 
     def copy_in(self, source: Path, destination: str) -> None:
-        subprocess.run(
-            [str(SANDBOX_SCRIPT), "copy-in", str(self.pid), str(source), destination],
+        sandbox_script(
+            "copy-in",
+            str(self.pid),
+            str(source),
+            destination,
+            state_root=self.state_root,
             check=True,
             timeout=60,
             stdin=subprocess.DEVNULL,

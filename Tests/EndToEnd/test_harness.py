@@ -6,7 +6,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from harness import Sandbox, lifecycle_events, messages, pairs, wait_for
+import pytest
+
+from harness import Sandbox, lifecycle_events, messages, pairs, sandbox_script, wait_for
 
 SELFTEST_UNIT = "e2e-selftest.service"
 TRACE_UNIT = "e2e-trace.service"
@@ -135,4 +137,41 @@ def test_stopping_a_sandbox_leaves_no_process_or_cgroup(sandbox: Sandbox) -> Non
     assert "lifecycle-e2e." in sandbox_cgroup
     assert not Path(f"/sys/fs/cgroup/systemd{sandbox_cgroup}").exists()
     # The session's sandbox is untouched.
+    assert sandbox.is_running()
+
+
+@pytest.mark.parametrize("machine_directory", ["/tmp", "/var/tmp"])
+def test_a_sandbox_whose_state_its_own_mounts_hide_runs_and_stops(sandbox: Sandbox, machine_directory: str) -> None:
+    # A checkout under /tmp or /var/tmp puts the sandbox's state where the sandbox mounts a tmpfs; a space in the
+    # path as well, for the quoting.
+    with tempfile.TemporaryDirectory(dir=machine_directory, prefix="lifecycle-e2e state ") as parent:
+        state_root = Path(parent) / "sandbox dir"
+        marker = Path(parent) / "machine file"
+        marker.write_text("the machine's\n")
+        second = Sandbox.start(state_root)
+        try:
+            assert sandbox_script("list", state_root=state_root, capture_output=True, text=True).stdout.split() == [
+                str(second.pid)
+            ]
+            assert (state_root / str(second.pid)).is_symlink()
+            assert second.run("cat", "/proc/1/comm").stdout.strip() == "systemd"
+            for path in ("/tmp", "/var/tmp"):
+                assert second.run("findmnt", "-n", "-o", "FSTYPE", "--mountpoint", path).stdout.strip() == "tmpfs"
+            for path in ("/var", "/etc"):
+                assert second.run("findmnt", "-n", "-o", "FSTYPE", "--mountpoint", path).stdout.strip() == "overlay"
+            # Its state directory is out of sight inside, yet copy-in and writes work.
+            assert second.run("test", "-e", parent, check=False).returncode != 0
+            second.copy_in(marker, "/run/copied in")
+            assert second.run("cat", "/run/copied in").stdout == "the machine's\n"
+            inside = f"{machine_directory}/lifecycle-e2e-inside-{os.getpid()}"
+            second.run("touch", inside, "/var/lib/lifecycle-e2e-inside")
+        finally:
+            second.stop()
+        assert not Path(f"/proc/{second.pid}").exists()
+        assert marker.read_text() == "the machine's\n"
+        assert not Path(inside).exists()
+        assert not Path("/var/lib/lifecycle-e2e-inside").exists()
+        # Stopped and cleaned up: no boot directory or PID link left, only the last console log.
+        assert sorted(p.name for p in state_root.iterdir()) == ["console.last.log"]
+        assert sandbox_script("list", state_root=state_root, capture_output=True, text=True).stdout == ""
     assert sandbox.is_running()
