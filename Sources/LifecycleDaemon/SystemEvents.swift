@@ -264,9 +264,10 @@ public final class SystemEvents {
             metadata: ["lifecycle.tasks": "\(tasks.map(\.name).joined(separator: ","))"]
         )
         // Settling when the tasks end is the release check's job (at the end of the turn); expiry is this wait's.
-        sleepWait.begin(budget) { [weak self] outcome in
+        sleepWait.begin(budget) { [logger] in
+            logger.warning("logind: background tasks outlived the sleep budget of \(budget); expiring them")
+        } onSettled: { [weak self] outcome in
             guard let self, outcome == .expired, preparation?.lockHeld == true else { return }
-            logger.warning("logind: background tasks outlived the sleep budget of \(budget); they were expired")
             release(reason: "the sleep budget is used up")
         }
     }

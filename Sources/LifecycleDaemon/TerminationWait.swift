@@ -14,6 +14,7 @@ final class TerminationWait {
     private let notify: @MainActor ([NotifyAssignment]) -> Void
     private let wait: TaskBudget
     private var deadline: ContinuousClock.Instant?
+    private var budget = Duration.zero
     private var extensionTimer: (any ScheduledWork)?
     private var isTornDown = false
     private var hasExited = false
@@ -34,6 +35,7 @@ final class TerminationWait {
     /// Termination started (`STOPPING=1`): background tasks have `budget` from now.
     func begin(budget: Duration) {
         guard deadline == nil else { return }
+        self.budget = budget
         deadline = effects.now() + budget
         waitIfNeeded()
     }
@@ -59,12 +61,12 @@ final class TerminationWait {
             "waiting for \(tasks.count) background task(s) before exit, up to \(remaining.formattedForLog)",
             metadata: ["lifecycle.tasks": .string(tasks.map(\.name).joined(separator: ","))]
         )
-        wait.begin(remaining) { [unowned self] outcome in
+        let budget = self.budget
+        wait.begin(remaining) { [logger] in
+            logger.warning("background task budget of \(budget) used up; expiring tasks")
+        } onSettled: { [unowned self] _ in
             extensionTimer?.cancel()
             extensionTimer = nil
-            if outcome == .expired {
-                logger.warning("the background task budget ran out before exit; the tasks were expired")
-            }
             exitIfDone()
         }
         extendStopTimeout()

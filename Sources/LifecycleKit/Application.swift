@@ -64,6 +64,8 @@ public final class Application {
         host?.application(self, schedule: work, after: delay)
     }
     private var isTerminating = false
+    /// Views leaving the window in push order, laid out once more in the next pass.
+    private var leavingLayouts: [View] = []
     /// Requests made from end-of-turn work; they start once that work is over.
     private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause)] = []
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
@@ -131,7 +133,15 @@ public final class Application {
     public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
         if turns.isRunning, !isRunningTransitions {
             // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
-            // over, so a transition never runs inside the turn's passes and teardown never races them.
+            // over, so a transition never runs inside the turn's passes and teardown never races them. A memory
+            // warning or a reload already waiting covers this one, as a queued one would.
+            if request == .memoryWarning || request == .reload, requestsAfterEndOfTurn.contains(where: { $0.0 == request }) {
+                logger.debug(
+                    "request coalesced with one already pending",
+                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                )
+                return
+            }
             requestsAfterEndOfTurn.append((request, cause))
             logger.debug(
                 "request waits for the end of the turn",
@@ -241,7 +251,10 @@ public final class Application {
                 "applicationDidReceiveMemoryWarning",
                 delegate.applicationDidReceiveMemoryWarning,
                 controllerEvent: "didReceiveMemoryWarning"
-            ) { $0.didReceiveMemoryWarning() }
+            ) {
+                $0.didReceiveMemoryWarning()
+                $0.releaseViewAfterMemoryWarning()
+            }
         case .beginReload:
             host?.applicationWillBeginReload(self)
         case .willReload:
@@ -353,26 +366,56 @@ public final class Application {
     /// Runs the work deferred to the end of the current main-loop turn: one layout pass, one display pass, then
     /// the `viewDidAppear`/`viewDidDisappear` completions, repeated until nothing is left. Hosts call it once per
     /// loop turn; tests call it to end a turn.
+    ///
+    /// Requests made from that work start once it is over, and whatever their transitions defer (did-callbacks,
+    /// layout) runs in this same call: every transition completes within its own turn.
     public func runEndOfTurn() {
-        let settled = turns.run { [unowned self] in
-            guard let window else { return }
-            for layer in window.visibleLayers {
-                if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
+        // Bounded: each round only runs what the previous one's requests deferred.
+        for _ in 0..<TurnScheduler.maximumRounds {
+            let settled = turns.run { [unowned self] in runPasses() }
+            if !settled {
+                logger.warning(
+                    "layout did not settle after \(TurnScheduler.maximumRounds) passes in one turn; the rest waits for the next turn"
+                )
             }
-            for layer in window.visibleLayers {
-                if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
-                    status.isStale = true
-                }
+            if status.isStale { updateStatus() }
+            // Nested in another end of turn (a transition's own, inside one): the outer one carries on.
+            guard !turns.isRunning else { return }
+            if !requestsAfterEndOfTurn.isEmpty {
+                let waiting = requestsAfterEndOfTurn
+                requestsAfterEndOfTurn.removeAll()
+                for (request, cause) in waiting { submit(request, cause: cause) }
+            }
+            guard settled, turns.hasWork || status.isStale || !requestsAfterEndOfTurn.isEmpty else { return }
+        }
+    }
+
+    /// One layout pass, then one display pass, over what is in the window; views leaving it in push order are laid
+    /// out once more after the visible ones.
+    private func runPasses() {
+        guard let window else { return }
+        for layer in window.visibleLayers {
+            if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
+        }
+        if !leavingLayouts.isEmpty {
+            let leaving = leavingLayouts
+            leavingLayouts.removeAll()
+            for view in leaving where view.window == nil && view.needsLayout { view.layoutPass() }
+        }
+        for layer in window.visibleLayers {
+            if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
+                status.isStale = true
             }
         }
-        if !settled {
-            logger.warning("layout did not settle after \(TurnScheduler.maximumRounds) passes in one turn; the rest waits for the next turn")
-        }
-        if status.isStale { updateStatus() }
-        guard !turns.isRunning, !requestsAfterEndOfTurn.isEmpty else { return }
-        let waiting = requestsAfterEndOfTurn
-        requestsAfterEndOfTurn.removeAll()
-        for (request, cause) in waiting { submit(request, cause: cause) }
+    }
+
+    /// A controller's view leaving the window in push order (a navigation push, a full-screen presentation) is laid
+    /// out once more, after the incoming views and before its `viewDidDisappear`, as UIKit lays out the outgoing
+    /// controller during the transition.
+    func layOutBeforeLeaving(_ view: View) {
+        view.needsLayout = true
+        leavingLayouts.append(view)
+        turns.setNeedsPasses()
     }
 
     /// Queues the did-callbacks of an appearance transition; `controllers` is in post-order, so the did-callbacks
@@ -439,11 +482,9 @@ public final class Application {
         let count = backgroundTaskRegistry.tasks.count
         guard !backgroundBudget.isWaiting else { return }
         logger.debug("background time starts: \(count) task(s), up to \(budget)")
-        backgroundBudget.begin(budget) { [unowned self] outcome in
-            if outcome == .expired {
-                logger.warning("the background time of \(budget) ran out; background tasks expired")
-            }
-        }
+        backgroundBudget.begin(budget) { [logger] in
+            logger.warning("the background time of \(budget) ran out; expiring background tasks")
+        } onSettled: { _ in }
     }
 
     /// Marks the end of a background task; unknown or already ended identifiers are ignored.

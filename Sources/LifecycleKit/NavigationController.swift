@@ -41,7 +41,7 @@ open class NavigationController: ViewController {
     public func pushViewController(_ controller: ViewController, animated: Bool) {
         precondition(!children.contains { $0 === controller }, "\(controller.identifier) is already on the stack")
         addChild(controller)
-        transition(to: controller, animated: animated) { [unowned self] in
+        transition(to: controller, animated: animated, pushing: true) { [unowned self] in
             // Unless it was popped again in the same turn.
             if controller.parent === self { controller.notifyDidMove(toParent: self) }
         }
@@ -57,7 +57,7 @@ open class NavigationController: ViewController {
         guard children.count > 1, let top = topViewController else { return nil }
         top.notifyWillMove(toParent: nil)
         top.detachFromParent()
-        transition(to: topViewController, animated: animated) {
+        transition(to: topViewController, animated: animated, pushing: false) {
             // Unless it was pushed again in the same turn.
             if top.parent == nil { top.notifyDidMove(toParent: nil) }
             withExtendedLifetime(top) {}
@@ -87,7 +87,9 @@ open class NavigationController: ViewController {
         for controller in removed { controller.detachFromParent() }
         for controller in added { addChild(controller) }
         reorderChildren(controllers)
-        transition(to: topViewController, animated: animated) { [unowned self] in
+        // Push order when the new top is new, pop order when it was on the stack.
+        let pushing = topViewController.map { top in added.contains { $0 === top } } ?? false
+        transition(to: topViewController, animated: animated, pushing: pushing) { [unowned self] in
             // Each finishes its move unless a later change in the same turn moved it again.
             for controller in removed where controller.parent == nil { controller.notifyDidMove(toParent: nil) }
             for controller in added where controller.parent === self { controller.notifyDidMove(toParent: self) }
@@ -102,6 +104,7 @@ open class NavigationController: ViewController {
     private func transition(
         to incoming: ViewController?,
         animated: Bool,
+        pushing: Bool,
         completion: @escaping @MainActor () -> Void
     ) {
         guard let container = viewIfLoaded else {
@@ -113,7 +116,9 @@ open class NavigationController: ViewController {
         incoming?.loadViewIfNeeded()
         for shown in container.subviews where shown.viewController != nil && shown !== incoming?.viewIfLoaded {
             shown.viewController?.lastTransitionAnimated(animated)
+            let wasInWindow = shown.window != nil
             shown.removeFromSuperview()
+            if pushing, wasInWindow { application?.layOutBeforeLeaving(shown) }
         }
         if let incoming, incoming.view.superview !== container {
             container.addSubview(incoming.view)

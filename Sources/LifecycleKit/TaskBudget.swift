@@ -35,6 +35,7 @@ public final class TaskBudget {
     private let now: @MainActor () -> ContinuousClock.Instant
     private var timer: (any ScheduledWork)?
     private var onSettled: (@MainActor (Outcome) -> Void)?
+    private var willExpire: (@MainActor () -> Void)?
     private var isExpiring = false
 
     /// A budget for `application`'s background tasks, timed by `schedule`.
@@ -56,8 +57,13 @@ public final class TaskBudget {
     }
 
     /// Starts waiting for the running background tasks, for at most `budget`; settles at once when none runs.
-    /// A wait already in progress keeps its deadline and its handler.
-    public func begin(_ budget: Duration, onSettled: @escaping @MainActor (Outcome) -> Void) {
+    /// `willExpire` runs when the budget is used up, before the tasks expire. A wait already in progress keeps its
+    /// deadline and its handlers.
+    public func begin(
+        _ budget: Duration,
+        willExpire: (@MainActor () -> Void)? = nil,
+        onSettled: @escaping @MainActor (Outcome) -> Void
+    ) {
         guard !isWaiting, let application else { return }
         guard !application.backgroundTasks.isEmpty else {
             onSettled(.tasksEnded)
@@ -65,6 +71,7 @@ public final class TaskBudget {
         }
         deadline = now() + budget
         self.onSettled = onSettled
+        self.willExpire = willExpire
         timer = schedule(budget) { [weak self] in self?.expire() }
     }
 
@@ -80,12 +87,14 @@ public final class TaskBudget {
         timer = nil
         deadline = nil
         onSettled = nil
+        willExpire = nil
     }
 
     private func expire() {
         timer = nil
         guard isWaiting else { return }
         isExpiring = true
+        willExpire?()
         application?.expireBackgroundTasks()
         isExpiring = false
         settle(.expired)

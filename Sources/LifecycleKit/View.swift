@@ -24,10 +24,13 @@ open class View {
     /// Events that happened before the view joined an application's tree.
     private var detachedEvents: [(event: String, detail: String?)] = []
 
-    /// The view's frame; a change marks it for layout.
+    /// The view's frame. A change marks the view for layout; a change of size marks its superview too (its
+    /// subviews' arrangement may depend on it).
     public var frame: Rect {
         didSet {
-            if frame != oldValue { setNeedsLayout() }
+            guard frame != oldValue else { return }
+            setNeedsLayout()
+            if frame.width != oldValue.width || frame.height != oldValue.height { superview?.setNeedsLayout() }
         }
     }
 

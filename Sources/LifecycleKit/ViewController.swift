@@ -1,5 +1,7 @@
 /// How a presented controller covers its presenter.
 public enum ModalPresentationStyle: String, Sendable, Hashable {
+    /// The default: a sheet over part of the screen; the presenter stays visible and gets no appearance callbacks.
+    case automatic
     /// The presented controller replaces everything visible: what was visible disappears (push order).
     case fullScreen
     /// The presented controller covers its presenter's context, which stays visible: the presenter gets no
@@ -30,13 +32,24 @@ open class ViewController {
     public var identifier: String
 
     /// The controller's root view, loaded on first access (``loadView()`` then ``viewDidLoad()``).
+    ///
+    /// Assigning a view counts as loading it: `viewDidLoad()` follows, once. A view belongs to one controller:
+    /// assigning the view of another controller is a programming error, stopped with a message naming both.
     public var view: View {
         get {
             loadViewIfNeeded()
-            return loadedView!
+            guard let loadedView else {
+                preconditionFailure(
+                    "\(path): loadView() read `view` before assigning one; make the view, assign it to `view`, then use it"
+                )
+            }
+            return loadedView
         }
         set {
+            guard newValue !== loadedView else { return }
             setView(newValue)
+            // Inside loadView() the load in progress finishes it; otherwise this assignment is the load.
+            if !isLoadingView { finishLoading() }
         }
     }
 
@@ -56,8 +69,12 @@ open class ViewController {
     @exclusivity(unchecked) public private(set) var presentedViewController: ViewController?
     /// The controller that presents this one.
     public private(set) unowned var presentingViewController: ViewController?
-    /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``.
-    public var modalPresentationStyle: ModalPresentationStyle = .fullScreen
+    /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``. By default
+    /// (``ModalPresentationStyle/automatic``) the presenter stays visible, as in UIKit since iOS 13.
+    public var modalPresentationStyle: ModalPresentationStyle = .automatic
+    /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
+    /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
+    public var keepsViewOnMemoryWarning = false
     /// The `animated:` argument of the last appearance transition; recorded, never animated.
     public private(set) var lastTransitionWasAnimated = false
 
@@ -166,7 +183,13 @@ open class ViewController {
             // loadView() did not assign a view; UIKit would crash, a daemon keeps running with a plain one.
             setView(View(name: "view"))
         }
-        for child in embeddedChildViewsOnLoad() { loadedView!.addSubview(child.view) }
+        finishLoading()
+    }
+
+    /// The end of every load: archived children's views embedded, then `viewDidLoad`.
+    private func finishLoading() {
+        guard let loadedView else { return }
+        for child in embeddedChildViewsOnLoad() { loadedView.addSubview(child.view) }
         trace("viewDidLoad")
         viewDidLoad()
     }
@@ -182,6 +205,11 @@ open class ViewController {
     }
 
     private func setView(_ newView: View) {
+        if let owner = newView.viewController, owner !== self {
+            preconditionFailure(
+                "\(newView.path) is the view of \(owner.path); a view belongs to one controller, so \(path) cannot take it"
+            )
+        }
         if let old = loadedView, old !== newView { old.viewController = nil }
         newView.viewController = self
         loadedView = newView
@@ -242,12 +270,13 @@ open class ViewController {
 
     /// Adds a child controller; calls `child.willMove(toParent: self)`. Add its view, then call
     /// `child.didMove(toParent: self)`.
+    ///
+    /// A controller is in the tree once: adding one that already has another parent, that presents or is presented,
+    /// or that is an ancestor of this one is a programming error, stopped with a message naming both paths.
     public func addChild(_ child: ViewController) {
-        precondition(child !== self, "a controller cannot be its own child")
         guard child.parent !== self else { return }
-        if child.parent != nil {
-            child.notifyWillMove(toParent: nil)
-            child.removeFromParent()
+        if let problem = reasonCannotAdopt(child) {
+            preconditionFailure("cannot add \(child.path) as a child of \(path): \(problem)")
         }
         // A detached child is named by where it is going, so its arrival reads under one path (built only when
         // somebody reads the trace).
@@ -260,6 +289,26 @@ open class ViewController {
         child.notifyWillMove(toParent: self)
         children.append(child)
         child.parent = self
+    }
+
+    /// Why `child` cannot join the tree under this controller, or nil when it can.
+    private func reasonCannotAdopt(_ child: ViewController) -> String? {
+        if child === self { return "a controller cannot be its own child" }
+        if let other = child.parent {
+            return "it is already a child of \(other.path); remove it from there first"
+        }
+        if let presenter = child.presentingViewController {
+            return "it is presented by \(presenter.path); dismiss it first"
+        }
+        if let presented = child.presentedViewController {
+            return "it presents \(presented.path); dismiss that first"
+        }
+        var node: ViewController? = self
+        while let current = node {
+            if current === child { return "it is an ancestor of \(path), which would make a cycle" }
+            node = current.parent ?? current.presentingViewController
+        }
+        return nil
     }
 
     /// Removes this controller from its container; calls `didMove(toParent: nil)`. Call `willMove(toParent: nil)`
@@ -339,11 +388,18 @@ open class ViewController {
 
     /// Dismisses the controller this one presents (or, when called on a presented controller, itself), and every
     /// controller presented above it. `completion` runs after the presenter's `viewDidAppear`.
+    ///
+    /// Called on a controller inside a presented hierarchy (the root of a presented navigation stack), it dismisses
+    /// the nearest presented controller above it.
     public func dismiss(animated: Bool, completion: (@MainActor () -> Void)? = nil) {
+        var node = self
+        while node.presentedViewController == nil, node.presentingViewController == nil, let parent = node.parent {
+            node = parent
+        }
         let presenter: ViewController
-        if presentedViewController != nil {
-            presenter = self
-        } else if let presentingViewController {
+        if node.presentedViewController != nil {
+            presenter = node
+        } else if let presentingViewController = node.presentingViewController {
             presenter = presentingViewController
         } else {
             return
@@ -412,6 +468,19 @@ open class ViewController {
             // The transition was reversed within the same turn; its own completion delivers the final callback.
             break
         }
+    }
+
+    /// After `didReceiveMemoryWarning`: a loaded view that is not in the window is released (it loads again on the
+    /// next access), unless the controller keeps it.
+    func releaseViewAfterMemoryWarning() {
+        guard !keepsViewOnMemoryWarning, appearance == .disappeared, let view = loadedView, view.window == nil else {
+            return
+        }
+        view.removeFromSuperview()
+        // Named where it was: its deinit reads the path it last had.
+        view.lastKnownPath = path + ".view"
+        view.viewController = nil
+        loadedView = nil
     }
 
     func notifyWillLayoutSubviews() {

@@ -115,7 +115,10 @@ public final class Window {
         layers.append(Layer(controller: controller, style: style))
         guard isVisible else { return }
         for layer in covered {
-            layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
+            guard let view = layer.controller.viewIfLoaded else { continue }
+            view.moveTopLevel(toWindow: nil)
+            // A full-screen presentation follows the push order: the covered controller is laid out once more.
+            application?.layOutBeforeLeaving(view)
         }
         controller.view.moveTopLevel(toWindow: self)
     }

@@ -152,6 +152,8 @@ struct ControllerLifecycleTests {
                 "nav/b viewWillAppear",
                 "nav/b viewWillLayoutSubviews",
                 "nav/b viewDidLayoutSubviews",
+                "nav/a viewWillLayoutSubviews",
+                "nav/a viewDidLayoutSubviews",
                 "nav/a viewDidDisappear",
                 "nav/b viewDidAppear",
             ]
@@ -216,7 +218,7 @@ struct ControllerLifecycleTests {
         let (app, recorder) = launched { LeafController(identifier: "a") }
         recorder.clear()
         let a = app.window!.rootViewController!
-        a.present(LeafController(identifier: "b"), animated: true)
+        a.present(fullScreen(LeafController(identifier: "b")), animated: true)
         app.runEndOfTurn()
         #expect(
             recorder.lines(targets: ["a", "a/b"], events: viewLifecycleEvents.subtracting(["init"])) == [
@@ -226,6 +228,8 @@ struct ControllerLifecycleTests {
                 "a/b viewWillAppear",
                 "a/b viewWillLayoutSubviews",
                 "a/b viewDidLayoutSubviews",
+                "a viewWillLayoutSubviews",
+                "a viewDidLayoutSubviews",
                 "a viewDidDisappear",
                 "a/b viewDidAppear",
             ]
@@ -280,7 +284,9 @@ struct ControllerLifecycleTests {
         let (app, recorder) = launched { LeafController(identifier: "a") }
         let a = app.window!.rootViewController!
         var order: [String] = []
-        a.present(LeafController(identifier: "b"), animated: false) {
+        let b = LeafController(identifier: "b")
+        b.modalPresentationStyle = .fullScreen
+        a.present(b, animated: false) {
             order.append(recorder.events.last!.event)
         }
         app.runEndOfTurn()

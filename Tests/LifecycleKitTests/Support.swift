@@ -128,3 +128,10 @@ func makeLoggedApplication(build: @escaping (Application) -> Void = { _ in }) ->
     app.trace.observe { [weak host] event in host?.log.append("\(event.target) \(event.event)") }
     return (app, host, delegate)
 }
+
+/// The controller, to be presented full screen (the push order) rather than as the default sheet.
+@MainActor
+func fullScreen<Controller: ViewController>(_ controller: Controller) -> Controller {
+    controller.modalPresentationStyle = .fullScreen
+    return controller
+}

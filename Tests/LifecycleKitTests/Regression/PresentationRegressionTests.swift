@@ -26,7 +26,9 @@ final class PresentOnWillAppear: ViewController {
     override func viewWillAppear(_ animated: Bool) {
         guard !done else { return }
         done = true
-        present(LeafController(identifier: "login"), animated: false)
+        let login = LeafController(identifier: "login")
+        login.modalPresentationStyle = .fullScreen
+        present(login, animated: false)
     }
 }
 
