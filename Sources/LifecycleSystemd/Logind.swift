@@ -1,4 +1,3 @@
-import CSystemd
 import Logging
 import SystemPackage
 
@@ -72,7 +71,6 @@ public final class Logind {
     public static let busName = "org.freedesktop.login1"
     static let objectPath = "/org/freedesktop/login1"
     static let managerInterface = "org.freedesktop.login1.Manager"
-    static let busDriver = "org.freedesktop.DBus"
 
     /// Who holds the inhibitor, as `systemd-inhibit --list` shows it.
     public let who: String
@@ -95,12 +93,7 @@ public final class Logind {
     /// Whether both delay inhibitors, sleep and shutdown, are held now.
     public var holdsInhibitors: Bool { heldLocks.count == LockType.allCases.count }
     /// This connection's unique name on the bus, once connected.
-    public var uniqueName: String? {
-        guard let bus else { return nil }
-        var name: UnsafePointer<CChar>?
-        guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
-        return String(cString: name)
-    }
+    public var uniqueName: String? { bus?.uniqueName }
 
     private enum OwnerState {
         // GetNameOwner has not answered: announcements wait, so that none is judged against a guess.
@@ -110,10 +103,10 @@ public final class Logind {
 
     private let loop: MainLoop
     private let logger: Logger
-    private var bus: OpaquePointer?
-    private var matchSlots: [OpaquePointer] = []
-    private var ownerQuery: OpaquePointer?
-    private var propertyQuery: OpaquePointer?
+    private var bus: SdBus?
+    private var matchSlots: [SdBus.Slot] = []
+    private var ownerQuery: SdBus.Slot?
+    private var propertyQuery: SdBus.Slot?
     private var inhibitors = Inhibitors()
     private var wantsInhibitors = false
     private var ownerState = OwnerState.unknown(waiting: [])
@@ -121,13 +114,13 @@ public final class Logind {
     private var connectionLossReported = false
     // Refusals wait for the other lock type's answer, so that one warning names both; each type is reported once
     // until it is granted.
-    private var pendingRefusals: [(type: LockType, failure: ErrorReply)] = []
+    private var pendingRefusals: [(type: LockType, failure: SdBus.ErrorReply)] = []
     private var reportedRefusals: Set<LockType> = []
 
     /// One lock type's inhibitor: its descriptor once granted, its pending `Inhibit` call until then.
     private struct Inhibitor {
         var descriptor: Int32 = -1
-        var call: OpaquePointer?
+        var call: SdBus.Slot?
     }
 
     private struct Inhibitors {
@@ -180,36 +173,16 @@ public final class Logind {
     /// ``takeInhibitors()`` reports it, once, and the client waits for logind to appear).
     public func connect(address: String? = nil) throws(SystemdError) {
         precondition(bus == nil, "Logind.connect called twice")
-        var connection: OpaquePointer?
-        if let address {
-            try SystemdError.check(sd_bus_new(&connection), "sd_bus_new")
-            do {
-                try SystemdError.check(sd_bus_set_address(connection, address), "sd_bus_set_address(\(address))")
-                try SystemdError.check(sd_bus_set_bus_client(connection, 1), "sd_bus_set_bus_client")
-                try SystemdError.check(sd_bus_start(connection), "sd_bus_start(\(address))")
-            } catch {
-                sd_bus_unref(connection)
-                throw error
-            }
-        } else {
-            try SystemdError.check(sd_bus_open_system(&connection), "sd_bus_open_system")
-        }
-        _ = sd_bus_set_description(connection, "logind")
-        do {
-            try SystemdError.check(sd_bus_attach_event(connection, loop.eventPointer, 0), "sd_bus_attach_event")
-        } catch {
-            sd_bus_flush_close_unref(connection)
-            throw error
-        }
+        let connection = try SdBus(address: address, description: "logind", loop: loop)
         bus = connection
         do {
             // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
             // every later announcement is already subscribed to.
-            try subscribe(member: "PrepareForSleep")
-            try subscribe(member: "PrepareForShutdown")
-            try subscribeToOwnerChanges()
-            try queryOwner()
-            try queryInhibitDelayMax()
+            try subscribe(member: "PrepareForSleep", on: connection)
+            try subscribe(member: "PrepareForShutdown", on: connection)
+            try subscribeToOwnerChanges(on: connection)
+            try queryOwner(on: connection)
+            try queryInhibitDelayMax(on: connection)
         } catch {
             close()
             throw error
@@ -219,14 +192,11 @@ public final class Logind {
     /// Releases the inhibitors, drops every subscription and closes the connection.
     public func close() {
         releaseInhibitors()
-        for slot in matchSlots { sd_bus_slot_unref(slot) }
+        // Every slot holds a reference to the connection: they go first.
         matchSlots.removeAll()
-        Self.drop(&ownerQuery)
-        Self.drop(&propertyQuery)
-        if let bus {
-            sd_bus_detach_event(bus)
-            sd_bus_flush_close_unref(bus)
-        }
+        ownerQuery = nil
+        propertyQuery = nil
+        bus?.close()
         bus = nil
     }
 
@@ -246,13 +216,19 @@ public final class Logind {
     /// requests still pending.
     public func releaseInhibitors() {
         wantsInhibitors = false
+        dropInhibitors(released: true)
+    }
+
+    /// Cancels both `Inhibit` calls still pending and closes both descriptors held, telling ``onInhibitorChange``
+    /// of each lock lost; `released` says the application let go (logged), rather than logind leaving with them.
+    private func dropInhibitors(released: Bool) {
         for type in LockType.allCases {
             // Dropping the pending call drops its reply, and with it the descriptor logind may already have sent.
-            Self.drop(&inhibitors[type].call)
+            inhibitors[type].call = nil
             if inhibitors[type].descriptor >= 0 {
                 Glibc.close(inhibitors[type].descriptor)
                 inhibitors[type].descriptor = -1
-                logger.debug("released the logind delay inhibitor for \(type)")
+                if released { logger.debug("released the logind delay inhibitor for \(type)") }
                 onInhibitorChange(type, false)
             }
         }
@@ -261,7 +237,7 @@ public final class Logind {
     }
 
     private func requestInhibitorsIfNeeded() {
-        guard wantsInhibitors, bus != nil else { return }
+        guard wantsInhibitors, let bus else { return }
         let missing = LockType.allCases.filter { inhibitors[$0].descriptor < 0 && inhibitors[$0].call == nil }
         guard !missing.isEmpty else { return }
         if case .known(nil) = ownerState {
@@ -271,22 +247,22 @@ public final class Logind {
         }
         for type in missing {
             do {
-                inhibitors[type].call = try callAsync(
+                inhibitors[type].call = try bus.callAsync(
                     destination: Self.busName,
                     path: Self.objectPath,
                     interface: Self.managerInterface,
                     member: "Inhibit",
                     arguments: [type.rawValue, who, why, "delay"]
-                ) { logind, reply in logind.inhibitReplied(type, reply) }
+                ) { [unowned self] reply in inhibitReplied(type, reply) }
             } catch {
                 reportUnavailable("\(error)")
             }
         }
     }
 
-    private func inhibitReplied(_ type: LockType, _ reply: OpaquePointer) {
-        Self.drop(&inhibitors[type].call)
-        if let failure = Self.errorReply(of: reply) {
+    private func inhibitReplied(_ type: LockType, _ reply: SdBus.Message) {
+        inhibitors[type].call = nil
+        if let failure = reply.errorReply {
             if reportIfConnectionLost(failure.text) {
                 // Every other call fails the same way; nothing is waiting to be reported with this one.
             } else if failure.isRefusal {
@@ -298,8 +274,7 @@ public final class Logind {
             return
         }
         defer { reportRefusals() }
-        var received: Int32 = -1
-        guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "h")), &received) >= 0, received >= 0 else {
+        guard let received = reply.readFileDescriptor() else {
             logger.warning("logind answered Inhibit(\"\(type)\") without a file descriptor; no \(type) lock is held")
             return
         }
@@ -324,7 +299,7 @@ public final class Logind {
     }
 
     /// Notes a refusal for the warning ``reportRefusals()`` gives once the other lock type has its answer too.
-    private func refused(_ type: LockType, _ failure: ErrorReply) {
+    private func refused(_ type: LockType, _ failure: SdBus.ErrorReply) {
         guard !reportedRefusals.contains(type) else {
             logger.debug("\(failure.refuser) refused the \(type) delay inhibitor again: \(failure.text)")
             return
@@ -373,7 +348,7 @@ public final class Logind {
     /// Reports, once, that the bus closed the connection; every call then fails with the same error. Returns
     /// whether that is what happened.
     private func reportIfConnectionLost(_ failure: String) -> Bool {
-        guard let bus, sd_bus_is_open(bus) <= 0 else { return false }
+        guard let bus, !bus.isOpen else { return false }
         if !connectionLossReported {
             connectionLossReported = true
             // Seen with dbus-daemon under systemd 252: it runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a
@@ -391,74 +366,49 @@ public final class Logind {
 
     // MARK: Announcements
 
-    private func subscribe(member: String) throws(SystemdError) {
-        var slot: OpaquePointer?
-        let result = sd_bus_match_signal_async(
-            bus,
-            &slot,
-            Self.busName,
-            Self.objectPath,
-            Self.managerInterface,
-            member,
-            { message, userdata, _ in
-                guard let message, let userdata else { return 0 }
-                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().signalReceived(message)
-                return 0
-            },
-            { message, userdata, _ in
-                guard let message, let userdata else { return 0 }
-                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().matchInstalled(message)
-                return 0
-            },
-            Unmanaged.passUnretained(self).toOpaque()
+    private func subscribe(member: String, on bus: SdBus) throws(SystemdError) {
+        matchSlots.append(
+            try bus.matchSignal(
+                sender: Self.busName,
+                path: Self.objectPath,
+                interface: Self.managerInterface,
+                member: member,
+                onSignal: { [unowned self] message in signalReceived(message) },
+                onInstalled: { [unowned self] reply in matchInstalled(reply) }
+            )
         )
-        try SystemdError.check(result, "sd_bus_match_signal_async(\(member))")
-        matchSlots.append(slot!)
     }
 
-    private func subscribeToOwnerChanges() throws(SystemdError) {
-        var slot: OpaquePointer?
+    private func subscribeToOwnerChanges(on bus: SdBus) throws(SystemdError) {
         let match = "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
             + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.busName)'"
-        let result = sd_bus_add_match_async(
-            bus,
-            &slot,
-            match,
-            { message, userdata, _ in
-                guard let message, let userdata else { return 0 }
-                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().ownerChanged(message)
-                return 0
-            },
-            { message, userdata, _ in
-                guard let message, let userdata else { return 0 }
-                Unmanaged<Logind>.fromOpaque(userdata).takeUnretainedValue().matchInstalled(message)
-                return 0
-            },
-            Unmanaged.passUnretained(self).toOpaque()
+        matchSlots.append(
+            try bus.addMatch(
+                match,
+                label: "NameOwnerChanged",
+                onMessage: { [unowned self] message in ownerChanged(message) },
+                onInstalled: { [unowned self] reply in matchInstalled(reply) }
+            )
         )
-        try SystemdError.check(result, "sd_bus_add_match_async(NameOwnerChanged)")
-        matchSlots.append(slot!)
     }
 
-    private func matchInstalled(_ reply: OpaquePointer) {
-        guard let failure = Self.errorText(of: reply), !reportIfConnectionLost(failure) else { return }
+    private func matchInstalled(_ reply: SdBus.Message) {
+        guard let failure = reply.errorReply?.text, !reportIfConnectionLost(failure) else { return }
         logger.warning("the system bus refused a subscription to logind's announcements: \(failure)")
     }
 
-    private func signalReceived(_ message: OpaquePointer) {
+    private func signalReceived(_ message: SdBus.Message) {
         let event: Event
-        var value: Int32 = 0
-        if sd_bus_message_is_signal(message, Self.managerInterface, "PrepareForSleep") > 0 {
-            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return }
-            event = .prepareForSleep(value != 0)
-        } else if sd_bus_message_is_signal(message, Self.managerInterface, "PrepareForShutdown") > 0 {
-            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) >= 0 else { return }
-            event = .prepareForShutdown(value != 0)
+        if message.isSignal(interface: Self.managerInterface, member: "PrepareForSleep") {
+            guard let value = message.readBool() else { return }
+            event = .prepareForSleep(value)
+        } else if message.isSignal(interface: Self.managerInterface, member: "PrepareForShutdown") {
+            guard let value = message.readBool() else { return }
+            event = .prepareForShutdown(value)
         } else {
             return
         }
-        let sender = sd_bus_message_get_sender(message).map { String(cString: $0) }
-        judge(event, from: sender)
+        judge(event, from: message.sender)
     }
 
     private func judge(_ event: Event, from sender: String?) {
@@ -489,41 +439,39 @@ public final class Logind {
 
     // MARK: The owner of org.freedesktop.login1
 
-    private func queryOwner() throws(SystemdError) {
-        ownerQuery = try callAsync(
-            destination: "org.freedesktop.DBus",
+    private func queryOwner(on bus: SdBus) throws(SystemdError) {
+        ownerQuery = try bus.callAsync(
+            destination: SdBus.driverName,
             path: "/org/freedesktop/DBus",
             interface: "org.freedesktop.DBus",
             member: "GetNameOwner",
             arguments: [Self.busName]
-        ) { logind, reply in logind.ownerReplied(reply) }
+        ) { [unowned self] reply in ownerReplied(reply) }
     }
 
-    private func ownerReplied(_ reply: OpaquePointer) {
-        Self.drop(&ownerQuery)
-        if let failure = Self.errorText(of: reply) {
+    private func ownerReplied(_ reply: SdBus.Message) {
+        ownerQuery = nil
+        if let failure = reply.errorReply?.text {
             // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
             if !reportIfConnectionLost(failure) { logger.debug("\(Self.busName) has no owner: \(failure)") }
             settleOwner(nil)
             requestInhibitorsIfNeeded()
             return
         }
-        var name: UnsafePointer<CChar>?
-        guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "s")), &name) >= 0, let name else {
+        guard let owner = reply.readString() else {
             settleOwner(nil)
             return
         }
-        let owner = String(cString: name)
         logger.debug("\(Self.busName) is owned by \(owner)")
         settleOwner(owner)
     }
 
-    private func ownerChanged(_ message: OpaquePointer) {
+    private func ownerChanged(_ message: SdBus.Message) {
+        // NameOwnerChanged(name, old owner, new owner); an empty owner is none.
         var strings: [String] = []
         for _ in 0..<3 {
-            var value: UnsafePointer<CChar>?
-            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &value) >= 0, let value else { return }
-            strings.append(String(cString: value))
+            guard let value = message.readString() else { return }
+            strings.append(value)
         }
         guard strings[0] == Self.busName else { return }
         let newOwner = strings[2].isEmpty ? nil : strings[2]
@@ -531,27 +479,19 @@ public final class Logind {
         if let newOwner {
             logger.info("logind is on the system bus as \(newOwner)")
             unavailabilityReported = false
-            try? queryInhibitDelayMax()
+            if let bus { try? queryInhibitDelayMax(on: bus) }
             requestInhibitorsIfNeeded()
         } else {
             logger.notice("logind left the system bus; its inhibitors went with it")
-            for type in LockType.allCases {
-                Self.drop(&inhibitors[type].call)
-                if inhibitors[type].descriptor >= 0 {
-                    Glibc.close(inhibitors[type].descriptor)
-                    inhibitors[type].descriptor = -1
-                    onInhibitorChange(type, false)
-                }
-            }
-            reportRefusals()
+            dropInhibitors(released: false)
         }
     }
 
     // MARK: InhibitDelayMaxUSec
 
-    private func queryInhibitDelayMax() throws(SystemdError) {
-        Self.drop(&propertyQuery)
-        propertyQuery = try callAsync(
+    private func queryInhibitDelayMax(on bus: SdBus) throws(SystemdError) {
+        propertyQuery = nil
+        propertyQuery = try bus.callAsync(
             destination: Self.busName,
             path: Self.objectPath,
             interface: "org.freedesktop.DBus.Properties",
@@ -559,143 +499,43 @@ public final class Logind {
             arguments: [Self.managerInterface, "InhibitDelayMaxUSec"],
             // Never activate logind just to read a property.
             autoStart: false
-        ) { logind, reply in logind.delayReplied(reply) }
+        ) { [unowned self] reply in delayReplied(reply) }
     }
 
-    private func delayReplied(_ reply: OpaquePointer) {
-        Self.drop(&propertyQuery)
-        if let failure = Self.errorText(of: reply) {
+    private func delayReplied(_ reply: SdBus.Message) {
+        propertyQuery = nil
+        if let failure = reply.errorReply?.text {
             logger.debug("cannot read logind's InhibitDelayMaxUSec: \(failure)")
             return
         }
-        var usec: UInt64 = 0
-        guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "v")), "t") > 0,
-            sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "t")), &usec) >= 0
-        else {
+        guard let usec = reply.readVariantUInt64() else {
             logger.debug("logind's InhibitDelayMaxUSec is not a uint64")
             return
         }
         inhibitDelayMax = .microseconds(Int64(clamping: usec))
         logger.debug("logind waits up to \(usec) µs for delay inhibitors")
     }
+}
 
-    // MARK: Calls
+extension SdBus.ErrorReply {
+    // What an absent, starting or hung logind (or a closed connection) looks like: the bus driver's answers for a
+    // name without owner, and the errors sd-bus makes up itself for a call that got no reply.
+    private static let absence: Set<String> = [
+        "org.freedesktop.DBus.Error.ServiceUnknown",
+        "org.freedesktop.DBus.Error.NameHasNoOwner",
+        "org.freedesktop.DBus.Error.NoReply",
+        "org.freedesktop.DBus.Error.Timeout",
+        "org.freedesktop.DBus.Error.Disconnected",
+    ]
 
-    private typealias ReplyHandler = (Logind, OpaquePointer) -> Void
+    /// Who answered an `Inhibit` call: the bus driver or logind.
+    fileprivate var refuser: String { fromBusDriver ? "the system bus" : "logind" }
 
-    // The reply closure of each pending call, by its slot; the C callback finds it through the slot's userdata.
-    private final class PendingCall {
-        unowned let logind: Logind
-        let handler: ReplyHandler
-        init(logind: Logind, handler: @escaping ReplyHandler) {
-            self.logind = logind
-            self.handler = handler
-        }
-    }
-
-    /// Sends a method call whose arguments are all strings; the handler gets the reply (or the error reply). The
-    /// returned slot cancels the call when unreferenced.
-    private func callAsync(
-        destination: String,
-        path: String,
-        interface: String,
-        member: String,
-        arguments: [String],
-        autoStart: Bool = true,
-        handler: @escaping ReplyHandler
-    ) throws(SystemdError) -> OpaquePointer {
-        var message: OpaquePointer?
-        try SystemdError.check(
-            sd_bus_message_new_method_call(bus, &message, destination, path, interface, member),
-            "sd_bus_message_new_method_call(\(member))"
-        )
-        defer { sd_bus_message_unref(message) }
-        for argument in arguments {
-            let result = argument.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
-            try SystemdError.check(result, "sd_bus_message_append_basic(\(member))")
-        }
-        if !autoStart { _ = sd_bus_message_set_auto_start(message, 0) }
-        let pending = PendingCall(logind: self, handler: handler)
-        let context = Unmanaged.passRetained(pending).toOpaque()
-        var slot: OpaquePointer?
-        let result = sd_bus_call_async(
-            bus,
-            &slot,
-            message,
-            { reply, userdata, _ in
-                guard let reply, let userdata else { return 0 }
-                let pending = Unmanaged<PendingCall>.fromOpaque(userdata).takeUnretainedValue()
-                // The handler drops the slot, whose destroy callback releases `pending`: keep it until the end.
-                withExtendedLifetime(pending) { pending.handler(pending.logind, reply) }
-                return 0
-            },
-            context,
-            0
-        )
-        guard result >= 0, let slot else {
-            Unmanaged<PendingCall>.fromOpaque(context).release()
-            let code = result < 0 ? -result : EIO
-            throw SystemdError(operation: "sd_bus_call_async(\(member))", errno: Errno(rawValue: code))
-        }
-        // The slot releases the context when it is freed: after the reply was handled, or when cancelled.
-        sd_bus_slot_set_destroy_callback(slot) { userdata in
-            guard let userdata else { return }
-            Unmanaged<PendingCall>.fromOpaque(userdata).release()
-        }
-        return slot
-    }
-
-    /// Unreferences a call's slot (cancelling the call if it is still pending; inside its own reply callback sd-bus
-    /// holds the slot until the callback returns) and forgets it.
-    private static func drop(_ slot: inout OpaquePointer?) {
-        if let pointer = slot { sd_bus_slot_unref(pointer) }
-        slot = nil
-    }
-
-    /// An error reply: its name, `name: message`, and whether it came from the bus driver.
-    private struct ErrorReply {
-        let name: String
-        let text: String
-        let fromBusDriver: Bool
-
-        // What an absent, starting or hung logind (or a closed connection) looks like: the bus driver's answers for
-        // a name without owner, and the errors sd-bus makes up itself for a call that got no reply.
-        private static let absence: Set<String> = [
-            "org.freedesktop.DBus.Error.ServiceUnknown",
-            "org.freedesktop.DBus.Error.NameHasNoOwner",
-            "org.freedesktop.DBus.Error.NoReply",
-            "org.freedesktop.DBus.Error.Timeout",
-            "org.freedesktop.DBus.Error.Disconnected",
-        ]
-
-        /// Who answered: the bus driver or logind.
-        var refuser: String { fromBusDriver ? "the system bus" : "logind" }
-
-        /// Whether asking again would get the same answer: an error from logind itself (polkit's `AccessDenied`,
-        /// an invalid argument), or the bus's policy denying the call. Anything else from the bus driver (no owner,
-        /// a failed activation) means logind is not there.
-        var isRefusal: Bool {
-            guard !Self.absence.contains(name) else { return false }
-            return !fromBusDriver || name == "org.freedesktop.DBus.Error.AccessDenied"
-        }
-    }
-
-    /// The error of an error reply, or nil for a normal reply.
-    private static func errorReply(of reply: OpaquePointer) -> ErrorReply? {
-        guard sd_bus_message_is_method_error(reply, nil) > 0 else { return nil }
-        // A reply sd-bus made up locally (a timeout, a closed connection) has no sender, or the driver's name.
-        let sender = sd_bus_message_get_sender(reply).map { String(cString: $0) }
-        let fromBusDriver = sender == nil || sender == busDriver
-        guard let error = sd_bus_message_get_error(reply) else {
-            return ErrorReply(name: "unknown error", text: "unknown error", fromBusDriver: fromBusDriver)
-        }
-        let name = error.pointee.name.map { String(cString: $0) } ?? "unknown error"
-        let text = error.pointee.message.map { "\(name): \(String(cString: $0))" } ?? name
-        return ErrorReply(name: name, text: text, fromBusDriver: fromBusDriver)
-    }
-
-    /// `name: message` of an error reply, or nil for a normal reply.
-    private static func errorText(of reply: OpaquePointer) -> String? {
-        errorReply(of: reply)?.text
+    /// Whether asking logind again would get the same answer: an error from logind itself (polkit's `AccessDenied`,
+    /// an invalid argument), or the bus's policy denying the call. Anything else from the bus driver (no owner, a
+    /// failed activation) means logind is not there.
+    fileprivate var isRefusal: Bool {
+        guard !Self.absence.contains(name) else { return false }
+        return !fromBusDriver || name == "org.freedesktop.DBus.Error.AccessDenied"
     }
 }

@@ -1,5 +1,8 @@
+import Logging
 import Synchronization
 import Testing
+
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -155,3 +158,80 @@ struct TestFailure: Error, CustomStringConvertible {
 /// sd_notify read it), and the notifier and watchdog tests point `$NOTIFY_SOCKET` at their own peer.
 @Suite(.serialized)
 struct ProcessStateTests {}
+
+/// Log records kept in memory.
+final class CapturedLog: Sendable {
+    struct Record: Sendable {
+        let level: Logger.Level
+        let message: String
+    }
+
+    private let storage = Mutex<[Record]>([])
+
+    var records: [Record] { storage.withLock { $0 } }
+
+    func messages(_ level: Logger.Level) -> [String] {
+        records.filter { $0.level == level }.map(\.message)
+    }
+
+    func logger(label: String = "test") -> Logger {
+        var logger = Logger(label: label) { _ in Handler(log: self) }
+        logger.logLevel = .debug
+        return logger
+    }
+
+    fileprivate func append(_ record: Record) {
+        storage.withLock { $0.append(record) }
+    }
+
+    private struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            log.append(Record(level: event.level, message: event.message.description))
+        }
+    }
+}
+
+/// Runs the loop until the condition holds or the time is up; returns whether it holds.
+func runLoop(_ loop: MainLoop, until condition: () -> Bool, timeout: Duration = .seconds(5)) throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        try loop.runOnce(timeout: .milliseconds(20))
+    }
+    return true
+}
+
+/// A fresh directory under /tmp, removed with its files by `remove()`.
+final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        var template = Array("/tmp/lifecyclekit-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw TestFailure("mkdtemp: errno \(errno)")
+        }
+        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func remove() {
+        if let directory = opendir(path) {
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if name != "." && name != ".." { unlink(path + "/" + name) }
+            }
+            closedir(directory)
+        }
+        rmdir(path)
+    }
+}

@@ -1,0 +1,151 @@
+import Testing
+
+@testable import LifecycleSystemd
+
+@Suite struct MemoryPressurePlanTests {
+    @Test func theDefaultTriggerIsSystemdsInMicrosecondsWithATerminatingNul() {
+        let trigger = MemoryPressureTrigger()
+        #expect(trigger.text == "some 200000 2000000")
+        #expect(trigger.bytes == Array("some 200000 2000000".utf8) + [0])
+        #expect(trigger.description == "some 200 ms per 2 s")
+        let full = MemoryPressureTrigger(kind: .full, threshold: .milliseconds(150), window: .seconds(4))
+        #expect(full.text == "full 150000 4000000")
+    }
+
+    @Test func theCgroup2LineMapsUnderTheUnifiedMountOnAHybridHierarchy() {
+        let procSelfCgroup = """
+            12:memory:/system.slice/lifecycled.service
+            1:name=systemd:/system.slice/lifecycled.service
+            0::/system.slice/lifecycled.service
+            """
+        #expect(
+            MemoryPressurePlan.cgroupPressurePath(procSelfCgroup: procSelfCgroup, layout: .hybrid)
+                == "/sys/fs/cgroup/unified/system.slice/lifecycled.service/memory.pressure"
+        )
+        #expect(
+            MemoryPressurePlan.cgroupPressurePath(procSelfCgroup: "0::/system.slice/x.service\n", layout: .unified)
+                == "/sys/fs/cgroup/system.slice/x.service/memory.pressure"
+        )
+        #expect(
+            MemoryPressurePlan.cgroupPressurePath(procSelfCgroup: "0::/\n", layout: .unified)
+                == "/sys/fs/cgroup/memory.pressure"
+        )
+    }
+
+    @Test func withoutACgroup2LineOrMountThereIsNoCgroupFile() {
+        #expect(MemoryPressurePlan.cgroupPressurePath(procSelfCgroup: "0::/a.service\n", layout: .legacy) == nil)
+        #expect(MemoryPressurePlan.cgroupPressurePath(procSelfCgroup: "4:memory:/a\n", layout: .hybrid) == nil)
+        #expect(
+            MemoryPressurePlan.cgroupPressurePath(procSelfCgroup: "0::/gone.service (deleted)\n", layout: .hybrid)
+                == nil
+        )
+    }
+
+    @Test func theLayoutComesFromWhereCgroup2IsMounted() {
+        let hybrid = """
+            25 1 0:22 / /sys/fs/cgroup ro,nosuid shared:9 - tmpfs tmpfs ro,mode=755
+            26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
+            27 25 0:24 / /sys/fs/cgroup/memory rw,nosuid shared:11 - cgroup cgroup rw,memory
+            """
+        let unified = "30 1 0:26 / /sys/fs/cgroup rw,nosuid,nodev shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+        let legacy = "27 25 0:24 / /sys/fs/cgroup/memory rw,nosuid shared:11 - cgroup cgroup rw,memory\n"
+        #expect(CgroupLayout.detect(mountinfo: hybrid) == .hybrid)
+        #expect(CgroupLayout.detect(mountinfo: unified) == .unified)
+        #expect(CgroupLayout.detect(mountinfo: legacy) == .legacy)
+        #expect(CgroupLayout.detect(mountinfo: "") == .legacy)
+    }
+
+    @Test func withoutTheEnvironmentTheCgroupFileComesFirstThenTheSystemWideOne() throws {
+        let plan = try MemoryPressurePlan.make(
+            environment: [:],
+            procSelfCgroup: "0::/system.slice/lifecycled.service\n",
+            layout: .hybrid,
+            trigger: MemoryPressureTrigger(threshold: .milliseconds(100), window: .seconds(2))
+        )
+        let bytes = Array("some 100000 2000000".utf8) + [0]
+        #expect(
+            plan == .sources([
+                MemoryPressureSource(
+                    path: "/sys/fs/cgroup/unified/system.slice/lifecycled.service/memory.pressure",
+                    origin: .cgroup,
+                    write: bytes
+                ),
+                MemoryPressureSource(path: "/proc/pressure/memory", origin: .systemWide, write: bytes),
+            ])
+        )
+    }
+
+    @Test func systemdsVariablesReplaceTheDefaultsWithNoFallback() throws {
+        let plan = try MemoryPressurePlan.make(
+            environment: [
+                "MEMORY_PRESSURE_WATCH": "/sys/fs/cgroup/system.slice/x.service/memory.pressure",
+                // systemd 254's default: "some 200000 2000000" and its NUL.
+                "MEMORY_PRESSURE_WRITE": "c29tZSAyMDAwMDAgMjAwMDAwMAA=",
+            ],
+            procSelfCgroup: "0::/ignored\n",
+            layout: .unified,
+            trigger: MemoryPressureTrigger(threshold: .milliseconds(50))
+        )
+        #expect(
+            plan == .sources([
+                MemoryPressureSource(
+                    path: "/sys/fs/cgroup/system.slice/x.service/memory.pressure",
+                    origin: .environment,
+                    write: Array("some 200000 2000000".utf8) + [0]
+                )
+            ])
+        )
+        let withoutWrite = try MemoryPressurePlan.make(
+            environment: ["MEMORY_PRESSURE_WATCH": "/run/pressure.fifo"],
+            procSelfCgroup: nil,
+            layout: .hybrid,
+            trigger: MemoryPressureTrigger()
+        )
+        let fifo = MemoryPressureSource(path: "/run/pressure.fifo", origin: .environment, write: [])
+        #expect(withoutWrite == .sources([fifo]))
+    }
+
+    @Test func anEmptyOrDevNullWatchSwitchesWatchingOffAsSystemdDoes() throws {
+        for value in ["", "/dev/null"] {
+            let plan = try MemoryPressurePlan.make(
+                environment: ["MEMORY_PRESSURE_WATCH": value],
+                procSelfCgroup: "0::/x\n",
+                layout: .hybrid,
+                trigger: MemoryPressureTrigger()
+            )
+            guard case .disabled = plan else {
+                Issue.record("MEMORY_PRESSURE_WATCH=\(value) gave \(plan)")
+                continue
+            }
+        }
+    }
+
+    @Test func aRelativeWatchOrBadBase64IsAnErrorNamingTheVariable() {
+        #expect {
+            try MemoryPressurePlan.make(
+                environment: ["MEMORY_PRESSURE_WATCH": "memory.pressure"],
+                procSelfCgroup: nil,
+                layout: .hybrid,
+                trigger: MemoryPressureTrigger()
+            )
+        } throws: {
+            ($0 as? MemoryPressureError)?.description.contains("MEMORY_PRESSURE_WATCH=memory.pressure") == true
+        }
+        #expect {
+            try MemoryPressurePlan.make(
+                environment: ["MEMORY_PRESSURE_WATCH": "/x/../y"],
+                procSelfCgroup: nil,
+                layout: .hybrid,
+                trigger: MemoryPressureTrigger()
+            )
+        } throws: { $0 is MemoryPressureError }
+        #expect {
+            try MemoryPressurePlan.make(
+                environment: ["MEMORY_PRESSURE_WATCH": "/proc/pressure/memory", "MEMORY_PRESSURE_WRITE": "not*base64"],
+                procSelfCgroup: nil,
+                layout: .hybrid,
+                trigger: MemoryPressureTrigger()
+            )
+        } throws: { ($0 as? MemoryPressureError)?.description.contains("MEMORY_PRESSURE_WRITE=not*base64") == true }
+    }
+}
