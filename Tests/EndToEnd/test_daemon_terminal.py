@@ -136,3 +136,43 @@ def test_a_usage_error_exits_64(lifecycled_bin: DaemonBinary) -> None:
     )
     assert result.returncode == 64
     assert "--launch-into sideways is not a launch target" in result.stderr
+
+
+def test_help_version_and_completions_come_from_the_standard_command_line(lifecycled_bin: DaemonBinary) -> None:
+    """`@main` on the delegate (ApplicationMain) gives every program the standard command line; --help does not
+    start the daemon."""
+    binary = str(lifecycled_bin.path())
+    help_text = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
+    assert help_text.returncode == 0
+    assert help_text.stdout.startswith("OVERVIEW:")
+    for option in ("--config", "--trace", "--launch-into", "--signal", "--work-interval", "--version"):
+        assert option in help_text.stdout, option
+    assert "starting" not in help_text.stderr
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
+    assert version.returncode == 0 and version.stdout.strip()
+    for shell in ("bash", "zsh", "fish"):
+        script = subprocess.run(
+            [binary, "--generate-completion-script", shell], capture_output=True, text=True, timeout=30
+        )
+        assert script.returncode == 0 and "lifecycled" in script.stdout, shell
+    checked = subprocess.run(
+        ["bash", "-n"], input=subprocess.run(
+            [binary, "--generate-completion-script", "bash"], capture_output=True, text=True, timeout=30
+        ).stdout, capture_output=True, text=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_the_applications_own_section_is_read_with_the_daemons(lifecycled_bin: DaemonBinary) -> None:
+    """The demo's [Demo] section is its own (ConfigurationSection): its errors name the file and line, exit 78."""
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as handle:
+        handle.write("[Demo]\nMode=serving\nAllocateMiB=lots\n")
+        path = handle.name
+    try:
+        result = subprocess.run(
+            [str(lifecycled_bin.path()), "--config", path], capture_output=True, text=True, timeout=30
+        )
+    finally:
+        os.unlink(path)
+    assert result.returncode == 78
+    assert f"{path}:3: AllocateMiB=lots is not a whole number at least 0" in result.stderr

@@ -96,3 +96,33 @@ def test_a_task_outliving_the_budget_gets_its_expiration_handler_then_the_proces
     [started] = records_with(sandbox, unit, cursor, "flush started")
     [expired] = records_with(sandbox, unit, cursor, "flush expired before it finished")
     assert 0.9 <= monotonic_seconds(expired) - monotonic_seconds(started) <= 2
+
+
+def test_a_background_task_never_ended_expires_after_the_background_time_and_the_daemon_keeps_running(
+    sandbox: Sandbox, daemon_unit: Callable[..., str], config: Callable[[str], list[str]]
+) -> None:
+    """The lifecycle's §1 background time: a task begun in applicationDidEnterBackground that would run 60 s gets
+    [BackgroundTasks] BackgroundTimeSec=2; then its expiration handler runs (traced), and the service stays active."""
+    lines = config("[BackgroundTasks]\nBackgroundTimeSec=2\n[Demo]\nBackgroundTaskSec=60\nWorkIntervalSec=0\n")
+    unit = daemon_unit(*lines)
+    start(sandbox, unit)
+    cursor = sandbox.cursor()
+    sandbox.systemctl("kill", "--kill-whom=main", "--signal=SIGUSR1", unit)
+    records = wait_for(
+        lambda: (r := sandbox.journal(unit, cursor))
+        and any(x.get("LIFECYCLE_EVENT") == "expirationHandler" for x in r)
+        and any("background work expired before it finished" in str(x.get("MESSAGE", "")) for x in r)
+        and r,
+        timeout=15,
+        message="the expiration handler's trace entry and the demo's line",
+    )
+    [began] = records_with(sandbox, unit, cursor, "background work started")
+    [expired] = [r for r in records if r.get("LIFECYCLE_EVENT") == "expirationHandler"]
+    assert expired["LIFECYCLE_TARGET"] == "delegate"
+    assert expired.get("LIFECYCLE_DETAIL") == "background-work"
+    assert 1.9 <= monotonic_seconds(expired) - monotonic_seconds(began) <= 4
+    time.sleep(0.5)
+    shown = sandbox.show(unit)
+    assert (shown["ActiveState"], shown["SubState"]) == ("active", "running")
+    assert shown["NRestarts"] == "0"
+    assert "background" in shown["StatusText"]
