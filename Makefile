@@ -9,7 +9,6 @@ SWIFT      ?= swift
 PYTHON     ?= /usr/bin/python3
 PREFIX     ?= /usr/local
 CONFIG     ?= debug
-APT_PACKAGES = libsystemd-dev pkg-config python3-pytest python3-dbusmock dbus dbus-daemon polkitd systemd procps util-linux
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -19,13 +18,9 @@ SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_P
 
 .PHONY: deps build run test unit-test e2e-test install uninstall bench clean
 
-# Installs what the build and the tests need from Debian, only when something is missing.
+# Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	@scripts/install-packages build test
 
 build: deps
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecycled
