@@ -72,6 +72,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The README's example, compiled as printed (ReadmeExampleTests checks the README shows exactly this file).
+        .executableTarget(
+            name: "ReadmeExample",
+            dependencies: [
+                "LifecycleDaemon",
+                "LifecycleKit",
+                "LifecycleServices",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/ReadmeExample"
+        ),
         .testTarget(
             name: "LifecycleKitTests",
             dependencies: [
@@ -83,6 +94,7 @@ let package = Package(
             name: "LifecycleServicesTests",
             dependencies: [
                 "LifecycleServices",
+                "ReadmeExample",
                 "LifecycleKit",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

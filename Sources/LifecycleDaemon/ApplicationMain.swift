@@ -65,12 +65,12 @@ extension ApplicationMain {
 }
 
 /// No options of the application's own.
-public struct NoOptions: ParsableArguments {
+public struct NoOptions: ParsableArguments, Sendable {
     public init() {}
 }
 
 /// The options every LifecycleKit daemon has.
-public struct StandardOptions: ParsableArguments {
+public struct StandardOptions: ParsableArguments, Sendable {
     @Option(name: .long, help: "Configuration file (INI style), re-read on reload (SIGHUP); default /etc/<program>.conf.")
     public var config: String?
 

@@ -1,13 +1,8 @@
-/// Process exit codes from sysexits(3), as the daemon uses them.
+/// The process exit codes from sysexits(3) that the daemon itself returns; the command line's own errors exit with
+/// 64 (EX_USAGE) through swift-argument-parser, and a clean termination with 0.
 public enum SysExit: Int32, Sendable {
-    /// Clean termination.
-    case ok = 0
-    /// The command line was wrong (EX_USAGE).
-    case usage = 64
     /// Something the daemon needs from the system failed (EX_OSERR).
     case osError = 71
-    /// A software error that should not happen (EX_SOFTWARE).
-    case software = 70
     /// The configuration file is wrong (EX_CONFIG).
     case configuration = 78
 }

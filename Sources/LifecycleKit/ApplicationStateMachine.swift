@@ -158,16 +158,6 @@ public struct ApplicationStateMachine: Sendable {
         return false
     }
 
-    /// Whether termination has started or finished: later requests are dropped.
-    public var isTerminating: Bool {
-        switch state {
-        case .terminated: return true
-        case .transitioning(_, let t):
-            return t.current.request == .terminate || t.queue.contains { $0.request == .terminate }
-        default: return false
-        }
-    }
-
     /// Takes a request; returns what to do about it.
     public mutating func request(_ request: Request, cause: Cause) -> RequestAction {
         let pending = Pending(request: request, cause: cause)

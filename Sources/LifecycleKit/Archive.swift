@@ -65,13 +65,6 @@ public struct Archive: Sendable, Hashable {
     /// The file the archive came from, for error messages.
     public var sourceName = "archive"
 
-    /// The archive as JSON bytes, for saving state.
-    public func jsonBytes() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(try encoder.encode(root))
-    }
-
     /// Builds the controller tree: each node's class is instantiated with `init(coder:)`, children are added to
     /// their parent (a navigation controller's become its stack), then `awakeFromArchive()` runs on every
     /// controller, pre-order, once the whole tree is wired.

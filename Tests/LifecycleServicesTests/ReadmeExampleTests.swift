@@ -1,0 +1,65 @@
+import LifecycleKit
+import LifecycleServices
+import Logging
+import Testing
+
+@testable import ReadmeExample
+
+/// The README's example is the ReadmeExample target's one file, printed verbatim; this suite checks both that the
+/// README shows exactly that file (so the printed code compiles) and that it behaves as the README says.
+@Suite("The README example")
+struct ReadmeExampleTests {
+    /// The repository root, from this file's path: the test passes from any checkout.
+    static let root: String = {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/")
+    }()
+
+    static func read(_ path: String) throws -> String {
+        let url = root + "/" + path
+        guard let file = fopen(url, "r") else { throw ReadError(path: url) }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count == 0 { break }
+            bytes += buffer[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    struct ReadError: Error { let path: String }
+
+    @Test func theReadmeShowsTheExampleAsItCompiles() throws {
+        let readme = try Self.read("README.md")
+        let example = try Self.read("Tests/ReadmeExample/ReadmeExample.swift")
+        #expect(readme.contains("```swift\n" + example + "```\n"), "README.md's example differs from Tests/ReadmeExample/ReadmeExample.swift")
+    }
+
+    @MainActor
+    @Test func theFeedServesWhileOnScreenAndHandsOverToTheDetail() async {
+        let delegate = AppDelegate()
+        let app = Application(delegate: delegate, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        app.launch()
+        let navigation = app.window!.rootViewController as! NavigationController
+        let feed = navigation.topViewController as! FeedController
+        let api = feed.children.first as! ServiceController
+        #expect(api.services.isActive)
+        feed.openDetail()
+        app.runEndOfTurn()
+        // The feed left the screen: its service drains (a background task holds termination and sleep meanwhile).
+        #expect(!api.services.isActive)
+        #expect(navigation.topViewController is DetailController)
+        navigation.popViewController(animated: false)
+        app.runEndOfTurn()
+        #expect(api.services.isActive)
+        app.requestEnterBackground()
+        #expect(!api.services.isActive)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
