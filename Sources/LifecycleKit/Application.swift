@@ -71,6 +71,9 @@ public final class Application {
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
     private(set) var currentCause: Cause = .api
     private var isRunningTransitions = false
+    /// Moves on whenever a view joins a superview in this application's tree: a walk that calls out (the
+    /// will-callbacks of an appearance) compares it to learn whether the tree changed under it.
+    var treeGeneration = 0
 
     /// Creates the application; it becomes ``current``.
     public init(delegate: ApplicationDelegate, logger: Logger = Logger(label: "lifecycle")) {

@@ -81,14 +81,16 @@ open class NavigationController: ViewController {
     @discardableResult
     private func setStack(_ controllers: [ViewController], animated: Bool) -> [ViewController] {
         let old = children
-        let removed = old.filter { candidate in !controllers.contains { $0 === candidate } }
-        let added = controllers.filter { candidate in !old.contains { $0 === candidate } }
+        let oldIDs = Set(old.map(ObjectIdentifier.init))
+        let newIDs = Set(controllers.map(ObjectIdentifier.init))
+        let removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
+        let added = controllers.filter { !oldIDs.contains(ObjectIdentifier($0)) }
         for controller in removed { controller.notifyWillMove(toParent: nil) }
         for controller in removed { controller.detachFromParent() }
         for controller in added { addChild(controller) }
         reorderChildren(controllers)
         // Push order when the new top is new, pop order when it was on the stack.
-        let pushing = topViewController.map { top in added.contains { $0 === top } } ?? false
+        let pushing = topViewController.map { !oldIDs.contains(ObjectIdentifier($0)) } ?? false
         transition(to: topViewController, animated: animated, pushing: pushing) { [unowned self] in
             // Each finishes its move unless a later change in the same turn moved it again.
             for controller in removed where controller.parent == nil { controller.notifyDidMove(toParent: nil) }

@@ -5,24 +5,32 @@
 @MainActor
 open class View {
     /// The name of this view in trace paths, unique among its siblings by convention.
-    public var name: String
+    public var name: String {
+        didSet { invalidatePath() }
+    }
     /// The view this one is a subview of.
     ///
     /// Back-references in the tree are `unowned`, not `weak`: a weakly referenced object gets a side table, which
     /// makes every retain and release of it take the slow path (measured: two thirds of an event's fan-out). The
     /// tree clears each back-reference before its target goes (a view's deinit detaches its subviews first).
-    public private(set) unowned var superview: View?
+    public private(set) unowned var superview: View? {
+        didSet { invalidatePath() }
+    }
     /// The subviews, back to front, in the order added.
-    public private(set) var subviews: [View] = []
+    // The hot stored properties below are read and written by every walk: no dynamic exclusivity checks on them
+    // (main actor only, and no access to any of them is held across a call).
+    @exclusivity(unchecked) public private(set) var subviews: [View] = []
     /// The window this view is in, or nil while it is not in the window.
     public private(set) weak var window: Window?
     /// The controller whose root view this is.
-    public internal(set) unowned var viewController: ViewController?
+    public internal(set) unowned var viewController: ViewController? {
+        didSet { invalidatePath() }
+    }
     /// The application whose tree this view joined; kept after it leaves, so its last events still reach that
     /// application's trace.
     public private(set) weak var application: Application?
     /// Events that happened before the view joined an application's tree.
-    private var detachedEvents: [(event: String, detail: String?)] = []
+    @exclusivity(unchecked) private var detachedEvents: [(event: String, detail: String?)] = []
 
     /// The view's frame. A change marks the view for layout; a change of size marks its superview too (its
     /// subviews' arrangement may depend on it).
@@ -35,14 +43,14 @@ open class View {
     }
 
     /// This view's part of the application's status, as its last ``draw(in:)`` wrote it.
-    public private(set) var statusText = ""
+    @exclusivity(unchecked) public private(set) var statusText = ""
 
     // Layout and display bookkeeping: a view is marked, and its ancestors know a descendant is marked, so a pass
     // walks only the dirty paths.
-    var needsLayout = true
-    var descendantNeedsLayout = false
-    var needsDisplay = true
-    var descendantNeedsDisplay = false
+    @exclusivity(unchecked) var needsLayout = true
+    @exclusivity(unchecked) var descendantNeedsLayout = false
+    @exclusivity(unchecked) var needsDisplay = true
+    @exclusivity(unchecked) var descendantNeedsDisplay = false
 
     /// Creates a view; its name defaults to its type's, `ProgressView` → `progressView`.
     public init(name: String? = nil, frame: Rect = .zero) {
@@ -56,11 +64,15 @@ open class View {
         let ownPath = lastKnownPath ?? name
         // Clear every back-reference first: this view is being deinitialized and must not be reached through them.
         for subview in subviews { subview.superview = nil }
-        while !subviews.isEmpty {
-            let subview = subviews.removeFirst()
+        // One at a time, first added first (linear: no removal from the front).
+        var released = subviews.map(Optional.some)
+        subviews.removeAll()
+        for index in released.indices {
+            let subview = released[index]!
             subview.lastKnownPath = ownPath + "/" + subview.name
             subview.notifyWillMove(toSuperview: nil)
             subview.notifyDidMoveToSuperview()
+            released[index] = nil
         }
     }
 
@@ -110,11 +122,11 @@ open class View {
                 view.lastKnownPath = path + "/" + view.name
             }
             view.adopt(application)
+            application.treeGeneration &+= 1
         }
         let newWindow = window
         let movesWindow = newWindow != nil && view.window !== newWindow
-        var controllers = movesWindow ? view.controllersInSubtree() : (preOrder: [], postOrder: [])
-        if movesWindow { controllers = Self.beginAppearing(view, controllers) }
+        let appearing = movesWindow ? Self.beginAppearing(view, in: newWindow?.application) : []
         if movesWindow { view.notifyWillMoveSubtree(toWindow: newWindow) }
         view.notifyWillMove(toSuperview: self)
         subviews.insert(view, at: min(max(index, 0), subviews.count))
@@ -126,7 +138,7 @@ open class View {
         // The new subtree keeps its own marks (a fresh subtree is fully marked); this view lays its children out anew.
         setNeedsLayout()
         view.propagateDirtyMarksUp()
-        if movesWindow { newWindow?.application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: true) }
+        if movesWindow { newWindow?.application?.scheduleAppearanceCompletion(for: appearing, appearing: true) }
     }
 
     /// Removes the view from its superview; if it was in the window, it and its subtree leave it.
@@ -134,8 +146,7 @@ open class View {
         guard let superview else { return }
         let oldWindow = window
         let leavesWindow = oldWindow != nil
-        let controllers = leavesWindow ? controllersInSubtree() : (preOrder: [], postOrder: [])
-        if leavesWindow { Self.beginAppearance(of: controllers.preOrder, appearing: false) }
+        let disappearing = leavesWindow ? Self.beginDisappearing(self) : []
         superview.notifyWillRemoveSubview(self)
         notifyWillMove(toSuperview: nil)
         if leavesWindow { notifyWillMoveSubtree(toWindow: nil) }
@@ -146,7 +157,7 @@ open class View {
         notifyDidMoveToSuperview()
         superview.setNeedsLayout()
         if leavesWindow {
-            oldWindow?.application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
+            oldWindow?.application?.scheduleAppearanceCompletion(for: disappearing, appearing: false)
         }
     }
 
@@ -209,6 +220,7 @@ open class View {
     /// Runs the layout pass over this subtree, top-down: a controller's root view is wrapped in
     /// `viewWillLayoutSubviews` / `viewDidLayoutSubviews`, and subviews follow their parent.
     func layoutPass() {
+        TreeWork.count(1)
         if needsLayout {
             needsLayout = false
             if let viewController {
@@ -234,6 +246,7 @@ open class View {
     /// Runs the display pass over this subtree, parent before child; returns whether any text changed.
     @discardableResult
     func displayPass() -> Bool {
+        TreeWork.count(1)
         var changed = false
         if needsDisplay {
             needsDisplay = false
@@ -255,89 +268,106 @@ open class View {
 
     /// Appends the status text of this subtree, pre-order, to `parts`.
     func collectStatus(into parts: inout [String]) {
+        TreeWork.count(1)
         if !statusText.isEmpty { parts.append(statusText) }
         for subview in subviews { subview.collectStatus(into: &parts) }
     }
 
     // MARK: Window moves
 
-    /// The controllers whose root views lie in this subtree, in pre-order (for will-callbacks: parent first) and
-    /// post-order (for did-callbacks: children first).
-    func controllersInSubtree() -> (preOrder: [ViewController], postOrder: [ViewController]) {
-        var pre: [ViewController] = []
-        var post: [ViewController] = []
-        func visit(_ view: View) {
-            if let controller = view.viewController { pre.append(controller) }
-            for subview in view.subviews { visit(subview) }
-            if let controller = view.viewController { post.append(controller) }
+    /// Starts the appearance of every controller whose root view lies in a subtree about to enter the window, in one
+    /// pre-order walk of the tree as the will-callbacks leave it: a view's subviews are read after its controller's
+    /// `viewWillAppear`, so a child a parent embeds there appears right after it, inside its bracket. Returns the
+    /// controllers in post-order, for the did-callbacks (children before their parent).
+    ///
+    /// A will-callback that changes the tree elsewhere in the subtree (the application's tree generation moved) is
+    /// caught by one more walk that starts whoever was missed; each walk is linear in the subtree.
+    static func beginAppearing(_ subtree: View, in application: Application?) -> [ViewController] {
+        let generation = application?.treeGeneration
+        var postOrder: [ViewController] = []
+        subtree.walk(
+            preOrder: { $0.viewController?.beginAppearanceTransition(true) },
+            postOrder: { if let controller = $0.viewController { postOrder.append(controller) } }
+        )
+        // Bounded: each round only starts controllers that a will-callback added.
+        var rounds = 0
+        while let application, application.treeGeneration != generation, rounds < 8 {
+            rounds += 1
+            let seen = application.treeGeneration
+            var late = false
+            postOrder.removeAll(keepingCapacity: true)
+            subtree.walk(
+                preOrder: { view in
+                    guard let controller = view.viewController, !controller.isAppearingOrAppeared else { return }
+                    late = true
+                    controller.beginAppearanceTransition(true)
+                },
+                postOrder: { if let controller = $0.viewController { postOrder.append(controller) } }
+            )
+            if !late || application.treeGeneration == seen { break }
         }
-        visit(self)
-        return (pre, post)
+        return postOrder
     }
 
-    /// Starts the appearance of the controllers in a subtree that is about to enter the window, pre-order, and
-    /// returns the controllers to complete: children embedded by a will-callback (a parent's `viewWillAppear` that
-    /// adds a child) appear too, inside their parent's bracket.
-    static func beginAppearing(
-        _ subtree: View,
-        _ controllers: (preOrder: [ViewController], postOrder: [ViewController])
-    ) -> (preOrder: [ViewController], postOrder: [ViewController]) {
-        beginAppearance(of: controllers.preOrder, appearing: true)
-        var current = controllers
-        // Bounded: each round only adds controllers that a will-callback embedded.
-        for _ in 0..<8 {
-            let now = subtree.controllersInSubtree()
-            let late = now.preOrder.filter { candidate in !current.preOrder.contains { $0 === candidate } }
-            if late.isEmpty { return now }
-            beginAppearance(of: late, appearing: true)
-            current = now
-        }
-        return subtree.controllersInSubtree()
+    /// Starts the disappearance of every controller whose root view lies in a subtree about to leave the window, in
+    /// pre-order; returns them in post-order, for the did-callbacks.
+    static func beginDisappearing(_ subtree: View) -> [ViewController] {
+        var postOrder: [ViewController] = []
+        subtree.walk(
+            preOrder: { $0.viewController?.beginAppearanceTransition(false) },
+            postOrder: { if let controller = $0.viewController { postOrder.append(controller) } }
+        )
+        return postOrder
     }
 
-    /// Starts the appearance transition of controllers whose root views enter or leave the window (pre-order).
-    static func beginAppearance(of controllers: [ViewController], appearing: Bool) {
-        for controller in controllers {
-            controller.beginAppearanceTransition(appearing)
-        }
+    /// Visits this subtree: `preOrder` on a view before its subviews (which are read after it returns),
+    /// `postOrder` after them.
+    func walk(preOrder: (View) -> Void, postOrder: (View) -> Void) {
+        TreeWork.count(1)
+        preOrder(self)
+        for subview in subviews { subview.walk(preOrder: preOrder, postOrder: postOrder) }
+        postOrder(self)
     }
 
     /// Moves a detached subtree (a window's content view) into or out of the window.
     func moveTopLevel(toWindow newWindow: Window?) {
         guard window !== newWindow else { return }
         let application = (newWindow ?? window)?.application
-        var controllers = controllersInSubtree()
+        let moved: [ViewController]
         if let newWindow {
-            controllers = Self.beginAppearing(self, controllers)
-            if !newWindow.visibleLayers.contains(where: { $0.controller.viewIfLoaded === self }) {
+            moved = Self.beginAppearing(self, in: application)
+            if !newWindow.isShowingLayer(of: self) {
                 // A will-callback covered this layer (a full-screen presentation from `viewWillAppear`): it does
                 // not enter the window after all; what began to appear disappears again.
-                Self.beginAppearance(of: controllers.preOrder, appearing: false)
-                newWindow.application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: false)
+                let reversed = Self.beginDisappearing(self)
+                application?.scheduleAppearanceCompletion(for: reversed, appearing: false)
                 return
             }
         } else {
-            Self.beginAppearance(of: controllers.preOrder, appearing: false)
+            moved = Self.beginDisappearing(self)
         }
         notifyWillMoveSubtree(toWindow: newWindow)
         setWindowInSubtree(newWindow)
         notifyDidMoveSubtreeToWindow()
         propagateDirtyMarksUp()
-        application?.scheduleAppearanceCompletion(for: controllers.postOrder, appearing: newWindow != nil)
+        application?.scheduleAppearanceCompletion(for: moved, appearing: newWindow != nil)
     }
 
     private func notifyWillMoveSubtree(toWindow newWindow: Window?) {
+        TreeWork.count(1)
         trace("willMove(toWindow:)", detail: newWindow == nil ? "nil" : "window")
         willMove(toWindow: newWindow)
         for subview in subviews { subview.notifyWillMoveSubtree(toWindow: newWindow) }
     }
 
     private func setWindowInSubtree(_ newWindow: Window?) {
+        TreeWork.count(1)
         window = newWindow
         for subview in subviews { subview.setWindowInSubtree(newWindow) }
     }
 
     private func notifyDidMoveSubtreeToWindow() {
+        TreeWork.count(1)
         trace("didMoveToWindow", detail: window == nil ? "nil" : "window")
         didMoveToWindow()
         for subview in subviews { subview.notifyDidMoveSubtreeToWindow() }
@@ -350,19 +380,40 @@ open class View {
     /// A detached view (removed, or being released with its superview) keeps the path it last had, so teardown
     /// events name where the view was.
     public var path: String {
+        if pathIsCurrent, let lastKnownPath { return lastKnownPath }
+        TreeWork.count(1)
         let computed: String
+        let current: Bool
         if let viewController {
             computed = viewController.path + ".view"
+            current = viewController.pathIsCurrent
         } else if let superview {
             computed = superview.path + "/" + name
+            current = superview.pathIsCurrent
         } else {
-            return lastKnownPath ?? name
+            // Detached: the path it last had, or its name; it stays so until the view moves.
+            computed = lastKnownPath ?? name
+            current = true
         }
         lastKnownPath = computed
+        pathIsCurrent = current
         return computed
     }
 
-    var lastKnownPath: String?
+    /// The path last computed (kept after the view leaves the tree). Setting it renames what hangs below too.
+    @exclusivity(unchecked) var lastKnownPath: String? {
+        didSet { invalidatePath() }
+    }
+    /// Whether ``lastKnownPath`` is the path now (see ``ViewController/pathIsCurrent``).
+    @exclusivity(unchecked) var pathIsCurrent = false
+
+    /// This view moved: its path, and those below it, are built again when next read.
+    func invalidatePath() {
+        guard pathIsCurrent else { return }
+        TreeWork.count(1)
+        pathIsCurrent = false
+        for subview in subviews { subview.invalidatePath() }
+    }
 
     func trace(_ event: String, detail: String? = nil) {
         if let application {
@@ -374,6 +425,7 @@ open class View {
 
     /// Makes this view and its subtree belong to `application`, recording the events each had before, pre-order.
     func adopt(_ application: Application) {
+        TreeWork.count(1)
         guard self.application !== application else { return }
         self.application = application
         if !detachedEvents.isEmpty {

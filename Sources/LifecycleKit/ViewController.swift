@@ -29,7 +29,9 @@ open class ViewController {
 
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
     /// `ViewController`/`Controller`, lower camel case.
-    public var identifier: String
+    public var identifier: String {
+        didSet { invalidatePath() }
+    }
 
     /// The controller's root view, loaded on first access (``loadView()`` then ``viewDidLoad()``).
     ///
@@ -64,11 +66,15 @@ open class ViewController {
     // main actor, and no access to it is ever held across a call).
     @exclusivity(unchecked) public internal(set) var children: [ViewController] = []
     /// The container this controller is a child of.
-    public private(set) unowned var parent: ViewController?
+    public private(set) unowned var parent: ViewController? {
+        didSet { invalidatePath() }
+    }
     /// The controller this one presents.
     @exclusivity(unchecked) public private(set) var presentedViewController: ViewController?
     /// The controller that presents this one.
-    public private(set) unowned var presentingViewController: ViewController?
+    public private(set) unowned var presentingViewController: ViewController? {
+        didSet { invalidatePath() }
+    }
     /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``. By default
     /// (``ModalPresentationStyle/automatic``) the presenter stays visible, as in UIKit since iOS 13.
     public var modalPresentationStyle: ModalPresentationStyle = .automatic
@@ -91,22 +97,36 @@ open class ViewController {
         return nil
     }
 
-    var appearance: Appearance = .disappeared
+    // The hot stored properties below are read and written by every walk and event: no dynamic exclusivity checks
+    // on them (main actor only, and no access to any of them is held across a call).
+    @exclusivity(unchecked) var appearance: Appearance = .disappeared
     /// The application whose tree this controller joined; kept after it leaves, so its last events (a popped
     /// controller's `deinit`) still reach that application's trace.
     public private(set) weak var application: Application?
     /// The window whose root this controller is.
-    weak var hostingWindow: Window?
+    weak var hostingWindow: Window? {
+        didSet { invalidatePath() }
+    }
     /// Events that happened before the controller joined an application's tree (its `init`, for one).
-    private var detachedEvents: [(event: String, detail: String?)] = []
+    @exclusivity(unchecked) private var detachedEvents: [(event: String, detail: String?)] = []
+    /// Its `init` happened before it joined an application: recorded first when it joins (no buffer for it).
+    @exclusivity(unchecked) private var initIsPending = false
     /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
-    var lifecycleTasks: [LifecycleTask] = []
-    private var loadedView: View?
-    private var isLoadingView = false
+    @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
+    @exclusivity(unchecked) private var loadedView: View?
+    @exclusivity(unchecked) private var isLoadingView = false
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
     /// view embeds them in a storyboard.
     var embedsChildViewsOnLoad = false
-    var lastKnownPath: String?
+    /// The path last computed (kept after the controller leaves the tree, so its last events name where it was).
+    /// Setting it (naming a controller by where it is going, or where it was) renames what hangs below it too.
+    @exclusivity(unchecked) var lastKnownPath: String? {
+        didSet { invalidatePath() }
+    }
+    /// Whether ``lastKnownPath`` is the path now. Only while the path it was built from is current too, so a move
+    /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
+    /// once per position, and a trace event reads it in constant time.
+    @exclusivity(unchecked) var pathIsCurrent = false
 
     /// Creates a controller in code.
     public init(identifier: String? = nil) {
@@ -117,7 +137,9 @@ open class ViewController {
                 strippingSuffixes: ["ViewController", "Controller"],
                 fallback: "controller"
             )
-        trace("init")
+        // Nothing to trace it to yet, unless a subclass's own initializer found an application: held as a flag, so a
+        // tree built apart costs no buffer per controller.
+        initIsPending = true
     }
 
     /// Creates a controller decoded from an archive (a declarative tree file or a saved state).
@@ -149,9 +171,12 @@ open class ViewController {
             view.lastKnownPath = ownPath + ".view"
             loadedView = nil
         }
-        while !children.isEmpty {
-            let child = children.removeFirst()
-            child.lastKnownPath = ownPath + "/" + child.identifier
+        // One at a time, first added first, each named before it goes (linear: no removal from the front).
+        var released = children.map(Optional.some)
+        children.removeAll()
+        for index in released.indices {
+            released[index]!.lastKnownPath = ownPath + "/" + released[index]!.identifier
+            released[index] = nil
         }
         if let presented = presentedViewController {
             presented.lastKnownPath = ownPath + "/" + presented.identifier
@@ -434,6 +459,9 @@ open class ViewController {
 
     // MARK: Appearance transitions
 
+    /// Whether the controller is on screen or on its way there.
+    var isAppearingOrAppeared: Bool { appearance == .appearing || appearance == .appeared }
+
     func beginAppearanceTransition(_ appearing: Bool) {
         let animated = lastTransitionWasAnimated
         switch (appearing, appearance) {
@@ -498,6 +526,7 @@ open class ViewController {
     /// This controller and everything below it that receives application events, pre-order: itself, its
     /// children in the order added, then what it presents.
     func appendPreOrder(to list: inout [ViewController]) {
+        TreeWork.count(1)
         list.append(self)
         for child in children { child.appendPreOrder(to: &list) }
         presentedViewController?.appendPreOrder(to: &list)
@@ -506,19 +535,41 @@ open class ViewController {
     // MARK: Tracing
 
     /// The path of this controller in the trace: its container's (or presenter's) path, `/`, its identifier.
+    ///
+    /// A controller out of the tree keeps the path it last had, so its last events (a popped controller's `deinit`)
+    /// name where it was.
     public var path: String {
+        if pathIsCurrent, let lastKnownPath { return lastKnownPath }
+        TreeWork.count(1)
         let computed: String
+        let current: Bool
         if let parent {
             computed = parent.path + "/" + identifier
+            current = parent.pathIsCurrent
         } else if let presentingViewController {
             computed = presentingViewController.path + "/" + identifier
-        } else if let lastKnownPath, hostingWindow == nil {
-            return lastKnownPath
-        } else {
+            current = presentingViewController.pathIsCurrent
+        } else if hostingWindow != nil {
             computed = identifier
+            current = true
+        } else {
+            // Out of the tree: the path it last had, or its identifier; it stays so until the controller moves.
+            computed = lastKnownPath ?? identifier
+            current = true
         }
         lastKnownPath = computed
+        pathIsCurrent = current
         return computed
+    }
+
+    /// This controller moved: its path, and those below it, are built again when next read.
+    func invalidatePath() {
+        guard pathIsCurrent else { return }
+        TreeWork.count(1)
+        pathIsCurrent = false
+        for child in children { child.invalidatePath() }
+        presentedViewController?.invalidatePath()
+        loadedView?.invalidatePath()
     }
 
     func trace(_ event: String, detail: String? = nil) {
@@ -534,8 +585,13 @@ open class ViewController {
     ///
     /// A subtree that already belongs to `application` is skipped: everything below a node joins with it.
     func adopt(_ application: Application) {
+        TreeWork.count(1)
         guard self.application !== application else { return }
         self.application = application
+        if initIsPending {
+            initIsPending = false
+            application.traceEvent("init", target: self.path, detail: nil)
+        }
         if !detachedEvents.isEmpty {
             let events = detachedEvents
             detachedEvents = []

@@ -46,6 +46,11 @@ public final class Window {
         return layers[start...]
     }
 
+    /// Whether `view` is the root view of one of the layers in the window now.
+    func isShowingLayer(of view: View) -> Bool {
+        visibleLayers.contains { $0.controller.viewIfLoaded === view }
+    }
+
     /// Makes the window visible: its root controller (and what is presented) appears.
     func show() {
         guard !isVisible else { return }
@@ -63,12 +68,15 @@ public final class Window {
         var tree: [ViewController] = []
         root.appendPreOrder(to: &tree)
         let presented = tree.filter { $0.presentingViewController != nil }
+        let presentedIDs = Set(presented.map(ObjectIdentifier.init))
         // Keep the order of layers already known (presentation order), then add the ones the tree adds.
         var rebuilt = [layers[0]]
-        for layer in layers.dropFirst() where presented.contains(where: { $0 === layer.controller }) {
+        var kept: Set<ObjectIdentifier> = []
+        for layer in layers.dropFirst() where presentedIDs.contains(ObjectIdentifier(layer.controller)) {
             rebuilt.append(layer)
+            kept.insert(ObjectIdentifier(layer.controller))
         }
-        for controller in presented where !rebuilt.contains(where: { $0.controller === controller }) {
+        for controller in presented where !kept.contains(ObjectIdentifier(controller)) {
             rebuilt.append(Layer(controller: controller, style: controller.modalPresentationStyle))
         }
         layers = rebuilt
@@ -133,9 +141,10 @@ public final class Window {
             node = current.presentedViewController
         }
         let before = Set(visibleLayers.map { ObjectIdentifier($0.controller) })
-        let removed = layers.filter { layer in chain.contains { $0 === layer.controller } }
+        let inChain = Set(chain.map(ObjectIdentifier.init))
+        let removed = layers.filter { inChain.contains(ObjectIdentifier($0.controller)) }
         guard !removed.isEmpty else { return }
-        layers.removeAll { layer in chain.contains { $0 === layer.controller } }
+        layers.removeAll { inChain.contains(ObjectIdentifier($0.controller)) }
         guard isVisible else { return }
         for layer in removed where before.contains(ObjectIdentifier(layer.controller)) {
             layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)

@@ -1,0 +1,102 @@
+import Testing
+
+@testable import LifecycleKit
+
+/// A controller with its root view and one subview, as the scaling benchmark builds them.
+@MainActor
+final class ScalingController: ViewController {
+    override func viewDidLoad() {
+        view.addSubview(View(name: "label"))
+    }
+}
+
+/// A tree of `count` controllers, `fanOut` children each, breadth first; every child embedded in its parent.
+@MainActor
+func scalingTree(count: Int, fanOut: Int = 10) -> ViewController {
+    let root = ScalingController(identifier: "root")
+    var frontier: [ViewController] = [root]
+    var made = 1
+    while made < count {
+        var next: [ViewController] = []
+        for parent in frontier {
+            for _ in 0..<fanOut where made < count {
+                let child = ScalingController(identifier: "c\(made)")
+                parent.embed(child)
+                next.append(child)
+                made += 1
+            }
+        }
+        frontier = next
+    }
+    return root
+}
+
+/// Every tree operation is linear in the number of controllers and views: the nodes its walks visit (counted in
+/// debug builds by `TreeWork`) grow with the tree as the tree grows, not faster. Counted work, not wall time, so the
+/// test is as stable on a loaded machine as on an idle one.
+@MainActor
+@Suite("Tree operations scale linearly")
+struct ScalingTests {
+    /// The work of each operation on a tree of `count` controllers, by name.
+    static func work(count: Int, traced: Bool) -> [String: Int] {
+        var work: [String: Int] = [:]
+        func measure(_ name: String, _ body: () -> Void) {
+            TreeWork.reset()
+            body()
+            work[name] = TreeWork.visits
+        }
+        var root: ViewController?
+        measure("build") { root = scalingTree(count: count) }
+        let navigation = NavigationController(rootViewController: ScalingController(identifier: "first"), identifier: "nav")
+        root!.embed(navigation)
+        let app = makeApplication(delegate: TestDelegate { [root] app in app.window = Window(rootViewController: root) })
+        root = nil
+        // Traced, every event builds its target's path: the paths must cost no more than the events themselves.
+        var events = 0
+        if traced { app.trace.observe { _ in events += 1 } }
+        measure("launch") { app.launch() }
+        measure("background") { app.requestEnterBackground() }
+        measure("foreground") { app.requestBecomeActive() }
+        measure("memory warning") { app.requestMemoryWarning() }
+        measure("tree order") { _ = app.controllersInTreeOrder() }
+        let top = app.window!.rootViewController!
+        measure("layout pass") {
+            for controller in app.controllersInTreeOrder() { controller.view.setNeedsLayout() }
+            app.runEndOfTurn()
+        }
+        measure("display pass") {
+            for controller in app.controllersInTreeOrder() { controller.view.subviews[0].setNeedsDisplay() }
+            app.runEndOfTurn()
+        }
+        measure("push and pop a tree") {
+            navigation.pushViewController(scalingTree(count: count), animated: false)
+            app.runEndOfTurn()
+            navigation.popViewController(animated: false)
+            app.runEndOfTurn()
+        }
+        measure("present and dismiss") {
+            let modal = ScalingController(identifier: "modal")
+            modal.modalPresentationStyle = .fullScreen
+            top.present(modal, animated: false)
+            app.runEndOfTurn()
+            top.dismiss(animated: false)
+            app.runEndOfTurn()
+        }
+        measure("terminate") { app.requestTermination() }
+        if traced { #expect(events > count) }
+        return work
+    }
+
+    @Test(arguments: [false, true])
+    func everyOperationDoesWorkLinearInTheSizeOfTheTree(traced: Bool) {
+        let small = Self.work(count: 400, traced: traced)
+        let large = Self.work(count: 3200, traced: traced)
+        for (operation, smallWork) in small.sorted(by: { $0.key < $1.key }) {
+            let largeWork = large[operation]!
+            let ratio = Double(largeWork) / Double(max(smallWork, 1))
+            // Eight times the tree: linear work is about eight times as much; quadratic would be sixty-four.
+            #expect(ratio <= 8 * 1.25, "\(operation): \(smallWork) nodes visited for 400 controllers, \(largeWork) for 3,200 (×\(ratio))")
+            #expect(smallWork > 0, "\(operation) counted no work: \(small)")
+        }
+    }
+}
