@@ -31,6 +31,7 @@ public final class Daemon: ApplicationHost {
     private let configure: @MainActor (DaemonConfiguration) -> Void
     private var signalSources: [MainLoop.Source] = []
     private var systemEvents: SystemEvents?
+    private var stallDetector: StallDetector?
     private let notifications: Notifications
 
     /// Creates a daemon around an application whose delegate is already made.
@@ -158,6 +159,11 @@ public final class Daemon: ApplicationHost {
             MainActor.assumeIsolated { self.application.runEndOfTurn() }
         }
         let watchdog = try loop.enableWatchdog()
+        // Trace lines are written once the dispatch that fired them returns, off the callbacks' path; a callback that
+        // hangs is named by the stall detector instead.
+        application.trace.defersLogLines = true
+        if configuration.watchStalls { try startStallDetector() }
+        loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
         if let hang = configuration.hangIn { installHang(in: hang) }
         logger.info(
             "\(options.programName) starting",
@@ -182,7 +188,29 @@ public final class Daemon: ApplicationHost {
         configure(configuration)
         application.launch(into: configuration.launchInto, options: launchOptions())
         application.runEndOfTurn()
-        return try loop.run()
+        dispatchDidEnd()
+        let code = try loop.run()
+        dispatchDidEnd()
+        stallDetector?.stop()
+        return code
+    }
+
+    /// The loop's dispatch (or the launch) returned: write the trace lines it deferred; no callback runs now.
+    private func dispatchDidEnd() {
+        application.trace.flush()
+        stallDetector?.dispatchDidEnd()
+    }
+
+    private func startStallDetector() throws(SystemdError) {
+        var thresholds = StallDetector.Thresholds.forWatchdog(SystemdNotifier.fromEnvironment().watchdogInterval())
+        if let warning = configuration.stallWarning { thresholds.warning = warning }
+        let lines = application.trace.lineBuffer
+        let detector = StallDetector(thresholds: thresholds, logger: logger) { lines.flush() }
+        try detector.start()
+        application.trace.monitor = detector
+        stallDetector = detector
+        let urgent = thresholds.urgent.map { ", another after \($0.formattedForLog)" } ?? ""
+        logger.debug("stall detector: a warning after \(thresholds.warning.formattedForLog)\(urgent)")
     }
 
     private func launchOptions() -> LaunchOptions {
@@ -265,18 +293,33 @@ public final class Daemon: ApplicationHost {
 
     /// The watchdog test's switch: when the named callback fires, the main thread blocks forever, so the loop stops
     /// feeding the watchdog.
-    private func installHang(in callback: String) {
-        logger.warning("debug: the main thread will hang in \(callback)")
+    /// `CALLBACK` blocks the main thread forever when that callback fires the first time; `CALLBACK=SECONDS` blocks
+    /// it that long (the stall detector's tests).
+    private func installHang(in specification: String) {
+        let parts = specification.split(separator: "=", maxSplits: 1).map(String.init)
+        let callback = parts[0]
+        let seconds = parts.count > 1 ? Double(parts[1]) : nil
+        logger.warning("debug: the main thread will block in \(callback) for \(seconds.map { "\($0) s" } ?? "ever")")
+        var done = false
         application.trace.observe { [logger] event in
-            guard event.event == callback else { return }
-            logger.critical("debug: hanging in \(callback) (\(event.target)) on purpose")
-            while true { sleep(3600) }
+            guard !done, event.event == callback else { return }
+            done = true
+            logger.critical("debug: blocking in \(callback) (\(event.target)) on purpose")
+            guard let seconds else {
+                while true { sleep(3600) }
+            }
+            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+            var remaining = timespec()
+            while nanosleep(&request, &remaining) != 0 { request = remaining }
         }
     }
 
     // MARK: Helpers
 
+    /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
+    /// before the journal has its callbacks.
     private func notify(_ assignments: [NotifyAssignment]) {
+        application.trace.flush()
         notifications.send(assignments)
     }
 

@@ -25,6 +25,10 @@ public struct DaemonConfiguration: Sendable {
     public var watchLogind = true
     /// Debug: the callback that blocks the main thread forever when it fires (the watchdog test).
     public var hangIn: String?
+    /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
+    public var watchStalls = true
+    /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
+    public var stallWarning: Duration?
     /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
     public var applicationSettings: (any ConfigurationSection)?
 
@@ -49,6 +53,18 @@ public struct DaemonConfiguration: Sendable {
             ]
         ),
         ("Logind", [.boolean("Watch", \.watchLogind)]),
+        (
+            "Stall",
+            [
+                .boolean("Watch", \.watchStalls),
+                ConfigurationKey("WarningSec") { configuration, value throws(ConfigurationValueError) in
+                    guard let duration = ConfigurationParsing.duration(value, unit: .seconds(1)), duration > .zero else {
+                        throw ConfigurationValueError("WarningSec=\(value) is not a positive number of seconds")
+                    }
+                    configuration.stallWarning = duration
+                },
+            ]
+        ),
         ("Debug", [.text("HangIn", \.hangIn)]),
     ]
 

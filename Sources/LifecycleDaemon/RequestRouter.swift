@@ -67,6 +67,8 @@ final class RequestRouter {
                 // (SIGCONT) brings the application back to the foreground.
                 application.runEndOfTurn()
                 logger.info("stopped by SIGTSTP; `fg` or SIGCONT resumes")
+                // Stopped, the process writes nothing: the lines of the transition go out first.
+                application.trace.flush()
                 stopProcess()
             }
         case .foreground:

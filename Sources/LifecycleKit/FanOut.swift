@@ -31,14 +31,14 @@ final class FanOut {
         if reversed {
             for controller in list.reversed() {
                 if observed { application.traceEvent(event, target: controller.path, detail: nil) } else {
-                    trace.skipUnobservedEvent()
+                    trace.skipUnobservedEvent(event, target: controller.path)
                 }
                 callback(controller)
             }
         } else {
             for controller in list {
                 if observed { application.traceEvent(event, target: controller.path, detail: nil) } else {
-                    trace.skipUnobservedEvent()
+                    trace.skipUnobservedEvent(event, target: controller.path)
                 }
                 callback(controller)
             }

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// One callback, as it appears in the trace: journald's `LIFECYCLE_*` fields, or one line on stderr.
 public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
@@ -40,9 +41,57 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// Watches which callback runs now, from outside the main thread: the daemon's stall detector.
+///
+/// ``callbackWillStart(sequence:event:target:)`` runs on the main actor just before every callback, traced or not;
+/// the monitor must be quick (it runs on the hot path) and may hand what it learned to another thread.
+public protocol CallbackMonitor: AnyObject, Sendable {
+    /// A callback is about to run: its sequence number, its event name and its target (`delegate` or a path).
+    func callbackWillStart(sequence: Int, event: String, target: String)
+}
+
+/// Trace lines that wait to be written (``Trace/defersLogLines``), in order: written by the main thread when the
+/// loop's dispatch returns, or by any other thread that must get them out while the main thread cannot (the stall
+/// detector, when a callback hangs). Lines are written in order whoever writes them.
+public final class TraceLineBuffer: Sendable {
+    private struct Pending: Sendable {
+        var logger: Logger
+        var lines: [(Logger.Level, TraceEvent)] = []
+    }
+
+    private let pending: Mutex<Pending>
+
+    init(logger: Logger) {
+        pending = Mutex(Pending(logger: logger))
+    }
+
+    /// Whether lines wait.
+    public var isEmpty: Bool { pending.withLock { $0.lines.isEmpty } }
+
+    func append(_ event: TraceEvent, at level: Logger.Level) {
+        pending.withLock { $0.lines.append((level, event)) }
+    }
+
+    func setLogger(_ logger: Logger) {
+        pending.withLock { $0.logger = logger }
+    }
+
+    /// Writes every waiting line, in order; safe from any thread.
+    public func flush() {
+        pending.withLock { pending in
+            guard !pending.lines.isEmpty else { return }
+            for (level, event) in pending.lines { Trace.write(event, at: level, to: pending.logger) }
+            pending.lines.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
 /// The ordered stream of every lifecycle callback; the ground truth that ordering tests read back.
 ///
-/// Observers are called synchronously, in registration order, as each callback fires.
+/// Observers are called synchronously, in registration order, as each callback fires. The log lines can be
+/// deferred (``defersLogLines``): each event is then written once its callback has returned, when the host calls
+/// ``flush()`` at the end of the loop's dispatch, so writing them costs the callbacks nothing; a hung callback is
+/// named by the ``monitor`` instead.
 @MainActor
 public final class Trace {
     /// A handle that keeps an observer registered; call ``cancel()`` to remove it.
@@ -74,14 +123,28 @@ public final class Trace {
     @exclusivity(unchecked) public private(set) var sequence = 0
 
     /// The logger every event is written to: delegate events at info, others at debug (see ``logsEverythingAtInfo``).
-    @exclusivity(unchecked) public var logger: Logger
+    @exclusivity(unchecked) public var logger: Logger {
+        didSet { lineBuffer.setLogger(logger) }
+    }
 
     /// When true, controller and view events are logged at info too (`--trace`, `LIFECYCLE_TRACE=all`).
     @exclusivity(unchecked) public var logsEverythingAtInfo = false
 
+    /// When true, log lines wait for ``flush()`` instead of being written before each callback.
+    @exclusivity(unchecked) public var defersLogLines = false {
+        didSet { if !defersLogLines { flush() } }
+    }
+
+    /// Told of every callback just before it runs (the daemon's stall detector).
+    @exclusivity(unchecked) public var monitor: (any CallbackMonitor)?
+
+    /// The lines that wait for ``flush()`` (``defersLogLines``); another thread may write them too.
+    public let lineBuffer: TraceLineBuffer
+
     /// Creates a trace writing to `logger`.
     public init(logger: Logger = Logger(label: "lifecycle")) {
         self.logger = logger
+        self.lineBuffer = TraceLineBuffer(logger: logger)
     }
 
     isolated deinit {
@@ -117,8 +180,14 @@ public final class Trace {
     }
 
     /// Numbers an event that nobody observes (see ``isObserved(delegateEvent:)``), so sequence numbers stay dense.
-    func skipUnobservedEvent() {
+    func skipUnobservedEvent(_ event: String, target: @autoclosure () -> String) {
         sequence += 1
+        monitor?.callbackWillStart(sequence: sequence, event: event, target: target())
+    }
+
+    /// Writes the log lines that wait (``defersLogLines``), in order.
+    public func flush() {
+        lineBuffer.flush()
     }
 
     /// Records one callback.
@@ -133,8 +202,10 @@ public final class Trace {
         detail: String? = nil
     ) {
         sequence += 1
-        guard isObserved(delegateEvent: isDelegate) else { return }
-        let isDelegateEvent = isDelegate
+        guard isObserved(delegateEvent: isDelegate) else {
+            monitor?.callbackWillStart(sequence: sequence, event: event, target: isDelegate ? "delegate" : target())
+            return
+        }
         let traced = TraceEvent(
             event: event,
             target: isDelegate ? "delegate" : target(),
@@ -143,17 +214,14 @@ public final class Trace {
             cause: cause,
             detail: detail
         )
-        let level: Logger.Level = isDelegateEvent || logsEverythingAtInfo ? .info : .debug
+        monitor?.callbackWillStart(sequence: sequence, event: event, target: traced.target)
+        let level: Logger.Level = isDelegate || logsEverythingAtInfo ? .info : .debug
         if logger.logLevel <= level {
-            var metadata: Logger.Metadata = [
-                "lifecycle.event": .string(traced.event),
-                "lifecycle.target": .string(traced.target),
-                "lifecycle.state": .string(traced.state.rawValue),
-                "lifecycle.seq": .stringConvertible(traced.sequence),
-                "lifecycle.cause": .string(traced.cause.rawValue),
-            ]
-            if let detail { metadata["lifecycle.detail"] = .string(detail) }
-            logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
+            if defersLogLines {
+                lineBuffer.append(traced, at: level)
+            } else {
+                Self.write(traced, at: level, to: logger)
+            }
         }
         for observer in observers {
             observer.body(traced)
@@ -161,5 +229,17 @@ public final class Trace {
         for continuation in continuations.values {
             continuation.yield(traced)
         }
+    }
+
+    nonisolated static func write(_ traced: TraceEvent, at level: Logger.Level, to logger: Logger) {
+        var metadata: Logger.Metadata = [
+            "lifecycle.event": .string(traced.event),
+            "lifecycle.target": .string(traced.target),
+            "lifecycle.state": .string(traced.state.rawValue),
+            "lifecycle.seq": .stringConvertible(traced.sequence),
+            "lifecycle.cause": .string(traced.cause.rawValue),
+        ]
+        if let detail = traced.detail { metadata["lifecycle.detail"] = .string(detail) }
+        logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
     }
 }

@@ -24,6 +24,10 @@ public final class MainLoop {
     private var turnEnd: Source?
     private var mainQueueSource: Source?
 
+    /// Called on the loop after every handler it dispatched (a signal, a descriptor, a timer, the turn end): where
+    /// the daemon writes the log lines the handler deferred and marks the main thread idle for its stall detector.
+    public var afterDispatch: (() -> Void)?
+
     /// Takes the main thread's default sd-event loop; must be called on the main thread.
     public convenience init() throws(SystemdError) {
         precondition(
@@ -343,11 +347,13 @@ public final class MainLoop {
         fileprivate func dispatchSignal(_ info: SignalInfo) {
             guard case .signal(let body) = handler else { preconditionFailure("signal callback on \(handler)") }
             withExtendedLifetime(self) { body(info) }
+            loop?.afterDispatch?()
         }
 
         fileprivate func dispatchIO(_ events: IOEvents) {
             guard case .io(let body) = handler else { preconditionFailure("io callback on \(handler)") }
             withExtendedLifetime(self) { body(events) }
+            loop?.afterDispatch?()
         }
 
         fileprivate func dispatchTimer() {
@@ -357,11 +363,13 @@ public final class MainLoop {
                 // sd-event already turned the one-shot timer off; drop it so it does not pile up in the registry.
                 cancel()
             }
+            loop?.afterDispatch?()
         }
 
         fileprivate func dispatchTurnEnd() {
             guard case .turnEnd(let body) = handler else { preconditionFailure("post callback on \(handler)") }
             withExtendedLifetime(self) { body() }
+            loop?.afterDispatch?()
         }
     }
 }

@@ -253,7 +253,71 @@ def test_a_hung_callback_trips_the_watchdog_and_systemd_restarts_the_daemon(
         r for r in records if r.get("_PID") == "1" and "Watchdog timeout" in str(r.get("MESSAGE", ""))
     ]
     assert timeouts, messages(records)
-    # The hang happened inside the background transition the signal asked for (each callback is traced
-    # before it runs, so the first receiver's event is there whichever callback hangs).
+    # The hang happened inside the background transition the signal asked for: the stall detector wrote the lines
+    # the stuck dispatch had deferred, the hung callback's among them, then named it.
     hung = lifecycle_events(records, pid=shown["MainPID"])
     assert ("applicationDidEnterBackground", "root/modes/serving") in pairs(hung), pairs(hung)
+    # Before systemd's "Watchdog timeout", the journal names the stuck callback and its target (a quarter of
+    # WatchdogSec=2 in, then half of it).
+    stalls = [
+        r for r in records
+        if r.get("_PID") == shown["MainPID"] and r.get("LIFECYCLE_STALL_EVENT") == "applicationDidEnterBackground"
+    ]
+    assert [r.get("PRIORITY") for r in stalls] == ["4", "3"], messages(records)
+    assert all(r.get("LIFECYCLE_STALL_TARGET") == "root/modes/serving" for r in stalls)
+    assert "has run for 500 ms and has not returned" in str(stalls[0]["MESSAGE"])
+    position = {id(r): index for index, r in enumerate(records)}
+    assert position[id(stalls[0])] < position[id(stalls[1])] < position[id(timeouts[0])]
+    assert int(stalls[1]["__MONOTONIC_TIMESTAMP"]) < int(timeouts[0]["__MONOTONIC_TIMESTAMP"])
+
+
+def test_a_slow_callback_is_named_while_it_runs_then_its_duration_when_it_returns(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    """No watchdog: the stall detector warns after a second, and the notice gives the whole duration."""
+    unit = daemon_unit("Environment=LIFECYCLE_HANG_IN=applicationWillResignActive=2", "WatchdogSec=0")
+    _, shown = start(sandbox, unit)
+    cursor = sandbox.cursor()
+    kill_main(sandbox, unit, "SIGUSR1")
+    records = wait_for(
+        lambda: (r := sandbox.journal(unit, cursor))
+        and any("returned after" in str(x.get("MESSAGE", "")) for x in r)
+        and r,
+        timeout=20,
+        message="the stall warning and the notice with its duration",
+    )
+    stalls = [r for r in records if r.get("LIFECYCLE_STALL_EVENT") == "applicationWillResignActive"]
+    assert [r.get("PRIORITY") for r in stalls] == ["4", "5"], messages(records)
+    assert stalls[0]["LIFECYCLE_STALL_TARGET"] == "root/modes/serving"
+    assert "has run for 1000 ms and has not returned" in str(stalls[0]["MESSAGE"]) or "has run for 1.0 s" in str(
+        stalls[0]["MESSAGE"]
+    ), stalls[0]["MESSAGE"]
+    assert 2000 <= int(stalls[1]["LIFECYCLE_STALL_MS"]) < 4000
+    # It then finished the transition, and the service never restarted.
+    events = wait_events(sandbox, unit, cursor, len(BACKGROUND), cause="signal:SIGUSR1")
+    assert pairs(events) == BACKGROUND
+    assert sandbox.show(unit)["NRestarts"] == "0"
+
+
+def test_every_completed_callback_is_in_the_journal_when_sigkill_follows_a_burst(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    """Trace lines are written after the callbacks (off the signal's path), but before the loop sleeps and before
+    systemd hears of a new state: a SIGKILL right after a burst loses none."""
+    unit = daemon_unit("Restart=no")
+    _, shown = start(sandbox, unit)
+    cursor = sandbox.cursor()
+    for _ in range(20):
+        kill_main(sandbox, unit, "SIGUSR1")
+        kill_main(sandbox, unit, "SIGUSR2")
+        kill_main(sandbox, unit, MEMORY_WARNING_SIGNAL)
+    kill_main(sandbox, unit, "SIGUSR1")
+    wait_for(lambda: sandbox.show(unit)["StatusText"].startswith("background"), timeout=20, message="background")
+    sandbox.systemctl("kill", "--kill-whom=main", "--signal=SIGKILL", unit)
+    wait_for(lambda: sandbox.show(unit)["ActiveState"] in ("failed", "inactive"), timeout=20, message="killed")
+    events = lifecycle_events(sandbox.journal(unit, cursor), pid=shown["MainPID"])
+    # Every sequence number from launch to the last callback is there, and the last transition is whole.
+    seqs = [e.seq for e in lifecycle_events(sandbox.journal(unit), pid=shown["MainPID"])]
+    assert seqs == list(range(1, len(seqs) + 1)), f"gaps in LIFECYCLE_SEQ: {sorted(set(range(1, max(seqs) + 1)) - set(seqs))}"
+    last = [e for e in events if e.cause == "signal:SIGUSR1"]
+    assert pairs(last[-len(BACKGROUND):]) == BACKGROUND

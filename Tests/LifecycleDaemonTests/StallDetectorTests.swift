@@ -1,0 +1,126 @@
+import LifecycleKit
+import Logging
+import Synchronization
+import Testing
+
+@testable import LifecycleDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Log records with their levels and metadata, from any thread.
+final class StallLog: Sendable {
+    struct Record: Sendable {
+        let level: Logger.Level
+        let message: String
+        let metadata: [String: String]
+    }
+
+    private let records = Mutex<[Record]>([])
+
+    var all: [Record] { records.withLock { $0 } }
+
+    func logger() -> Logger {
+        Logger(label: "stall") { _ in Handler(log: self) }
+    }
+
+    private struct Handler: LogHandler {
+        let log: StallLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let fields = (event.metadata ?? [:]).mapValues { "\($0)" }
+            log.records.withLock { $0.append(Record(level: event.level, message: "\(event.message)", metadata: fields)) }
+        }
+    }
+}
+
+/// Blocks the calling thread, as a hung callback does.
+func block(for duration: Duration) {
+    var request = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0 { request = remaining }
+}
+
+@Suite("The stall detector")
+struct StallDetectorTests {
+    @Test func aCallbackRunningPastTheThresholdsIsNamedTwiceThenItsDurationWhenItReturns() throws {
+        let log = StallLog()
+        let detector = StallDetector(
+            thresholds: .init(warning: .milliseconds(100), urgent: .milliseconds(250)),
+            logger: log.logger()
+        )
+        try detector.start()
+        defer { detector.stop() }
+        detector.callbackWillStart(sequence: 41, event: "viewDidAppear", target: "root/modes/serving")
+        block(for: .milliseconds(400))
+        detector.dispatchDidEnd()
+        let records = log.all
+        #expect(records.map(\.level) == [.warning, .error, .notice])
+        #expect(records[0].message.hasPrefix("viewDidAppear root/modes/serving has run for 100 ms"))
+        #expect(records[0].metadata["lifecycle.stall_target"] == "root/modes/serving")
+        #expect(records[0].metadata["lifecycle.stall_event"] == "viewDidAppear")
+        #expect(records[0].metadata["lifecycle.stall_seq"] == "41")
+        #expect(records[1].message.contains("half the watchdog interval has passed"))
+        #expect(records[2].message.hasPrefix("viewDidAppear root/modes/serving returned after"))
+        let ran = Int(records[2].metadata["lifecycle.stall_ms"]!)!
+        #expect(ran >= 400 && ran < 2000)
+    }
+
+    @Test func quickCallbacksAndAnIdleLoopLogNothing() throws {
+        let log = StallLog()
+        let detector = StallDetector(thresholds: .init(warning: .milliseconds(100), urgent: nil), logger: log.logger())
+        try detector.start()
+        defer { detector.stop() }
+        for sequence in 1...200 {
+            detector.callbackWillStart(sequence: sequence, event: "layoutSubviews", target: "root.view")
+        }
+        detector.dispatchDidEnd()
+        block(for: .milliseconds(300))
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func theNextCallbackEndsTheOneBefore() throws {
+        let log = StallLog()
+        let detector = StallDetector(thresholds: .init(warning: .milliseconds(50), urgent: nil), logger: log.logger())
+        try detector.start()
+        defer { detector.stop() }
+        detector.callbackWillStart(sequence: 1, event: "applicationDidEnterBackground", target: "delegate")
+        block(for: .milliseconds(150))
+        detector.callbackWillStart(sequence: 2, event: "viewWillDisappear", target: "root")
+        detector.dispatchDidEnd()
+        #expect(log.all.map(\.level) == [.warning, .notice])
+        #expect(log.all.allSatisfy { $0.metadata["lifecycle.stall_target"] == "delegate" })
+    }
+
+    @Test func thresholdsFollowTheWatchdog() {
+        let watched = StallDetector.Thresholds.forWatchdog(.seconds(10))
+        #expect(watched == StallDetector.Thresholds(warning: .milliseconds(2500), urgent: .seconds(5)))
+        let unwatched = StallDetector.Thresholds.forWatchdog(nil)
+        #expect(unwatched == StallDetector.Thresholds(warning: .seconds(1), urgent: nil))
+    }
+
+    @MainActor
+    @Test func theTraceTellsTheMonitorOfEveryCallbackTracedOrNot() {
+        final class Recording: CallbackMonitor, @unchecked Sendable {
+            // @unchecked: only the main actor (the trace) touches it in this test.
+            var seen: [String] = []
+            func callbackWillStart(sequence: Int, event: String, target: String) { seen.append("\(sequence) \(target) \(event)") }
+        }
+        let monitor = Recording()
+        let app = Application(delegate: QuietDelegate(), logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
+        app.trace.monitor = monitor
+        app.window = Window(rootViewController: ViewController(identifier: "root"))
+        app.launch()
+        app.requestEnterBackground()
+        #expect(monitor.seen.suffix(2) == ["\(app.trace.sequence - 1) root applicationDidEnterBackground", "\(app.trace.sequence) delegate applicationDidEnterBackground"])
+        #expect(monitor.seen.count == app.trace.sequence)
+    }
+}
