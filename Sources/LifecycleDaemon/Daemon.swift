@@ -189,6 +189,10 @@ public final class Daemon: ApplicationHost {
         application.launch(into: configuration.launchInto, options: launchOptions())
         application.runEndOfTurn()
         dispatchDidEnd()
+        if configuration.releaseStartupMemory {
+            let released = StartupMemory.release()
+            logger.debug("released the pages of \(released.mappings) read-only file mappings touched at start")
+        }
         let code = try loop.run()
         dispatchDidEnd()
         stallDetector?.stop()
