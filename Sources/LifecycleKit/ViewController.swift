@@ -341,16 +341,28 @@ open class ViewController {
     public func removeFromParent() {
         guard parent != nil else { return }
         detachFromParent()
+        dismissPresentationsInSubtree()
         notifyDidMove(toParent: nil)
     }
 
     /// Takes this controller out of its container now, without a callback: a container finishes the move
-    /// (`didMove(toParent: nil)`) at the end of the turn. What it presents is dismissed: it leaves the tree.
+    /// (`didMove(toParent: nil)`) at the end of the turn. The caller then dismisses what the subtree presents
+    /// (``dismissPresentationsInSubtree()``), once the views have moved.
     func detachFromParent() {
         guard let parent else { return }
         parent.children.removeAll { $0 === self }
         self.parent = nil
-        if presentedViewController != nil { dismiss(animated: false) }
+    }
+
+    /// This controller left the tree: whatever it, or anything below it, presents is dismissed, so nothing stays on
+    /// screen out of reach of the application events. With `revealing` false, what the dismissals uncover is shown
+    /// only when the caller asks (``Window/revealUncoveredLayers()``), once it has changed what they show.
+    func dismissPresentationsInSubtree(revealing: Bool = true) {
+        if presentedViewController != nil {
+            // The dismissal takes what the presented hierarchy presents with it.
+            dismiss(animated: false, revealing: revealing, completion: nil)
+        }
+        for child in children { child.dismissPresentationsInSubtree(revealing: revealing) }
     }
 
     /// Puts the children in the given order (a navigation stack being replaced); every one must be a child.
@@ -417,6 +429,10 @@ open class ViewController {
     /// Called on a controller inside a presented hierarchy (the root of a presented navigation stack), it dismisses
     /// the nearest presented controller above it.
     public func dismiss(animated: Bool, completion: (@MainActor () -> Void)? = nil) {
+        dismiss(animated: animated, revealing: true, completion: completion)
+    }
+
+    func dismiss(animated: Bool, revealing: Bool, completion: (@MainActor () -> Void)?) {
         var node = self
         while node.presentedViewController == nil, node.presentingViewController == nil, let parent = node.parent {
             node = parent
@@ -432,16 +448,25 @@ open class ViewController {
         guard let dismissed = presenter.presentedViewController else { return }
         lastTransitionWasAnimated = animated
         dismissed.lastTransitionWasAnimated = animated
+        // Everything the dismissed hierarchy shows goes with it: what it presents, and what its children present.
+        var leaving: [ViewController] = []
+        dismissed.appendPreOrder(to: &leaving)
         // The presenter may have left the window (popped with its presentation): the layers are still there.
         if let window = presenter.window ?? presenter.application?.window {
-            window.popLayers(from: dismissed)
+            window.popLayers(of: leaving, revealing: revealing)
         }
-        // The chain is unlinked now; the dismissed controllers live until their did-disappear callbacks ran.
+        // Every presentation in the hierarchy is unlinked now; the controllers live until their did-disappear
+        // callbacks ran.
+        for node in leaving {
+            guard let presented = node.presentedViewController else { continue }
+            node.presentedViewController = nil
+            presented.presentingViewController = nil
+        }
         presenter.presentedViewController = nil
         dismissed.presentingViewController = nil
         if let application = presenter.application {
             application.scheduleTurnEndWork {
-                withExtendedLifetime(dismissed) {}
+                withExtendedLifetime(leaving) {}
                 completion?()
             }
         } else {
@@ -501,10 +526,11 @@ open class ViewController {
     /// After `didReceiveMemoryWarning`: a loaded view that is not in the window is released (it loads again on the
     /// next access), unless the controller keeps it.
     func releaseViewAfterMemoryWarning() {
-        guard !keepsViewOnMemoryWarning, appearance == .disappeared, let view = loadedView, view.window == nil else {
-            return
-        }
-        view.removeFromSuperview()
+        // As UIKit did: only a view with no superview can be released safely; one embedded in a parent's view that
+        // stays loaded is part of that view and goes only with it.
+        guard !keepsViewOnMemoryWarning, appearance == .disappeared, let view = loadedView, view.window == nil,
+            view.superview == nil
+        else { return }
         // Named where it was: its deinit reads the path it last had.
         view.lastKnownPath = path + ".view"
         view.viewController = nil

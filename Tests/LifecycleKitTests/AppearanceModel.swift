@@ -25,10 +25,8 @@ import LifecycleKit
 /// callbacks of plain views and of containment (`willMove(toWindow:)`, `layoutSubviews`, `draw`,
 /// `willMove(toParent:)`…), frames and explicit layout or display marks, callbacks that change the tree or make
 /// requests themselves (the regression tests and ``ReferenceModel`` cover those), launch, `animated: true`, and the
-/// order between graphs released separately in one turn (each graph's own order is checked). Where LifecycleKit
-/// disagrees with the contract (PropertyFindings.swift) the model keeps the contract and the generator avoids the
-/// case; the predicates it uses are below (`strandsAPresentation`, `releasesANavigationPushedOutOfTheWindow`,
-/// `revealsAnUnloadedLayer`, `presentsFullScreen`; a navigation controller never keeps its view).
+/// order between graphs released separately in one turn (each graph's own order is checked). The disagreements the
+/// model found with LifecycleKit are fixed, and each has a regression test in PropertyFindings.swift.
 struct AppearanceModel {
     enum Kind: Equatable {
         case plain
@@ -126,7 +124,6 @@ struct AppearanceModel {
     /// The layers of windows (or roots) replaced in this turn, released at its end.
     private var replacedLayers: [[String]] = []
     /// Navigation controllers pushed onto in this turn while their view was loaded but out of the window.
-    private var navigatedOutOfWindow: Set<String> = []
 
     /// The lines the trace must show in this turn, in order.
     private(set) var expected: [String] = []
@@ -219,23 +216,6 @@ struct AppearanceModel {
         var chain = [id]
         while let next = self[chain.last!].presented { chain.append(next) }
         return chain
-    }
-
-    /// Whether taking `id` out of the tree would leave on screen a presentation made by a controller below it.
-    ///
-    /// LifecycleKit dismisses the presentation chain of the controller that leaves, but not one made by a controller
-    /// inside it (PropertyFindings.swift, findings 1 and 2); the generator stays away from that case.
-    func strandsAPresentation(removing id: String) -> Bool {
-        let handled = Set(presentationChain(from: id))
-        return closure(id).contains { !handled.contains($0) && self[$0].presented != nil }
-    }
-
-    /// Whether taking `id` out of the tree now would release, before the end of the turn, a navigation controller
-    /// pushed onto (or whose stack was set) in this turn while its view was loaded but out of the window:
-    /// LifecycleKit then crashes at the end of the turn (PropertyFindings.swift, finding 4); the generator stays away
-    /// from that case.
-    func releasesANavigationPushedOutOfTheWindow(removing id: String) -> Bool {
-        closure(id).contains(where: navigatedOutOfWindow.contains)
     }
 
     /// Which presentation `dismiss(animated:)` called on `id` dismisses: the nearest controller, going up through
@@ -379,7 +359,6 @@ struct AppearanceModel {
     mutating func beginTurn() {
         expected = []
         expectedReleases = []
-        navigatedOutOfWindow = []
     }
 
     /// Applies one operation: its immediate callbacks now, its deferred ones at ``endTurn()``.
@@ -387,17 +366,14 @@ struct AppearanceModel {
         guard !isTerminated else { return }
         switch operation {
         case .push(let new, let nav):
-            if self[nav].isLoaded, !self[nav].isInWindow { navigatedOutOfWindow.insert(nav) }
             changeStack(of: nav, keeping: self[nav].children.count, adding: new)
         case .pop(let nav):
             guard self[nav].children.count > 1 else { return }
             changeStack(of: nav, keeping: self[nav].children.count - 1)
         case .popToRoot(let nav):
             guard self[nav].children.count > 1 else { return }
-            if self[nav].isLoaded, !self[nav].isInWindow { navigatedOutOfWindow.insert(nav) }
             changeStack(of: nav, keeping: 1)
         case .setStack(let nav, let keeping, let new):
-            if self[nav].isLoaded, !self[nav].isInWindow { navigatedOutOfWindow.insert(nav) }
             changeStack(of: nav, keeping: keeping, adding: new)
         case .present(let new, let presenter, let style):
             create(new)
@@ -429,7 +405,7 @@ struct AppearanceModel {
             let parent = self[id].parent!
             self[parent].children.removeAll { $0 == id }
             self[id].parent = nil
-            if self[id].presented != nil { dismiss(from: id) }
+            dismissPresentations(inSubtreeOf: id)
             departed.append(id)
         case .replaceWindow(let new), .replaceRoot(let new):
             // The old content disappears, the new root appears; the old layers go at the end of the turn, each on its
@@ -459,33 +435,14 @@ struct AppearanceModel {
             self[nav].children.append(new.id)
             self[new.id].parent = nav
         }
+        // What the removed controllers present leaves first; what that uncovers comes back once the stack shows its
+        // new top, so no removed controller shows again.
         for id in removed {
-            if self[id].presented != nil { dismiss(from: id) }
+            dismissPresentations(inSubtreeOf: id, revealing: false)
             departed.append(id)
         }
         showTop(of: nav, pushing: new != nil)
-    }
-
-    /// Whether dismissing `dismissed` shows again a layer whose view a memory warning released: LifecycleKit loads it
-    /// only after the dismissed controller's `viewWillDisappear` (PropertyFindings.swift, finding 6); the generator
-    /// stays away from that case.
-    func revealsAnUnloadedLayer(dismissing dismissed: String) -> Bool {
-        let chain = presentationChain(from: dismissed)
-        let before = visibleLayers
-        let remaining = layers.filter { !chain.contains($0) }
-        let start = remaining.lastIndex { $0 == root || self[$0].style == .fullScreen } ?? 0
-        return remaining.isEmpty ? false : remaining[start...].contains { !before.contains($0) && !self[$0].isLoaded }
-    }
-
-    /// Whether taking `id` out of the tree dismisses a presentation (its own) that shows again an unloaded layer.
-    func revealsAnUnloadedLayer(removing id: String) -> Bool {
-        self[id].presented.map { revealsAnUnloadedLayer(dismissing: $0) } ?? false
-    }
-
-    /// Whether a controller's presentation chain has a full-screen presentation, whose dismissal shows again what
-    /// it covered.
-    func presentsFullScreen(_ id: String) -> Bool {
-        presentationChain(from: id).dropFirst().contains { self[$0].style == .fullScreen }
+        revealUncoveredLayers()
     }
 
     /// A navigation controller shows its top: the top's view is loaded, the view it showed leaves (laid out once more
@@ -506,21 +463,46 @@ struct AppearanceModel {
     /// `dismiss(animated:)` called on `id`: the presented controller and what it presents leave the window (and the
     /// tree); the layers they covered appear again, their views loaded first if a memory warning released them (the
     /// hand-off: the incoming prepares before the outgoing stops, as a pop does).
-    private mutating func dismiss(from id: String) {
+    ///
+    /// The dismissed hierarchy takes with it everything presented inside it (by it, by what it presents, by its
+    /// children). With `revealing` false (a navigation call), the uncovered layers come back only once the stack shows
+    /// its new top (``revealUncoveredLayers()``).
+    private mutating func dismiss(from id: String, revealing: Bool = true) {
         guard let (presenter, dismissed) = presentationDismissed(from: id) else { return }
-        let chain = presentationChain(from: dismissed)
+        let hierarchy = closure(dismissed)
         let before = visibleLayers
-        let removed = layers.filter(chain.contains)
-        layers.removeAll(where: chain.contains)
+        let removed = layers.filter(hierarchy.contains)
+        layers.removeAll(where: hierarchy.contains)
         if windowIsShown {
-            let revealed = visibleLayers.filter { !before.contains($0) }
-            for layer in revealed { load(layer) }
+            for layer in visibleLayers where !before.contains(layer) { load(layer) }
             for layer in removed where before.contains(layer) && self[layer].isLoaded { move(layer, appearing: false) }
-            for layer in revealed { move(layer, appearing: true) }
+            if revealing { revealUncoveredLayers() }
+        }
+        // Every presentation inside is undone; each presented controller is then released on its own.
+        for node in hierarchy {
+            guard let presented = self[node].presented else { continue }
+            self[node].presented = nil
+            self[presented].presenter = nil
+            departed.append(presented)
         }
         self[presenter].presented = nil
         self[dismissed].presenter = nil
         departed.append(dismissed)
+    }
+
+    /// The visible layers whose views are not in the window come back (what a dismissal uncovered).
+    private mutating func revealUncoveredLayers() {
+        guard windowIsShown else { return }
+        for layer in visibleLayers where !isInWindow(layer) {
+            load(layer)
+            move(layer, appearing: true)
+        }
+    }
+
+    /// A controller left the tree: what it, or anything below it, presents is dismissed.
+    private mutating func dismissPresentations(inSubtreeOf id: String, revealing: Bool = true) {
+        if self[id].presented != nil { dismiss(from: id, revealing: revealing) }
+        for child in self[id].children { dismissPresentations(inSubtreeOf: child, revealing: revealing) }
     }
 
     // MARK: Application events (§1, §2) and memory warnings (§3)
@@ -579,13 +561,14 @@ struct AppearanceModel {
         }
     }
 
-    /// After its `didReceiveMemoryWarning`, a controller whose view is loaded, not in the window and fully
-    /// disappeared lets it go (unless it keeps it): the view leaves its superview and is released; the views of
-    /// its children that keep theirs are left without a superview.
+    /// After its `didReceiveMemoryWarning`, a controller whose view is loaded, not in the window, without a superview,
+    /// and fully disappeared lets it go (unless it keeps it): the view is released; the views of its children that
+    /// keep theirs are left without a superview.
     private mutating func releaseViewAfterMemoryWarning(_ id: String) {
         let node = self[id]
-        guard node.isLoaded, !node.keepsView, node.appearance == .disappeared, !isInWindow(id) else { return }
-        removeFromSuperview(id)
+        // As UIKit did: only a view without a superview is released (one embedded in a parent's view goes with it).
+        guard node.isLoaded, !node.keepsView, node.appearance == .disappeared, !isInWindow(id), node.superview == nil
+        else { return }
         emit("\(id).view deinit")
         for child in node.shown { self[child].superview = nil }
         self[id].shown = []
