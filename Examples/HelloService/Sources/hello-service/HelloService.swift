@@ -9,7 +9,6 @@ import LifecycleServices
     struct Options: ParsableArguments { @Option(help: "The port to listen on (127.0.0.1).") var port = 8080 }
     var port = 8080
     func configure(options: Options, settings: NoSettings) { port = options.port }
-
     func application(_ application: LifecycleKit.Application, didFinishLaunchingWithOptions _: LaunchOptions) -> Bool {
         let router = Router()
         router.get("/") { _, _ in "hello" }
@@ -17,9 +16,10 @@ import LifecycleServices
             try await Task.sleep(for: .seconds(request.uri.queryParameters.get("seconds", as: Double.self) ?? 1))
             return "done"
         }
-        application.window = Window(rootViewController: ServiceController(identifier: "http") { [port] in
+        let server = ServiceController(identifier: "http") { [port] in
             [Hummingbird.Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))]
-        })
+        }
+        application.window = Window(rootViewController: server)
         return true
     }
 }
