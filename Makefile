@@ -4,19 +4,23 @@
 #   make test     every test: unit tests, then the end-to-end tests under a private systemd (sudo for that part)
 #   make install  install lifecycled, its unit and its configuration (needs root)
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
+#   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
 
 SWIFT      ?= swift
 PYTHON     ?= /usr/bin/python3
 PREFIX     ?= /usr/local
 CONFIG     ?= debug
+EXAMPLE    ?= Examples/HelloService
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The build directory is .build in the checkout unless LIFECYCLED_SCRATCH_PATH names another (scripts/run and the
-# end-to-end harness read it too). LIFECYCLED_BIN hands e2e-test a daemon built elsewhere; it then builds nothing.
+# end-to-end harness read it too; the example's is beside it, with -example). LIFECYCLED_BIN and HELLO_SERVICE_BIN
+# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing.
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
+EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build run test unit-test e2e-test install uninstall bench clean
+.PHONY: deps build example run test unit-test e2e-test install uninstall bench clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -24,6 +28,10 @@ deps:
 
 build: deps
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecycled
+
+# Its own package, which depends on this one by path (and on Hummingbird, which this package never resolves).
+example: deps
+	$(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)"
 
 # scripts/run execs the daemon so job control reaches it directly; this target is the same for make users.
 run: deps
@@ -34,9 +42,10 @@ unit-test: deps
 
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.
-e2e-test: $(if $(LIFECYCLED_BIN),deps,build)
+e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
 	bin="$${LIFECYCLED_BIN:-$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecycled}"; \
-	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" $(PYTHON) -m pytest Tests/EndToEnd -v
+	hello="$${HELLO_SERVICE_BIN:-$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service}"; \
+	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "HELLO_SERVICE_BIN=$$hello" $(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test e2e-test
 
@@ -60,4 +69,4 @@ bench: deps
 	scripts/bench
 
 clean:
-	rm -rf .build .build-*
+	rm -rf .build .build-* "$(EXAMPLE)/.build"

@@ -272,6 +272,7 @@ public final class Daemon: ApplicationHost {
     }
 
     public func applicationWillBeginTermination(_ application: Application) {
+        router.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: configuration.backgroundTaskBudget)
     }
@@ -283,6 +284,7 @@ public final class Daemon: ApplicationHost {
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
         systemEvents?.backgroundTasksDidChange(tasks)
         termination.tasksDidChange()
+        router.tasksDidChange()
     }
 
     public func application(
