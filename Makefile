@@ -5,6 +5,7 @@
 #   make install  install lifecycled, its unit and its configuration (needs root)
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
 #   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
+#   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
 
 SWIFT      ?= swift
 PYTHON     ?= /usr/bin/python3
@@ -20,7 +21,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example run test unit-test e2e-test install uninstall bench clean
+.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread install uninstall bench clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -48,6 +49,17 @@ e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
 	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "HELLO_SERVICE_BIN=$$hello" $(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test e2e-test
+
+# The unit tests under the sanitizers, each in a build directory of its own. swift-testing only (--disable-xctest):
+# XCTest's runner, which finds no XCTest here, leaks a few objects of its own that LeakSanitizer would report.
+# A report fails the run: ASan and LSan exit non-zero, TSan exits 66.
+sanitize: sanitize-address sanitize-thread
+
+sanitize-address: deps
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build-asan
+
+sanitize-thread: deps
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --disable-xctest --sanitize=thread --scratch-path .build-tsan
 
 # The installed binary links the Swift runtime statically: it runs without a toolchain on the machine, starts
 # faster and maps fewer pages (docs/benchmarks.md).
