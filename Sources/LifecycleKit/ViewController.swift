@@ -27,6 +27,16 @@ open class ViewController {
         case disappearing
     }
 
+    // Declared first, so an application event's fan-out finds what it reads of a controller (and the object's header)
+    // on one cache line: a memory warning over a large tree is bound by memory, not by instructions.
+    /// Where the controller is in its appearance.
+    @exclusivity(unchecked) var appearance: Appearance = .disappeared
+    /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
+    /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
+    @exclusivity(unchecked) public var keepsViewOnMemoryWarning = false
+    /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
+    @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
+
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
     /// `ViewController`/`Controller`, lower camel case.
     public var identifier: String {
@@ -64,13 +74,17 @@ open class ViewController {
     /// The child controllers, in the order added.
     // Read for every controller of every application event: no dynamic exclusivity check (all access is on the
     // main actor, and no access to it is ever held across a call).
-    @exclusivity(unchecked) public internal(set) var children: [ViewController] = []
+    @exclusivity(unchecked) public internal(set) var children: [ViewController] = [] {
+        didSet { application?.controllerTreeDidChange() }
+    }
     /// The container this controller is a child of.
     public private(set) unowned var parent: ViewController? {
         didSet { invalidatePath() }
     }
     /// The controller this one presents.
-    @exclusivity(unchecked) public private(set) var presentedViewController: ViewController?
+    @exclusivity(unchecked) public private(set) var presentedViewController: ViewController? {
+        didSet { application?.controllerTreeDidChange() }
+    }
     /// The controller that presents this one.
     public private(set) unowned var presentingViewController: ViewController? {
         didSet { invalidatePath() }
@@ -78,9 +92,6 @@ open class ViewController {
     /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``. By default
     /// (``ModalPresentationStyle/automatic``) the presenter stays visible, as in UIKit since iOS 13.
     public var modalPresentationStyle: ModalPresentationStyle = .automatic
-    /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
-    /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
-    public var keepsViewOnMemoryWarning = false
     /// The `animated:` argument of the last appearance transition; recorded, never animated.
     public private(set) var lastTransitionWasAnimated = false
 
@@ -99,7 +110,6 @@ open class ViewController {
 
     // The hot stored properties below are read and written by every walk and event: no dynamic exclusivity checks
     // on them (main actor only, and no access to any of them is held across a call).
-    @exclusivity(unchecked) var appearance: Appearance = .disappeared
     /// The application whose tree this controller joined; kept after it leaves, so its last events (a popped
     /// controller's `deinit`) still reach that application's trace.
     public private(set) weak var application: Application?
@@ -111,8 +121,7 @@ open class ViewController {
     @exclusivity(unchecked) private var detachedEvents: [(event: String, detail: String?)] = []
     /// Its `init` happened before it joined an application: recorded first when it joins (no buffer for it).
     @exclusivity(unchecked) private var initIsPending = false
-    /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
-    @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
+    /// The root view, once loaded.
     @exclusivity(unchecked) private var loadedView: View?
     @exclusivity(unchecked) private var isLoadingView = false
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
@@ -528,7 +537,7 @@ open class ViewController {
     func releaseViewAfterMemoryWarning() {
         // As UIKit did: only a view with no superview can be released safely; one embedded in a parent's view that
         // stays loaded is part of that view and goes only with it.
-        guard !keepsViewOnMemoryWarning, appearance == .disappeared, let view = loadedView, view.window == nil,
+        guard appearance == .disappeared, !keepsViewOnMemoryWarning, let view = loadedView, view.window == nil,
             view.superview == nil
         else { return }
         // Named where it was: its deinit reads the path it last had.

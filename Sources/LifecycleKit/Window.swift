@@ -106,6 +106,7 @@ public final class Window {
         if let oldRoot = old.first, oldRoot !== controller, oldRoot.hostingWindow === self { oldRoot.hostingWindow = nil }
         layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
         controller?.hostingWindow = self
+        application?.controllerTreeDidChange()
         if let application, let controller { controller.adopt(application) }
         rebuildLayersFromTree()
         for layer in leaving {
