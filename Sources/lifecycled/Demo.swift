@@ -80,6 +80,8 @@ struct DemoOptions: ParsableArguments {
 final class DemoEnvironment {
     /// The current settings; a reload replaces them before `applicationDidReload`.
     var settings = DemoSettings()
+    /// The settings before the last valid reload: what changed is what a reload applies.
+    var previousSettings = DemoSettings()
     /// Where the demo logs what it does.
     let logger = Logger(label: DaemonOptions.processName)
     /// Memory held on purpose (debug `AllocateMiB`), so memory pressure persists.
@@ -135,6 +137,7 @@ final class DemoDelegate: ApplicationMain {
     let environment = DemoEnvironment()
 
     func configure(options: DemoOptions, settings: DemoSettings) {
+        environment.previousSettings = environment.settings
         environment.settings = options.applied(to: settings)
     }
 
@@ -401,7 +404,8 @@ final class ModesController: NavigationController {
 
     override func applicationDidReload() {
         let mode = environment.settings.mode
-        guard topViewController?.identifier != mode else { return }
+        // Only a change of Mode= moves the stack: a storyboard or a restored stack may show another mode.
+        guard mode != environment.previousSettings.mode, topViewController?.identifier != mode else { return }
         defer { summary?.setNeedsDisplay() }
         switch environment.settings.modeChange {
         case .replace:
