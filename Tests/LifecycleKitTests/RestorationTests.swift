@@ -401,7 +401,7 @@ struct RestorationTests {
     // MARK: Round trip
 
     @Test func randomTreesRoundTripThroughTheArchive() async {
-        await propertyCheck(count: 300, input: Gen.int(in: 0...Int.max).array(of: 8...120)) { codes in
+        await propertyCheck(count: 500, input: Gen.int(in: 0...Int.max).array(of: 8...120)) { codes in
             var source = CodeSource(codes: codes)
             let delegate = StateRestoringDelegate { app in
                 var counter = 0
