@@ -182,6 +182,10 @@ final class StateStore {
         let bytes = archive.encodedState()
         var places: [String] = []
         if let path {
+            // A directory named by hand may not exist yet (systemd makes StateDirectory=): make it, private.
+            if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+                _ = mkdir(String(path[..<slash]), 0o700)
+            }
             let chunks = writeDelay > .zero ? 16 : 1
             let pause = writeDelay / 16
             do {

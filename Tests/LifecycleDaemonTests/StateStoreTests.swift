@@ -57,6 +57,15 @@ struct StateStoreTests {
         #expect(DurableFile.directoryEntries(directory) == ["state.archive"], "no temporary file is left")
     }
 
+    @Test func aStateDirectoryNamedByHandIsMadeAtTheFirstSave() throws {
+        var settings = RestorationSettings()
+        settings.stateDirectory = directory + "/new"
+        settings.fileDescriptorStore = .no
+        StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger()).save(Self.archive(generation: 1))
+        #expect(DurableFile.directoryEntries(directory + "/new") == ["state.archive"])
+        #expect(warnings().isEmpty)
+    }
+
     @Test func aTruncatedArchiveIsKeptAsideWithOneWarningAndTheLaunchIsFresh() throws {
         let bytes = Self.archive(generation: 2).encodedState()
         writeFile(path, Array(bytes.prefix(bytes.count - 5)))
