@@ -118,18 +118,24 @@ def test_push_two_modes_background_sigkill_restores_the_stack(
     saved = background_and_wait_for_the_save(sandbox, unit)
     assert saved.startswith("saved state generation 1 (") and "/var/lib/lifecycled/state.archive" in saved, saved
     assert "the file descriptor store (lifecycle-state-1)" in saved, saved
+    # A second save replaces the stored memfd (FDSTORE=1 for the new one, then FDSTOREREMOVE=1 for the old one).
+    kill_main(sandbox, unit, "SIGUSR2")
+    wait_for(lambda: sandbox.show(unit)["StatusText"].startswith("active"), message="active again")
+    saved = background_and_wait_for_the_save(sandbox, unit)
+    assert saved.startswith("saved state generation 2 (") and "(lifecycle-state-2)" in saved, saved
+    assert sandbox.show(unit, "NFileDescriptorStore")["NFileDescriptorStore"] == "1"
 
     cursor, restarted = sigkill_and_wait_for_the_restart(sandbox, unit, sandbox.show(unit))
     events = launch_events(sandbox, unit, cursor, restarted["MainPID"])
     assert_restored_between_the_launch_callbacks(events, ["serving", "alpha", "beta"], built="beta")
     lines = daemon_messages(sandbox, unit, cursor)
-    # Both copies have generation 1: the file descriptor store's wins the tie.
+    # Both copies have generation 2: the file descriptor store's wins the tie.
     assert any(
-        m.startswith("restoring saved state generation 1 from the file descriptor store's lifecycle-state-1")
-        and "/var/lib/lifecycled/state.archive has generation 1" in m
+        m.startswith("restoring saved state generation 2 from the file descriptor store's lifecycle-state-2")
+        and "/var/lib/lifecycled/state.archive has generation 2" in m
         for m in lines
     ), lines
-    assert "restored the saved state: generation 1, 6 controllers (2 made for it)" in lines
+    assert "restored the saved state: generation 2, 6 controllers (2 made for it)" in lines
     status = wait_for(lambda: (s := sandbox.show(unit)["StatusText"]) and "mode beta" in s and s, message="beta on top")
     assert "stack serving/alpha/beta" in status, status
     assert status.startswith("active"), status
