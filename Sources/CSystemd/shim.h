@@ -6,6 +6,8 @@
 #include <systemd/sd-journal.h>
 #include <systemd/sd-bus.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/memfd.h>
 #include <malloc.h>
 #include <signal.h>
 #include <string.h>
@@ -40,6 +42,31 @@ static inline int csystemd_thread_sigqueue(pid_t tid, int signo, int value) {
     info.si_uid = getuid();
     info.si_value.sival_int = value;
     if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, signo, &info) < 0) {
+        return -errno;
+    }
+    return 0;
+}
+
+// memfd_create(2) and file sealing for the file descriptor store: glibc declares memfd_create only under
+// _GNU_SOURCE, and the sealing constants may be missing from older headers. Both return -errno on failure.
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS 1033
+#endif
+#ifndef F_SEAL_SEAL
+#define F_SEAL_SEAL 0x0001
+#define F_SEAL_SHRINK 0x0002
+#define F_SEAL_GROW 0x0004
+#define F_SEAL_WRITE 0x0008
+#endif
+
+static inline int csystemd_memfd_create(const char *name) {
+    int fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    return fd < 0 ? -errno : fd;
+}
+
+// Seals a memfd so that nobody, the service manager included, can change, grow or shrink it any more.
+static inline int csystemd_seal_memfd(int fd) {
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
         return -errno;
     }
     return 0;

@@ -92,11 +92,32 @@ public struct StandardOptions: ParsableArguments, Sendable {
     )
     public var hangIn: String?
 
+    @Option(
+        name: .long,
+        help: "The controller tree to launch with (a storyboard file), re-applied on reload; [Launch] Storyboard=."
+    )
+    public var storyboard: String?
+
+    @Option(
+        name: .customLong("state-directory"),
+        help: "Where the saved state is kept ([State] Directory=); default $STATE_DIRECTORY (the unit's StateDirectory=)."
+    )
+    public var stateDirectory: String?
+
+    @Option(
+        name: .customLong("state-write-delay-ms"),
+        help: ArgumentHelp("Debug: spread writing the saved state over at least this many milliseconds.", visibility: .hidden)
+    )
+    public var stateWriteDelayMilliseconds: Double?
+
     public init() {}
 
     public func validate() throws {
         if let launchInto, LaunchTarget(rawValue: launchInto) == nil {
             throw ValidationError("--launch-into \(launchInto) is not a launch target; use active or background")
+        }
+        if let delay = stateWriteDelayMilliseconds, !(delay >= 0 && delay.isFinite) {
+            throw ValidationError("--state-write-delay-ms \(delay) is not a non-negative number of milliseconds")
         }
     }
 
@@ -108,6 +129,9 @@ public struct StandardOptions: ParsableArguments, Sendable {
         options.launchInto = launchInto.flatMap(LaunchTarget.init(rawValue:))
         options.signalOverrides = signals
         options.hangIn = hangIn
+        options.storyboardPath = storyboard
+        options.stateDirectory = stateDirectory
+        options.stateWriteDelay = stateWriteDelayMilliseconds.map { .microseconds(Int64($0 * 1000)) }
         options.applyEnvironment(environment)
         return options
     }

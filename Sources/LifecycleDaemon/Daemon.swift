@@ -20,7 +20,7 @@ public final class Daemon: ApplicationHost {
     /// The loop that owns the main thread; nil for a daemon whose effects are all stand-ins (tests).
     let loop: MainLoop?
 
-    private let logger: Logger
+    let logger: Logger
     private let effects: DaemonEffects
     /// From any source to an application request.
     let router: RequestRouter
@@ -33,6 +33,10 @@ public final class Daemon: ApplicationHost {
     private var systemEvents: SystemEvents?
     private var stallDetector: StallDetector?
     private let notifications: Notifications
+    /// Where the saved state is kept (DaemonRestoration.swift).
+    var stateStore: StateStore?
+    /// The storyboard the tree was loaded from, to apply a change of it on reload.
+    var loadedStoryboard: Archive?
 
     /// Creates a daemon around an application whose delegate is already made.
     ///
@@ -186,7 +190,16 @@ public final class Daemon: ApplicationHost {
         events.start()
         systemEvents = events
         configure(configuration)
-        application.launch(into: configuration.launchInto, options: launchOptions())
+        var options = launchOptions()
+        switch prepareLaunch() {
+        case .launch(let restoring):
+            options.restoredState = restoring
+        case .exit(let code):
+            dispatchDidEnd()
+            stallDetector?.stop()
+            return code
+        }
+        application.launch(into: configuration.launchInto, options: options)
         application.runEndOfTurn()
         dispatchDidEnd()
         if configuration.releaseStartupMemory {
@@ -265,6 +278,7 @@ public final class Daemon: ApplicationHost {
         } catch {
             logger.error("reload: \(error); keeping the previous configuration")
         }
+        reloadStoryboard()
     }
 
     public func applicationDidFinishReload(_ application: Application) {

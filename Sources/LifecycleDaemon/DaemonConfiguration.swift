@@ -31,6 +31,8 @@ public struct DaemonConfiguration: Sendable {
     public var watchStalls = true
     /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
     public var stallWarning: Duration?
+    /// State restoration and storyboards (RestorationSettings.swift).
+    public var restoration = RestorationSettings()
     /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
     public var applicationSettings: (any ConfigurationSection)?
 
@@ -39,7 +41,8 @@ public struct DaemonConfiguration: Sendable {
 
     /// The daemon's own sections and their keys: the one table that parses, validates and lists them.
     static let sections: [(name: String, keys: [ConfigurationKey<DaemonConfiguration>])] = [
-        ("Launch", [.choice("Into", \.launchInto, what: "a launch target")]),
+        ("Launch", [.choice("Into", \.launchInto, what: "a launch target"), storyboardKey]),
+        ("State", stateKeys),
         ("Trace", [.boolean("All", \.traceAll)]),
         (
             "BackgroundTasks",
@@ -68,7 +71,7 @@ public struct DaemonConfiguration: Sendable {
                 },
             ]
         ),
-        ("Debug", [.text("HangIn", \.hangIn)]),
+        ("Debug", [.text("HangIn", \.hangIn), stateWriteDelayKey]),
     ]
 
     /// `[Signals]`: its keys are signal names, so it is read apart from the table.

@@ -19,6 +19,15 @@ public struct DaemonOptions: Sendable, Hashable {
     public var signalOverrides: [String] = []
     /// `--hang-in CALLBACK` or `LIFECYCLE_HANG_IN`: debug switch for the watchdog test.
     public var hangIn: String?
+    /// `--storyboard FILE`.
+    public var storyboardPath: String?
+    /// `--state-directory DIR`.
+    public var stateDirectory: String?
+    /// `$STATE_DIRECTORY` (the first of its directories): systemd's `StateDirectory=`, used when neither the flag nor
+    /// the file names one.
+    public var serviceStateDirectory: String?
+    /// `--state-write-delay-ms` (debug).
+    public var stateWriteDelay: Duration?
 
     /// No options: the defaults, for a program called `programName`.
     public init(programName: String = "lifecycled") {
@@ -39,6 +48,11 @@ public struct DaemonOptions: Sendable, Hashable {
     public mutating func applyEnvironment(_ environment: [String: String]) {
         if environment["LIFECYCLE_TRACE"] == "all" { traceAll = true }
         if hangIn == nil, let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
+        if let directories = environment["STATE_DIRECTORY"],
+            let first = directories.split(separator: ":").first, !first.isEmpty
+        {
+            serviceStateDirectory = String(first)
+        }
     }
 
     /// The configuration these options make: the defaults, then the file (with the application's own section),
@@ -71,6 +85,12 @@ public struct DaemonOptions: Sendable, Hashable {
         if traceAll { configuration.traceAll = true }
         if let launchInto { configuration.launchInto = launchInto }
         if let hangIn { configuration.hangIn = hangIn }
+        if let storyboardPath { configuration.restoration.storyboard = storyboardPath }
+        if let stateDirectory { configuration.restoration.stateDirectory = stateDirectory }
+        if configuration.restoration.stateDirectory == nil {
+            configuration.restoration.stateDirectory = serviceStateDirectory
+        }
+        if let stateWriteDelay { configuration.restoration.stateWriteDelay = stateWriteDelay }
         return configuration
     }
 }

@@ -75,7 +75,7 @@ public final class Application {
     /// Requests made from end-of-turn work; they start once that work is over.
     private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause)] = []
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
-    private(set) var currentCause: Cause = .api
+    var currentCause: Cause = .api
     private var isRunningTransitions = false
     /// Moves on whenever a view joins a superview in this application's tree: a walk that calls out (the
     /// will-callbacks of an appearance) compares it to learn whether the tree changed under it.
@@ -217,10 +217,11 @@ public final class Application {
             traceDelegate("willFinishLaunching")
             _ = delegate.application(self, willFinishLaunchingWithOptions: launchOptions)
         case .restoreState:
-            restoreState()
+            restoreSavedState()
         case .didFinishLaunching:
             traceDelegate("didFinishLaunching")
             _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
+            checkRestoredWindowKept()
         case .showWindow:
             window?.show()
             runEndOfTurn()
@@ -238,6 +239,8 @@ public final class Application {
                 $0.updateLifecycleTasks(foreground: false, reason: .background)
             }
             startBackgroundTimeIfNeeded()
+        case .saveState:
+            preserveState()
         case .willEnterForeground:
             backgroundBudget.cancel()
             deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
@@ -347,24 +350,10 @@ public final class Application {
         runEndOfTurn()
     }
 
-    private func restoreState() {
-        guard let archive = launchOptions.restoredState else { return }
-        traceDelegate("shouldRestoreApplicationState")
-        guard delegate.application(self, shouldRestoreApplicationState: archive) else { return }
-        do {
-            let root = try archive.decodeTree(using: archiveClasses, for: self)
-            if let window {
-                window.rootViewController = root
-            } else {
-                window = Window(rootViewController: root)
-            }
-        } catch {
-            logger.error("the saved state could not be restored; launching without it: \(error)")
-        }
-    }
-
-    /// Controller classes that archives may name, by class name.
+    /// Controller classes that archives may name, by class name (beside what the delegate registers).
     public var archiveClasses = ArchiveClassRegistry()
+    /// State restoration's bookkeeping (Restoration.swift).
+    var restoration = RestorationRecord()
 
     // MARK: The end of a main-loop turn
 

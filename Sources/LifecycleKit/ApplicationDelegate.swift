@@ -8,6 +8,24 @@ public protocol ApplicationDelegate: AnyObject {
     func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool
     /// Whether to restore the state saved by an earlier run (``LaunchOptions/restoredState``); default false.
     func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool
+    /// Makes the controller for a restoration path that the tree lacks (UIKit's
+    /// `application(_:viewControllerWithRestorationIdentifierPath:coder:)`), with whatever it needs injected; nil (the
+    /// default) lets the class registered under the archived class name make it with `init(coder:)`.
+    func application(
+        _ application: Application,
+        viewControllerWithRestorationIdentifierPath identifierComponents: [String],
+        coder: Coder
+    ) -> ViewController?
+    /// Restoration is done: read the values written in ``application(_:willEncodeRestorableStateWith:)``.
+    func application(_ application: Application, didDecodeRestorableStateWith coder: StateCoder)
+    /// Whether to save the tree's state now (after `applicationDidEnterBackground`, before termination's teardown);
+    /// default false. Asked only when the window's root controller has a restoration identifier.
+    func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool
+    /// The state is being saved: write the application's own values.
+    func application(_ application: Application, willEncodeRestorableStateWith coder: StateCoder)
+    /// Registers the controller and view classes that storyboards and saved states may name; called whenever the
+    /// application needs them (before a storyboard loads, at restoration).
+    func registerArchiveClasses(in registry: inout ArchiveClassRegistry)
     /// Launch is done: build the window and its root controller here.
     func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool
     /// The application became active: serve.
@@ -41,6 +59,19 @@ extension ApplicationDelegate {
     public func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
         true
     }
+    public func application(
+        _ application: Application,
+        viewControllerWithRestorationIdentifierPath identifierComponents: [String],
+        coder: Coder
+    ) -> ViewController? {
+        nil
+    }
+    public func application(_ application: Application, didDecodeRestorableStateWith coder: StateCoder) {}
+    public func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool {
+        false
+    }
+    public func application(_ application: Application, willEncodeRestorableStateWith coder: StateCoder) {}
+    public func registerArchiveClasses(in registry: inout ArchiveClassRegistry) {}
     public func applicationDidBecomeActive(_ application: Application) {}
     public func applicationWillResignActive(_ application: Application) {}
     public func applicationDidEnterBackground(_ application: Application) {}
@@ -77,6 +108,8 @@ public protocol ApplicationHost: AnyObject {
     func applicationWillBeginTermination(_ application: Application)
     /// The tree is torn down: finish background tasks, then exit.
     func applicationDidTerminate(_ application: Application)
+    /// The tree's state was preserved: store the archive (``Archive/encodedState()``) where the next launch finds it.
+    func application(_ application: Application, didEncodeRestorableState archive: Archive)
     /// The set of running background tasks changed.
     func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask])
     /// Runs `work` on the main actor after `delay` (the background time, budgets); nil when the host has no timers,
@@ -99,6 +132,7 @@ extension ApplicationHost {
     public func applicationDidFinishReload(_ application: Application) {}
     public func applicationWillBeginTermination(_ application: Application) {}
     public func applicationDidTerminate(_ application: Application) {}
+    public func application(_ application: Application, didEncodeRestorableState archive: Archive) {}
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
     public func applicationNeedsEndOfTurn(_ application: Application) {}
     public func application(

@@ -51,6 +51,9 @@ public struct ApplicationStateMachine: Sendable {
         case willResignActive
         /// `applicationDidEnterBackground`.
         case didEnterBackground
+        /// The tree's state is preserved (after `applicationDidEnterBackground` has reached the whole tree, and after
+        /// `applicationWillTerminate`, before the teardown).
+        case saveState
         /// `applicationWillEnterForeground`.
         case willEnterForeground
         /// Termination begins: the host tells the service manager (`STOPPING=1`).
@@ -268,7 +271,11 @@ public struct ApplicationStateMachine: Sendable {
         }
         func toBackground() {
             if now == .active { toInactive() }
-            if now == .inactive { add(.didEnterBackground, firing: .background, after: .background) }
+            if now == .inactive {
+                add(.didEnterBackground, firing: .background, after: .background)
+                // Termination saves once, after applicationWillTerminate.
+                if pending.request != .terminate { add(.saveState, firing: .background, after: .background) }
+            }
         }
 
         switch pending.request {
@@ -296,6 +303,7 @@ public struct ApplicationStateMachine: Sendable {
             add(.beginTermination, firing: now, after: now)
             toBackground()
             add(.willTerminate, firing: .background, after: .terminated)
+            add(.saveState, firing: .terminated, after: .terminated)
             add(.tearDown, firing: .terminated, after: .terminated)
         case .memoryWarning:
             add(.didReceiveMemoryWarning, firing: now, after: now)

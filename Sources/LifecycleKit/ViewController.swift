@@ -1,5 +1,5 @@
 /// How a presented controller covers its presenter.
-public enum ModalPresentationStyle: String, Sendable, Hashable {
+public enum ModalPresentationStyle: String, Sendable, Hashable, CaseIterable {
     /// The default: a sheet over part of the screen; the presenter stays visible and gets no appearance callbacks.
     case automatic
     /// The presented controller replaces everything visible: what was visible disappears (push order).
@@ -42,6 +42,11 @@ open class ViewController {
     public var identifier: String {
         didSet { invalidatePath() }
     }
+
+    /// Opts the controller in to state preservation (UIKit's restoration identifier): when it and every controller
+    /// above it have one, its place in the tree and what ``encodeRestorableState(with:)`` writes are saved, and
+    /// restored at the next launch. Its restoration path is the identifiers from the root, joined by `/`.
+    public var restorationIdentifier: String?
 
     /// The controller's root view, loaded on first access (``loadView()`` then ``viewDidLoad()``).
     ///
@@ -124,6 +129,10 @@ open class ViewController {
     /// The root view, once loaded.
     @exclusivity(unchecked) private var loadedView: View?
     @exclusivity(unchecked) private var isLoadingView = false
+    /// Views declared for this controller in an archive (a storyboard), added to its root view at the first load;
+    /// later loads (after a memory warning released the view) make them again with the factory.
+    var archivedSubviews: [View] = []
+    var archivedSubviewFactory: (@MainActor () -> [View])?
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
     /// view embeds them in a storyboard.
     var embedsChildViewsOnLoad = false
@@ -163,7 +172,10 @@ open class ViewController {
                 strippingSuffixes: ["ViewController", "Controller"],
                 fallback: "controller"
             )
+        self.restorationIdentifier = coder.restorationIdentifier
         self.application = coder.application
+        // Named by where it is going, as a controller on its way into the tree is.
+        if let destination = coder.destinationPath { lastKnownPath = destination }
         trace("init(coder:)")
     }
 
@@ -206,6 +218,21 @@ open class ViewController {
     /// Called after the whole archive this controller was decoded from is decoded and wired.
     open func awakeFromArchive() {}
 
+    // MARK: State preservation and restoration
+
+    /// Writes the state to restore at the next launch (the controller has a ``restorationIdentifier``): called after
+    /// `applicationDidEnterBackground` has reached the whole tree, and before termination's teardown. The shape of the
+    /// tree (children, navigation stacks, presentations) is saved by the framework; write only your own values.
+    open func encodeRestorableState(with coder: StateCoder) {}
+
+    /// Reads the state saved by ``encodeRestorableState(with:)`` at launch, between `willFinishLaunching` and
+    /// `didFinishLaunching`, once the restored tree is wired and every controller made for it has run
+    /// `awakeFromArchive()`.
+    open func decodeRestorableState(with coder: StateCoder) {}
+
+    /// Every restored controller has decoded its state (UIKit's `applicationFinishedRestoringState`).
+    open func applicationFinishedRestoringState() {}
+
     /// Loads the root view now if it is not loaded yet.
     public func loadViewIfNeeded() {
         guard loadedView == nil, !isLoadingView else { return }
@@ -223,9 +250,21 @@ open class ViewController {
     /// The end of every load: archived children's views embedded, then `viewDidLoad`.
     private func finishLoading() {
         guard let loadedView else { return }
+        for subview in takeArchivedSubviews() { loadedView.addSubview(subview) }
         for child in embeddedChildViewsOnLoad() { loadedView.addSubview(child.view) }
         trace("viewDidLoad")
         viewDidLoad()
+    }
+
+    /// The views an archive declared for this controller: the ones made when it was decoded, at the first load; new
+    /// ones after.
+    private func takeArchivedSubviews() -> [View] {
+        if !archivedSubviews.isEmpty {
+            let views = archivedSubviews
+            archivedSubviews = []
+            return views
+        }
+        return archivedSubviewFactory?() ?? []
     }
 
     /// The children whose views this controller embeds itself when its view loads: archived children for a plain

@@ -23,6 +23,7 @@ struct DemoSettings: ConfigurationSection {
         .duration("TerminationTaskSec", \.terminationTask),
         .duration("BackgroundTaskSec", \.backgroundTask),
         .integer("AllocateMiB", \.allocateMiB),
+        .choice("ModeChange", \.modeChange, what: "a way to change modes"),
     ]
 
     /// How often the worker does a job while active; zero: only when asked.
@@ -35,6 +36,17 @@ struct DemoSettings: ConfigurationSection {
     var backgroundTask = Duration.zero
     /// Debug: allocate and touch this many MiB in the cache at launch (memory pressure tests).
     var allocateMiB = 0
+    /// What a reload that changes `Mode=` does: replace the stack with the new mode, or push it (going back to it
+    /// when it is on the stack already).
+    var modeChange = ModeChange.replace
+}
+
+/// How the modes stack follows `Mode=`.
+enum ModeChange: String, CaseIterable, Sendable {
+    /// The new mode replaces the stack (a hand-over).
+    case replace
+    /// The new mode is pushed over the current one; a mode already on the stack is popped back to.
+    case push
 }
 
 /// The demo's own command-line options; each overrides its `[Demo]` key.
@@ -68,10 +80,23 @@ struct DemoOptions: ParsableArguments {
 final class DemoEnvironment {
     /// The current settings; a reload replaces them before `applicationDidReload`.
     var settings = DemoSettings()
+    /// The settings before the last valid reload: what changed is what a reload applies.
+    var previousSettings = DemoSettings()
     /// Where the demo logs what it does.
     let logger = Logger(label: DaemonOptions.processName)
     /// Memory held on purpose (debug `AllocateMiB`), so memory pressure persists.
     var ballast: [[UInt8]] = []
+}
+
+extension ViewController {
+    /// The demo's shared environment, reached through the application this controller belongs to (its delegate):
+    /// controllers made by a storyboard or by restoration find it the same way as the ones built in code.
+    var environment: DemoEnvironment {
+        guard let delegate = application?.delegate as? DemoDelegate else {
+            preconditionFailure("\(path) reads the demo's environment before it joined the application")
+        }
+        return delegate.environment
+    }
 }
 
 /// A view that draws one line of the status from a closure.
@@ -112,8 +137,37 @@ final class DemoDelegate: ApplicationMain {
     let environment = DemoEnvironment()
 
     func configure(options: DemoOptions, settings: DemoSettings) {
+        environment.previousSettings = environment.settings
         environment.settings = options.applied(to: settings)
     }
+
+    func registerArchiveClasses(in registry: inout ArchiveClassRegistry) {
+        for type: ViewController.Type in [
+            DemoRootController.self, WorkerController.self, CacheController.self, ModesController.self,
+            ModeController.self,
+        ] {
+            registry.register(type)
+        }
+        // `view LabelView title { text = "…" }` in a storyboard: a label with fixed text.
+        registry.registerView("LabelView") { coder in
+            let text = coder.decodeString(forKey: "text") ?? ""
+            return LabelView(name: coder.identifier ?? "label") { text }
+        }
+    }
+
+    /// The tree is built here, before restoration, so that the saved state restores into it (UIKit's advice); a
+    /// storyboard (`--storyboard`) has built it already.
+    func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        guard application.window == nil else { return true }
+        let modes = ModesController(rootViewController: ModeController(mode: environment.settings.mode))
+        let root = DemoRootController(children: [WorkerController(), CacheController(), modes])
+        application.window = Window(rootViewController: root)
+        return true
+    }
+
+    func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool { true }
+
+    func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool { true }
 
     func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
         let logger = environment.logger
@@ -126,18 +180,6 @@ final class DemoDelegate: ApplicationMain {
             }
             logger.info("debug: holding \(environment.settings.allocateMiB) MiB of ballast")
         }
-        let modes = ModesController(
-            rootViewController: ModeController(mode: environment.settings.mode, environment: environment),
-            environment: environment
-        )
-        let root = DemoRootController(
-            children: [
-                WorkerController(environment: environment),
-                CacheController(environment: environment),
-                modes,
-            ]
-        )
-        application.window = Window(rootViewController: root)
         return true
     }
 
@@ -192,6 +234,7 @@ final class DemoDelegate: ApplicationMain {
 final class DemoRootController: ViewController {
     init(children: [ViewController]) {
         super.init(identifier: "root")
+        restorationIdentifier = "root"
         for child in children {
             addChild(child)
             child.didMove(toParent: self)
@@ -203,28 +246,38 @@ final class DemoRootController: ViewController {
     }
 
     override func viewDidLoad() {
-        view.addSubview(LabelView(name: "title") { "pid \(getpid())" })
-        for child in children { view.addSubview(child.view) }
+        view.insertSubview(LabelView(name: "title") { "pid \(getpid())" }, at: 0)
+        // A storyboard's container embeds its children itself.
+        for child in children where child.viewIfLoaded?.superview !== view { view.addSubview(child.view) }
     }
 }
 
 /// Does a job per tick while the application is in the foreground; pauses in the background.
 @MainActor
 final class WorkerController: ViewController {
-    private let environment: DemoEnvironment
     private var timer: DispatchSourceTimer?
     private var jobs = 0
     private var paused = true
     private var timerSuspended = true
     private weak var progress: View?
 
-    init(environment: DemoEnvironment) {
-        self.environment = environment
+    init() {
         super.init(identifier: "worker")
+        restorationIdentifier = "worker"
     }
 
     required init(coder: Coder) throws {
-        preconditionFailure("WorkerController is built in code by DemoDelegate")
+        try super.init(coder: coder)
+    }
+
+    /// The jobs done survive a restart.
+    override func encodeRestorableState(with coder: StateCoder) {
+        coder.encode(jobs, forKey: "jobs")
+    }
+
+    override func decodeRestorableState(with coder: StateCoder) {
+        jobs = coder.decodeInteger(forKey: "jobs") ?? jobs
+        progress?.setNeedsDisplay()
     }
 
     override func viewDidLoad() {
@@ -294,17 +347,16 @@ final class WorkerController: ViewController {
 /// A cache warmed when it appears and emptied on a memory warning.
 @MainActor
 final class CacheController: ViewController {
-    private let environment: DemoEnvironment
     private var entries: [[UInt8]] = []
     private weak var usage: View?
 
-    init(environment: DemoEnvironment) {
-        self.environment = environment
+    /// A cache is rebuilt, not restored: it has no restoration identifier.
+    init() {
         super.init(identifier: "cache")
     }
 
     required init(coder: Coder) throws {
-        preconditionFailure("CacheController is built in code by DemoDelegate")
+        try super.init(coder: coder)
     }
 
     override func viewDidLoad() {
@@ -327,50 +379,92 @@ final class CacheController: ViewController {
     }
 }
 
-/// The navigation stack of modes: a reload that changes `Mode=` hands over to a new mode controller.
+/// The navigation stack of modes: a reload that changes `Mode=` hands over to a new mode controller (or pushes it,
+/// with `ModeChange=push`). The stack is preserved: a restart restores it.
 @MainActor
 final class ModesController: NavigationController {
-    private let environment: DemoEnvironment
+    private weak var summary: View?
 
-    init(rootViewController: ViewController, environment: DemoEnvironment) {
-        self.environment = environment
+    init(rootViewController: ViewController) {
         super.init(rootViewController: rootViewController, identifier: "modes")
+        restorationIdentifier = "modes"
     }
 
     required init(coder: Coder) throws {
-        preconditionFailure("ModesController is built in code by DemoDelegate")
+        try super.init(coder: coder)
+    }
+
+    override func viewDidLoad() {
+        let label = LabelView(name: "stack") { [unowned self] in
+            "stack " + viewControllers.map(\.identifier).joined(separator: "/")
+        }
+        view.addSubview(label)
+        summary = label
     }
 
     override func applicationDidReload() {
         let mode = environment.settings.mode
-        guard topViewController?.identifier != mode else { return }
-        environment.logger.info("mode changes to \(mode): handing over")
-        // The incoming mode prepares (viewDidLoad) before the outgoing one stops (viewWillDisappear).
-        setViewControllers([ModeController(mode: mode, environment: environment)], animated: false)
+        // Only a change of Mode= moves the stack: a storyboard or a restored stack may show another mode.
+        guard mode != environment.previousSettings.mode, topViewController?.identifier != mode else { return }
+        defer { summary?.setNeedsDisplay() }
+        switch environment.settings.modeChange {
+        case .replace:
+            environment.logger.info("mode changes to \(mode): handing over")
+            // The incoming mode prepares (viewDidLoad) before the outgoing one stops (viewWillDisappear).
+            setViewControllers([ModeController(mode: mode)], animated: false)
+        case .push:
+            if let index = viewControllers.firstIndex(where: { $0.identifier == mode }) {
+                environment.logger.info("mode changes back to \(mode): popping to it")
+                setViewControllers(Array(viewControllers[...index]), animated: false)
+            } else {
+                environment.logger.info("mode changes to \(mode): pushing it")
+                pushViewController(ModeController(mode: mode), animated: false)
+            }
+        }
+    }
+
+    override func applicationFinishedRestoringState() {
+        summary?.setNeedsDisplay()
     }
 }
 
 /// One mode of serving; it starts serving when it appears and stops when it disappears.
 @MainActor
 final class ModeController: ViewController {
-    private let environment: DemoEnvironment
     private var serving = false
+    /// How many times this mode started serving; preserved.
+    private var activations = 0
 
-    init(mode: String, environment: DemoEnvironment) {
-        self.environment = environment
+    init(mode: String) {
         super.init(identifier: mode)
+        restorationIdentifier = mode
     }
 
     required init(coder: Coder) throws {
-        preconditionFailure("ModeController is built in code by DemoDelegate")
+        try super.init(coder: coder)
+        // A storyboard may leave the restoration identifier out: a mode is restored by its name.
+        if restorationIdentifier == nil { restorationIdentifier = identifier }
+    }
+
+    override func encodeRestorableState(with coder: StateCoder) {
+        coder.encode(activations, forKey: "activations")
+    }
+
+    override func decodeRestorableState(with coder: StateCoder) {
+        activations = coder.decodeInteger(forKey: "activations") ?? activations
     }
 
     override func viewDidLoad() {
-        view.addSubview(LabelView(name: "summary") { [unowned self] in "mode \(identifier)" + (serving ? "" : " (stopped)") })
+        view.addSubview(
+            LabelView(name: "summary") { [unowned self] in
+                "mode \(identifier)" + (serving ? "" : " (stopped)") + " #\(activations)"
+            }
+        )
     }
 
     override func viewDidAppear(_ animated: Bool) {
         serving = true
+        activations += 1
         environment.logger.info("mode \(identifier) serving")
         view.subviews.first?.setNeedsDisplay()
     }

@@ -64,14 +64,17 @@ def e2e_dropin(extra_service_lines: list[str]) -> str:
 @pytest.fixture
 def daemon_unit(sandbox: Sandbox, lifecycled_bin: DaemonBinary) -> Iterator[Callable[..., str]]:
     """Installs lifecycled.service (the shipped file) plus the e2e drop-in; call it with extra [Service]
-    lines (e.g. "WatchdogSec=2"). Returns the unit name. Afterwards the unit is stopped and removed."""
+    lines (e.g. "WatchdogSec=2"), and keep_state=True to keep the state directory. Returns the unit name. Afterwards
+    the unit is stopped and removed, with its state directory."""
     installed = False
 
-    def install(*extra_service_lines: str) -> str:
+    def install(*extra_service_lines: str, keep_state: bool = False) -> str:
         nonlocal installed
         lifecycled_bin.install(sandbox)
-        # Every test starts without the previous one's saved state.
-        sandbox.remove(*STATE_DIRECTORIES)
+        # Every test starts without the previous one's saved state (unless it installs the unit again to restart
+        # from the state it saved).
+        if not keep_state:
+            sandbox.remove(*STATE_DIRECTORIES)
         sandbox.write_file(f"/etc/systemd/system/{UNIT}", SHIPPED_UNIT.read_text())
         sandbox.write_file(DROPIN, e2e_dropin(list(extra_service_lines)))
         installed = True

@@ -34,6 +34,22 @@ DROPIN = f"{DROPIN_DIR}/e2e.conf"
 # Every expected ordering below is derived from this one list.
 DEMO_TREE_PREORDER = ["root", "root/worker", "root/cache", "root/modes", "root/modes/serving"]
 
+# The controllers the demo preserves (the cache is rebuilt, not restored), in pre-order.
+DEMO_PRESERVED_PREORDER = ["root", "root/worker", "root/modes", "root/modes/serving"]
+
+# The callbacks of state preservation and restoration (docs/restoration.md): not application events, though the
+# delegate's are named application(_:...).
+RESTORATION_EVENTS = {
+    "application(_:shouldSaveApplicationState:)",
+    "application(_:willEncodeRestorableStateWith:)",
+    "encodeRestorableState(with:)",
+    "application(_:shouldRestoreApplicationState:)",
+    "application(_:viewControllerWithRestorationIdentifierPath:coder:)",
+    "decodeRestorableState(with:)",
+    "applicationFinishedRestoringState",
+    "application(_:didDecodeRestorableStateWith:)",
+}
+
 MEMORY_WARNING_SIGNAL = "SIGRTMIN+2"
 
 T = TypeVar("T")
@@ -59,6 +75,20 @@ def leaving(
 ) -> list[tuple[str, str]]:
     """A leaving event's delivery order: the tree in reverse pre-order, then the delegate."""
     return [(event, path) for path in reversed(tree)] + [(delegate_event or event, "delegate")]
+
+
+def preservation(tree: list[str] = DEMO_PRESERVED_PREORDER) -> list[tuple[str, str]]:
+    """What saving the state fires, after applicationDidEnterBackground (and after applicationWillTerminate): the
+    delegate's two callbacks, then encodeRestorableState(with:) on each preserved controller, pre-order."""
+    return [
+        ("application(_:shouldSaveApplicationState:)", "delegate"),
+        ("application(_:willEncodeRestorableStateWith:)", "delegate"),
+    ] + [("encodeRestorableState(with:)", path) for path in tree]
+
+
+def is_application_event(event: str) -> bool:
+    """An application event (applicationDidEnterBackground …), not a restoration callback."""
+    return event.startswith("application") and event not in RESTORATION_EVENTS
 
 
 def signal_cause(name: str) -> str:

@@ -11,13 +11,24 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from harness import SANDBOX_BIN, LifecycleEvent, Sandbox, entering, leaving, lifecycle_events, messages, wait_for
+from harness import (
+    SANDBOX_BIN,
+    LifecycleEvent,
+    Sandbox,
+    entering,
+    leaving,
+    lifecycle_events,
+    messages,
+    preservation,
+    wait_for,
+)
 
 # The configuration file the tests write: under the sandbox's own /run (a tmpfs; its /etc is the machine's).
 CONFIG_PATH = "/run/lifecycled-e2e.conf"
 
 # The background and foreground sequences of the demo tree (LIFECYCLE.md §1-§2), whatever asked for them.
-BACKGROUND = leaving("applicationWillResignActive") + leaving("applicationDidEnterBackground")
+# The demo saves its state once applicationDidEnterBackground has reached the whole tree.
+BACKGROUND = leaving("applicationWillResignActive") + leaving("applicationDidEnterBackground") + preservation()
 FOREGROUND = entering("applicationWillEnterForeground") + entering("applicationDidBecomeActive")
 MEMORY_WARNING = leaving("didReceiveMemoryWarning", delegate_event="applicationDidReceiveMemoryWarning")
 

@@ -14,6 +14,7 @@ from harness import (
     DEMO_TREE_PREORDER,
     Sandbox,
     entering,
+    is_application_event,
     leaving,
     lifecycle_events,
     pairs,
@@ -51,9 +52,9 @@ def test_a_background_launch_tells_the_whole_tree_and_shows_nothing_before_ready
     unit, records = launched_in_background(sandbox, daemon_unit, config)
     events = lifecycle_events(records)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    application = [(e.event, e.target) for e in events if e.event.startswith("application")]
+    application = [(e.event, e.target) for e in events if is_application_event(e.event)]
     assert application == leaving("applicationDidEnterBackground"), application
-    assert {e.cause for e in events if e.event.startswith("application")} == {"launch"}
+    assert {e.cause for e in events if is_application_event(e.event)} == {"launch"}
     assert not [e for e in events if e.event in ("viewWillAppear", "viewDidAppear", "loadView")], "nothing appears"
     # READY=1 (systemd's "Started") comes after the delegate's applicationDidEnterBackground.
     position = {int(str(r["LIFECYCLE_SEQ"])): i for i, r in enumerate(records) if "LIFECYCLE_SEQ" in r}
@@ -66,7 +67,7 @@ def test_a_background_launch_tells_the_whole_tree_and_shows_nothing_before_ready
     cause = signal_cause("SIGUSR2")
     events = wait_events(sandbox, unit, cursor, 2 * (len(DEMO_TREE_PREORDER) + 1), cause)
     order = pairs(events)
-    application = [p for p in order if p[0].startswith("application")]
+    application = [p for p in order if is_application_event(p[0])]
     assert application == entering("applicationWillEnterForeground") + entering("applicationDidBecomeActive")
     # The root appears (loads, will, did) between the two.
     assert order.index(("applicationWillEnterForeground", "root/modes/serving")) < order.index(("loadView", "root"))
@@ -86,7 +87,7 @@ def test_terminating_after_a_background_launch_releases_what_never_appeared(
         and (time.sleep(0.3) or lifecycle_events(sandbox.journal(unit, cursor))),
         message="the teardown",
     )
-    application = [(e.event, e.target) for e in events if e.event.startswith("application")]
+    application = [(e.event, e.target) for e in events if is_application_event(e.event)]
     assert application == leaving("applicationWillTerminate"), application
     assert not [e for e in events if e.event.startswith("viewWill") or e.event.startswith("viewDid")]
     released = {e.target for e in events if e.event == "deinit"}

@@ -22,6 +22,7 @@ from harness import (
     lifecycle_events,
     messages,
     pairs,
+    preservation,
     signal_cause,
     wait_for,
 )
@@ -33,7 +34,13 @@ UNIT_STARTED_MESSAGE_ID = "39f53479d3a045ac8e11786248231fbf"
 UNIT_DEACTIVATED_MESSAGE_ID = "7ad2d189f7e94e70a38c781354912448"
 UNIT_FAILED_MESSAGE_ID = "d9b373ed55a64feb8242e02dbe79a49c"
 
-TERMINATE_FROM_ACTIVE = BACKGROUND + leaving("applicationWillTerminate")
+# Termination saves the state once, after applicationWillTerminate and before the teardown.
+TERMINATE_FROM_ACTIVE = (
+    leaving("applicationWillResignActive")
+    + leaving("applicationDidEnterBackground")
+    + leaving("applicationWillTerminate")
+    + preservation()
+)
 
 
 def assert_consecutive(events: list[LifecycleEvent]) -> None:

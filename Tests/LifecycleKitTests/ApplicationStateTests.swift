@@ -303,8 +303,8 @@ struct StateMachineTests {
         #expect(machine.request(.becomeActive, cause: .api) == .dropped(reason: "termination has started"))
         #expect(
             drain(&machine) == [
-                .didEnterBackground, .didReceiveMemoryWarning, .beginReload, .willReload, .reloadConfiguration,
-                .didReload, .finishReload, .beginTermination, .willTerminate, .tearDown,
+                .didEnterBackground, .saveState, .didReceiveMemoryWarning, .beginReload, .willReload,
+                .reloadConfiguration, .didReload, .finishReload, .beginTermination, .willTerminate, .saveState, .tearDown,
             ]
         )
         #expect(machine.applicationState == .terminated)
@@ -331,55 +331,9 @@ struct StateMachineTests {
         #expect(sawNoChange, "the launch ended in the background already")
         #expect(
             callbacks == [
-                .restoreState, .didFinishLaunching, .didEnterBackground, .finishLaunch, .willEnterForeground,
+                .restoreState, .didFinishLaunching, .didEnterBackground, .saveState, .finishLaunch, .willEnterForeground,
                 .showWindow, .didBecomeActive,
             ]
         )
-    }
-}
-
-@MainActor
-@Suite("Restoration at launch")
-struct RestorationTests {
-    @MainActor
-    final class Restoring: ApplicationDelegate {
-        let restore: Bool
-        init(restore: Bool) { self.restore = restore }
-        func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool { restore }
-    }
-
-    @Test func savedStateIsDecodedBetweenTheTwoLaunchCallbacksWhenTheDelegateAgrees() throws {
-        let archive = try Archive(
-            json: Array(#"{"class": "NavigationController", "identifier": "nav", "children": [{"class": "ViewController", "identifier": "saved"}]}"#.utf8),
-            source: "state.json"
-        )
-        let app = Application(delegate: Restoring(restore: true))
-        let recorder = Recorder(app)
-        app.launch(options: LaunchOptions(reason: .restart, restoredState: archive))
-        #expect(
-            Array(recorder.lines(targets: ["delegate", "nav", "saved", "nav/saved"]).prefix(9)) == [
-                "delegate willFinishLaunching",
-                "delegate shouldRestoreApplicationState",
-                "nav init(coder:)",
-                "saved init(coder:)",
-                "nav/saved willMove(toParent:)",
-                "nav/saved didMove(toParent:)",
-                "nav awakeFromArchive",
-                "nav/saved awakeFromArchive",
-                "delegate didFinishLaunching",
-            ]
-        )
-        let nav = try #require(app.window?.rootViewController as? NavigationController)
-        #expect(nav.topViewController?.identifier == "saved")
-        #expect(nav.topViewController?.isVisible == true)
-    }
-
-    @Test func savedStateIsIgnoredWhenTheDelegateDeclines() throws {
-        let archive = try Archive(json: Array(#"{"class": "ViewController", "identifier": "saved"}"#.utf8), source: "state.json")
-        let app = Application(delegate: Restoring(restore: false))
-        let recorder = Recorder(app)
-        app.launch(options: LaunchOptions(restoredState: archive))
-        #expect(!recorder.lines().contains("saved init(coder:)"))
-        #expect(app.window == nil)
     }
 }

@@ -322,8 +322,9 @@ struct ControllerLifecycleTests {
                 "root viewWillAppear", "root viewWillLayoutSubviews", "root viewDidLayoutSubviews", "root viewDidAppear",
             ]
         )
+        // A decoded controller is named by where it is going from its init(coder:) on.
         #expect(recorder.lines(targets: ["root/leaf"], events: ["init(coder:)", "awakeFromArchive", "viewDidAppear"]) == [
-            "root/leaf awakeFromArchive", "root/leaf viewDidAppear",
+            "root/leaf init(coder:)", "root/leaf awakeFromArchive", "root/leaf viewDidAppear",
         ])
         #expect(root.children.first?.viewIfLoaded?.superview === root.view)
     }

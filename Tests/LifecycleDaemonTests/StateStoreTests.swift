@@ -1,0 +1,167 @@
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+import Testing
+
+@testable import LifecycleDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh directory under /tmp.
+func temporaryDirectory() -> String {
+    var template = Array("/tmp/lifecycled-state-XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    precondition(made != nil, "mkdtemp failed")
+    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    precondition(fd >= 0)
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
+
+@MainActor
+@Suite("The state store")
+struct StateStoreTests {
+    let directory = temporaryDirectory()
+    let log = StallLog()
+
+    func store(keep: Int = 3) -> StateStore {
+        var settings = RestorationSettings()
+        settings.stateDirectory = directory
+        settings.keepRejectedFiles = keep
+        settings.fileDescriptorStore = .no
+        return StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger())
+    }
+
+    static func archive(generation: Int) -> Archive {
+        var archive = Archive(root: Archive.Node(className: "ViewController", identifier: "root", restorationIdentifier: "root", state: ["g": .integer(generation)]))
+        archive.generation = generation
+        return archive
+    }
+
+    var path: String { directory + "/state.archive" }
+
+    func warnings() -> [String] { log.all.filter { $0.level == .warning }.map(\.message) }
+
+    @Test func aSavedStateIsLoadedAtTheNextLaunch() throws {
+        store().save(Self.archive(generation: 4))
+        let loaded = try #require(store().load())
+        #expect(loaded.generation == 4)
+        #expect(loaded.root.state == ["g": .integer(4)])
+        #expect(warnings().isEmpty)
+        #expect(DurableFile.directoryEntries(directory) == ["state.archive"], "no temporary file is left")
+    }
+
+    @Test func aStateDirectoryNamedByHandIsMadeAtTheFirstSave() throws {
+        var settings = RestorationSettings()
+        settings.stateDirectory = directory + "/new"
+        settings.fileDescriptorStore = .no
+        StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger()).save(Self.archive(generation: 1))
+        #expect(DurableFile.directoryEntries(directory + "/new") == ["state.archive"])
+        #expect(warnings().isEmpty)
+    }
+
+    @Test func aTruncatedArchiveIsKeptAsideWithOneWarningAndTheLaunchIsFresh() throws {
+        let bytes = Self.archive(generation: 2).encodedState()
+        writeFile(path, Array(bytes.prefix(bytes.count - 5)))
+        #expect(store().load() == nil)
+        let warning = try #require(warnings().first)
+        #expect(warnings().count == 1)
+        #expect(warning.hasPrefix("the saved state in \(path) is truncated: the header announces"))
+        #expect(warning.contains("launching without saved state; the file is kept aside as \(path).rejected-"))
+        let names = DurableFile.directoryEntries(directory)
+        #expect(names.count == 1 && names[0].hasPrefix("state.archive.rejected-"))
+    }
+
+    @Test func atMostTheConfiguredNumberOfRejectedFilesIsKept() {
+        for round in 0..<5 {
+            writeFile(path, Array("garbage \(round)".utf8))
+            #expect(store(keep: 2).load() == nil)
+            usleep(2000)
+        }
+        let rejected = DurableFile.directoryEntries(directory).filter { $0.hasPrefix("state.archive.rejected-") }.sorted()
+        #expect(rejected.count == 2)
+        let newest = rejected.last.map { (try? SystemFiles.readText(directory + "/" + $0)) ?? "" }
+        #expect(newest == "garbage 4")
+    }
+
+    @Test func anUnfinishedSaveIsRemovedAndNeverLoaded() throws {
+        store().save(Self.archive(generation: 1))
+        writeFile(DurableFile.temporaryPrefix(for: path) + "12345", Array(Self.archive(generation: 9).encodedState().prefix(20)))
+        let loaded = try #require(store().load())
+        #expect(loaded.generation == 1)
+        #expect(DurableFile.directoryEntries(directory) == ["state.archive"])
+        #expect(log.all.contains { $0.message.hasPrefix("removed 1 unfinished save(s) of the state, never loaded") })
+    }
+
+    @Test func aNewerFormatIsRefusedSayingSo() throws {
+        var bytes = Self.archive(generation: 1).encodedState()
+        bytes[19] = UInt8(ascii: "7")
+        writeFile(path, bytes)
+        #expect(store().load() == nil)
+        #expect(try #require(warnings().first).contains("was written in format 7, newer than this build reads"))
+    }
+
+    @Test func aReadOnlyDirectoryIsOneWarningAndTheLaunchGoesOn() {
+        var settings = RestorationSettings()
+        settings.stateDirectory = "/proc/self"
+        settings.fileDescriptorStore = .no
+        let store = StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger())
+        store.save(Self.archive(generation: 1))
+        store.save(Self.archive(generation: 2))
+        #expect(warnings().count == 1)
+        #expect(warnings().first?.hasPrefix("cannot save the state to /proc/self/state.archive") == true)
+    }
+
+    @Test func theSlowWriteStillWritesEverythingInPieces() throws {
+        var settings = RestorationSettings()
+        settings.stateDirectory = directory
+        settings.stateWriteDelay = .milliseconds(16)
+        settings.fileDescriptorStore = .no
+        let started = ContinuousClock.now
+        StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger()).save(Self.archive(generation: 5))
+        #expect(ContinuousClock.now - started >= .milliseconds(14))
+        #expect(try #require(store().load()).generation == 5)
+    }
+}
+
+@Suite("Restoration settings")
+struct RestorationSettingsTests {
+    @Test func theStateDirectoryComesFromTheFlagThenTheFileThenStateDirectory() throws {
+        var options = DaemonOptions()
+        options.applyEnvironment(["STATE_DIRECTORY": "/var/lib/lifecycled:/var/lib/other"])
+        #expect(try options.resolveConfiguration().restoration.stateDirectory == "/var/lib/lifecycled")
+        options.configurationPath = temporaryFile("[State]\nDirectory=/srv/state\nKeepRejected=5\n\n[Launch]\nStoryboard=/etc/tree.storyboard\n")
+        let fromFile = try options.resolveConfiguration().restoration
+        #expect(fromFile.stateDirectory == "/srv/state")
+        #expect(fromFile.keepRejectedFiles == 5)
+        #expect(fromFile.storyboard == "/etc/tree.storyboard")
+        options.stateDirectory = "/tmp/by-hand"
+        options.storyboardPath = "/tmp/other.storyboard"
+        let fromFlags = try options.resolveConfiguration().restoration
+        #expect(fromFlags.stateDirectory == "/tmp/by-hand")
+        #expect(fromFlags.storyboard == "/tmp/other.storyboard")
+    }
+
+    @Test func badValuesNameTheLineAndWhatIsValid() {
+        var configuration = DaemonConfiguration()
+        #expect(throws: ConfigurationError.self) {
+            try configuration.apply(text: "[State]\nFileDescriptorStore=maybe\n", source: "c.conf")
+        }
+        do {
+            try configuration.apply(text: "[State]\nFileDescriptorStore=maybe\n", source: "c.conf")
+        } catch {
+            #expect(error.description == "c.conf:2: FileDescriptorStore=maybe is not a file descriptor store setting; valid: auto, yes, no")
+        }
+        do {
+            try configuration.apply(text: "[State]\nDirectry=/x\n", source: "c.conf")
+        } catch {
+            #expect(error.description == "c.conf:2: unknown key Directry= in [State]; valid: Directory=, KeepRejected=, FileDescriptorStore=")
+        }
+    }
+}
