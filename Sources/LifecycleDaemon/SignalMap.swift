@@ -23,12 +23,12 @@ public enum SignalAction: String, Sendable, Hashable, CaseIterable {
     case inactive
 }
 
-/// Which signal asks for what (LIFECYCLE.md §6); SIGKILL and SIGSTOP can never be mapped.
+/// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped.
 public struct SignalMap: Sendable, Hashable {
     /// The actions, by signal; `default` entries are left out.
     public private(set) var actions: [UnixSignal: SignalAction]
 
-    /// The defaults of LIFECYCLE.md §6.
+    /// The defaults of docs/lifecycle.md §6.
     public static var standard: SignalMap {
         SignalMap(actions: [
             .user1: .background,

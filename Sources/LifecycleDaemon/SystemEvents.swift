@@ -2,7 +2,7 @@ import LifecycleKit
 import LifecycleSystemd
 import Logging
 
-/// Turns the system's notifications other than signals into application requests (LIFECYCLE.md §6):
+/// Turns the system's notifications other than signals into application requests (docs/lifecycle.md §6):
 ///
 /// - logind `PrepareForSleep(true)`: enter the background, holding the delay inhibitors until
 ///   `applicationDidEnterBackground` has returned and every background task has ended; tasks still running shortly

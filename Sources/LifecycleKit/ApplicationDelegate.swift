@@ -1,4 +1,4 @@
-/// The application's delegate: every callback of LIFECYCLE.md §1, each with an empty default.
+/// The application's delegate: every callback of docs/lifecycle.md §1, each with an empty default.
 ///
 /// Entering events reach the delegate before the controller tree; leaving events reach it after the tree.
 @MainActor

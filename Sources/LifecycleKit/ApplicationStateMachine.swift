@@ -1,7 +1,7 @@
 /// The application's state machine as a value: it decides which callbacks a request fires, in which order, and
 /// what happens to requests that arrive while a transition runs. ``Application`` performs what it returns.
 ///
-/// Rules (LIFECYCLE.md §1): a request names a target; the machine walks the legal path to it one step at a time;
+/// Rules (docs/lifecycle.md §1): a request names a target; the machine walks the legal path to it one step at a time;
 /// a request equal to the current state is a no-op; requests made during a transition are queued in arrival order;
 /// terminate is final; memory warnings (and reloads) that arrive while one is pending are coalesced into it.
 public struct ApplicationStateMachine: Sendable {
@@ -251,7 +251,7 @@ public struct ApplicationStateMachine: Sendable {
             )
             now = after
         }
-        // The single legal steps of LIFECYCLE.md §1. "Will" callbacks fire in the state being left, "did" callbacks
+        // The single legal steps of docs/lifecycle.md §1. "Will" callbacks fire in the state being left, "did" callbacks
         // in the state reached, as UIKit reports `applicationState`; the launch callbacks both see `inactive`.
         func toInactive() {
             switch now {

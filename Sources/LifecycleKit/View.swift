@@ -1,4 +1,4 @@
-/// A node that a controller owns: a live resource while it is in the window (LIFECYCLE.md §4).
+/// A node that a controller owns: a live resource while it is in the window (docs/lifecycle.md §4).
 ///
 /// Resources start in ``didMoveToWindow()`` when ``window`` is non-nil and stop when it becomes nil. Override the
 /// callbacks; you need not call `super`, the framework traces each call itself.

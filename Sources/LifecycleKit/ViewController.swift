@@ -10,7 +10,7 @@ public enum ModalPresentationStyle: String, Sendable, Hashable, CaseIterable {
 }
 
 /// A controller: it owns a root view and a part of the application's work, and receives the view lifecycle
-/// (LIFECYCLE.md §3) and every application event (§2).
+/// (docs/lifecycle.md §3) and every application event (§2).
 ///
 /// Override the callbacks; calling `super` is not needed, the framework traces each call before making it.
 @MainActor
@@ -304,7 +304,7 @@ open class ViewController {
     /// Called in a layout pass after the root view's `layoutSubviews`, before its subviews'.
     open func viewDidLayoutSubviews() {}
 
-    // MARK: Application events (LIFECYCLE.md §2)
+    // MARK: Application events (docs/lifecycle.md §2)
 
     /// The application is about to return to the foreground (delegate first, then the tree in pre-order).
     open func applicationWillEnterForeground() {}

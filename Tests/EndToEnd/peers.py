@@ -26,7 +26,7 @@ from harness import (
 # The configuration file the tests write: under the sandbox's own /run (a tmpfs; its /etc is the machine's).
 CONFIG_PATH = "/run/lifecycled-e2e.conf"
 
-# The background and foreground sequences of the demo tree (LIFECYCLE.md §1-§2), whatever asked for them.
+# The background and foreground sequences of the demo tree (docs/lifecycle.md §1-§2), whatever asked for them.
 # The demo saves its state once applicationDidEnterBackground has reached the whole tree.
 BACKGROUND = leaving("applicationWillResignActive") + leaving("applicationDidEnterBackground") + preservation()
 FOREGROUND = entering("applicationWillEnterForeground") + entering("applicationDidBecomeActive")

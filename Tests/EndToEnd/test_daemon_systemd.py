@@ -1,7 +1,7 @@
 """lifecycled under a real systemd: readiness, the signal map, reload, stop and the watchdog.
 
 Every ordering assertion compares the whole trace (LIFECYCLE_* journald fields) with the contract in
-LIFECYCLE.md, derived from harness.DEMO_TREE_PREORDER.
+docs/lifecycle.md, derived from harness.DEMO_TREE_PREORDER.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 import LifecycleKit
 
-/// A reference model of LIFECYCLE.md §3–§4 (appearance and the view tree), extending ``ReferenceModel``'s
+/// A reference model of docs/lifecycle.md §3–§4 (appearance and the view tree), extending ``ReferenceModel``'s
 /// §1–§2, written from the contract and docs/lifecycle.md, never from the implementation's internals.
 ///
 /// It keeps its own controller tree and view tree (whose root view is a subview of whose), the window's layers (the

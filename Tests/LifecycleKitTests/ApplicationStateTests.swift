@@ -2,7 +2,7 @@ import LifecycleKit
 import Testing
 
 @MainActor
-@Suite("Application states (LIFECYCLE.md §1)")
+@Suite("Application states (docs/lifecycle.md §1)")
 struct ApplicationStateTests {
     /// Moves a launched application to `state` with the public requests.
     private func move(_ app: Application, to state: ApplicationState) {

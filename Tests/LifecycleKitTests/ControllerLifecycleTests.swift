@@ -2,7 +2,7 @@ import LifecycleKit
 import Testing
 
 @MainActor
-@Suite("Controller lifecycle (LIFECYCLE.md §3)")
+@Suite("Controller lifecycle (docs/lifecycle.md §3)")
 struct ControllerLifecycleTests {
     /// Launches an application whose window's root is `root`; returns it and a recorder cleared after launch.
     private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, Recorder) {

@@ -2,7 +2,7 @@ import LifecycleKit
 import Testing
 
 @MainActor
-@Suite("Propagation down the hosted tree (LIFECYCLE.md §2)")
+@Suite("Propagation down the hosted tree (docs/lifecycle.md §2)")
 struct PropagationTests {
     /// root ─ a ─ a1, a2 (a2 ─ deep) ; root ─ nav [n1, n2] ; root ─ b ; root presents p (over context).
     static let preOrder = [

@@ -2,7 +2,7 @@ import LifecycleKit
 import PropertyBased
 import Testing
 
-/// A small reference model of LIFECYCLE.md §1–§2, written independently of the implementation: the legal
+/// A small reference model of docs/lifecycle.md §1–§2, written independently of the implementation: the legal
 /// single steps as a graph searched breadth-first, a request queue with the coalescing and finality rules, and a
 /// tree of identifiers whose pre-order gives the propagation order. ``AppearanceModel`` extends it to §3–§4.
 struct ReferenceModel {

@@ -53,7 +53,7 @@ final class TestDelegate: ApplicationDelegate {
     func applicationWillTerminate(_ application: Application) { onEvent("applicationWillTerminate", application) }
 }
 
-/// A controller that adds one subview, named `subview`, in `viewDidLoad`, as LIFECYCLE.md §3's show sequence does.
+/// A controller that adds one subview, named `subview`, in `viewDidLoad`, as docs/lifecycle.md §3's show sequence does.
 @MainActor
 final class LeafController: ViewController {
     override func viewDidLoad() {
@@ -67,7 +67,7 @@ func makeApplication(delegate: TestDelegate) -> Application {
     Application(delegate: delegate, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
 }
 
-/// The view lifecycle events of LIFECYCLE.md §3 (what the printed sequences show).
+/// The view lifecycle events of docs/lifecycle.md §3 (what the printed sequences show).
 let viewLifecycleEvents: Set<String> = [
     "init", "init(coder:)", "awakeFromArchive", "loadView", "viewDidLoad", "viewWillAppear", "viewDidAppear",
     "viewWillDisappear", "viewDidDisappear", "viewWillLayoutSubviews", "viewDidLayoutSubviews", "deinit",

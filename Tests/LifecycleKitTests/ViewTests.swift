@@ -22,7 +22,7 @@ final class StatusView: View {
 }
 
 @MainActor
-@Suite("Views: live resources under a controller (LIFECYCLE.md §4)")
+@Suite("Views: live resources under a controller (docs/lifecycle.md §4)")
 struct ViewTests {
     /// An active application whose root controller is `root`; the recorder starts empty after launch.
     private func launched() -> (Application, ViewController, Recorder) {

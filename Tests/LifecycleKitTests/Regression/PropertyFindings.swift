@@ -15,8 +15,8 @@ struct PropertyFindings {
         return (app, recorder)
     }
 
-    // Finding 1. A controller that leaves the tree dismisses what it presents (docs/lifecycle.md: "nothing stays on
-    // screen out of reach of the application events"), and so does everything below it, which leaves the tree with
+    // Finding 1. A controller that leaves the tree dismisses what it presents (docs/lifecycle.md §3: "a controller
+    // that leaves the tree dismisses what it presents"), and so does everything below it, which leaves the tree with
     // it. LifecycleKit dismisses only the presentation of the controller that leaves: what a child of a popped (or
     // unembedded) controller presents stays on screen, visible, alive, and out of reach of the application events.
     @Test func poppingAControllerDismissesWhatItsChildPresents() {
@@ -167,7 +167,7 @@ struct PropertyFindings {
     // time, each dismissing what it presents before the next leaves. When such a dismissal shows the navigation
     // controller again and its view loads again (released on a memory warning while covered), the view embeds the
     // controller then on top — one the same call is popping: it loads, appears and disappears again, before the root
-    // appears. docs/lifecycle.md: "A popped controller leaves the stack at once"; the new top is the one that appears.
+    // appears. docs/lifecycle.md §3: "A popped controller leaves the stack at once"; the new top is the one that appears.
     // (setViewControllers([a, new]) likewise shows a controller it removes, or the kept `a`, before `new`.)
     @Test func popToRootTakesEveryPoppedControllerOffTheStackBeforeAnythingAppears() {
         let (app, recorder) = launched {
@@ -197,7 +197,7 @@ struct PropertyFindings {
     }
 
     // Finding 6. Dismissing a full-screen presentation whose covered controller's view was released on a memory
-    // warning loads that view only after the dismissed controller's viewWillDisappear. LIFECYCLE.md §3's hand-off:
+    // warning loads that view only after the dismissed controller's viewWillDisappear. docs/lifecycle.md §3's hand-off:
     // "the incoming mode prepares (viewDidLoad) before the outgoing one stops (viewWillDisappear)"; dismissal mirrors
     // presentation, and a pop already loads the controller below first (ContractRevisionTests).
     @Test func dismissalLoadsTheReleasedViewOfTheCoveredControllerBeforeTheDismissedOneStops() {
