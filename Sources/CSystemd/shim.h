@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -70,6 +71,29 @@ static inline int csystemd_seal_memfd(int fd) {
         return -errno;
     }
     return 0;
+}
+
+// Sends one datagram carrying no bytes and one file descriptor (SCM_RIGHTS) to an AF_UNIX address: how a journald
+// client hands over an entry too big for a datagram, in a sealed memfd. Returns the bytes sent (0), or -errno.
+static inline int csystemd_send_descriptor(int sock, const struct sockaddr *address, socklen_t length, int fd, int flags) {
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message;
+    memset(&message, 0, sizeof(message));
+    message.msg_name = (void *)address;
+    message.msg_namelen = length;
+    message.msg_control = &control;
+    message.msg_controllen = sizeof(control);
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    ssize_t sent = sendmsg(sock, &message, flags | MSG_NOSIGNAL);
+    return sent < 0 ? -errno : (int)sent;
 }
 
 #endif

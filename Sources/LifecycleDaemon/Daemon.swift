@@ -136,9 +136,13 @@ public final class Daemon: ApplicationHost {
                 notifier: .fromEnvironment(),
                 logger: logger
             ) { configuration in configure(delegate, configuration) }
-            return try daemon.start()
+            let code = try daemon.start()
+            // Lines still waiting for journald (it fell behind) are lost when the process exits: give it a moment.
+            JournalWriter.shared.flush()
+            return code
         } catch {
             logger.critical("\(options.programName) cannot run its main loop: \(error)")
+            JournalWriter.shared.flush()
             return SysExit.osError.rawValue
         }
     }
@@ -212,9 +216,11 @@ public final class Daemon: ApplicationHost {
         return code
     }
 
-    /// The loop's dispatch (or the launch) returned: write the trace lines it deferred; no callback runs now.
+    /// The loop's dispatch (or the launch) returned: write the trace lines it deferred, and let journald take them
+    /// (unless it has stalled: see ``JournalWriter/waitForDelivery()``); no callback runs now.
     private func dispatchDidEnd() {
         application.trace.flush()
+        JournalWriter.shared.waitForDelivery()
         stallDetector?.dispatchDidEnd()
     }
 
@@ -337,9 +343,10 @@ public final class Daemon: ApplicationHost {
     // MARK: Helpers
 
     /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
-    /// before the journal has its callbacks.
+    /// before the journal has its callbacks (while journald takes lines: a stalled journald delays no notification).
     private func notify(_ assignments: [NotifyAssignment]) {
         application.trace.flush()
+        JournalWriter.shared.waitForDelivery()
         notifications.send(assignments)
     }
 
