@@ -32,7 +32,7 @@ public final class Daemon: ApplicationHost {
     private var signalSources: [MainLoop.Source] = []
     private var systemEvents: SystemEvents?
     private var stallDetector: StallDetector?
-    private let notifications: Notifications
+    let notifications: Notifications
     /// Where the saved state is kept (DaemonRestoration.swift).
     var stateStore: StateStore?
     /// The storyboard the tree was loaded from, to apply a change of it on reload.
@@ -356,8 +356,9 @@ public final class Daemon: ApplicationHost {
     }
 }
 
-/// Sends sd_notify messages through the effects; the first failure is a warning, later ones are silent (a
-/// missing socket fails every time).
+/// Sends sd_notify messages through the effects. The first failure to reach systemd's notification socket, from
+/// sd_notify or from the file descriptor store, is one warning for both; later ones are silent: a socket that is not
+/// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
 @MainActor
 final class Notifications {
     private let effects: DaemonEffects
@@ -373,9 +374,20 @@ final class Notifications {
         do {
             try effects.notify(assignments)
         } catch {
-            guard !failureLogged else { return }
-            failureLogged = true
-            logger.warning("sd_notify failed: \(error); systemd does not hear about this service's state")
+            reportFailure(error)
         }
+    }
+
+    /// One warning for the first failure to reach the notification socket; nothing for the later ones.
+    func reportFailure(_ error: any Error) {
+        guard !failureLogged else { return }
+        failureLogged = true
+        let socket = ProcessEnvironment.value("NOTIFY_SOCKET").map { " (NOTIFY_SOCKET=\($0))" } ?? ""
+        logger.warning(
+            """
+            cannot reach systemd's notification socket\(socket): \(error) systemd does not hear about this service's \
+            readiness, state, reloads or stop, and keeps no copy of its saved state
+            """
+        )
     }
 }
