@@ -62,7 +62,7 @@ public final class JournalWriter: @unchecked Sendable {
         public var reports = 0
     }
 
-    /// 1024 entries (about 18 signals' worth of the demo's `--trace` lines) or 4 MiB.
+    /// 1024 entries (about 57 signals' worth of the demo's lines, 18 for a background transition) or 4 MiB.
     public static let defaultLimits = Limits(entries: 1024, bytes: 4 << 20)
     /// journald taking nothing for this long is a stall: callers of ``waitForDelivery()`` stop waiting.
     public static let defaultStallTimeout = Duration.milliseconds(250)
@@ -119,7 +119,7 @@ public final class JournalWriter: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// The writer thread waits on it for entries.
     private let work: UnsafeMutablePointer<pthread_cond_t>
-    /// Callers of ``waitForDelivery()`` wait on it for progress.
+    /// Callers of ``waitForDelivery()`` and ``flush(timeout:)`` wait on it for the queue to drain or journald to stall.
     private let progress: UnsafeMutablePointer<pthread_cond_t>
     private var state = State()
     private let address: [UInt8]
@@ -415,8 +415,10 @@ public final class JournalWriter: @unchecked Sendable {
                 }
                 state.lastProgress = Self.now()
                 state.stuck = false
-                pthread_cond_broadcast(progress)
                 if state.queue.isEmpty { endEpisode() }
+                // Waiters hear of the end only (they read lastProgress when their timed wait ends): one wake-up per
+                // drain, not one per entry.
+                if state.queue.isEmpty { pthread_cond_broadcast(progress) }
             case .full:
                 // The send waited the whole stall timeout.
                 markStalled()
@@ -435,8 +437,8 @@ public final class JournalWriter: @unchecked Sendable {
                 pthread_mutex_unlock(mutex)
                 Self.writeToStderr(item, error: error)
                 pthread_mutex_lock(mutex)
-                pthread_cond_broadcast(progress)
                 if state.queue.isEmpty { endEpisode() }
+                if state.queue.isEmpty { pthread_cond_broadcast(progress) }
             }
         }
         pthread_mutex_unlock(mutex)
