@@ -285,46 +285,40 @@ public final class JournalWriter: @unchecked Sendable {
     /// The socket, made at first use; a negative errno if it cannot be made. Called with the lock held.
     private func openSocket() -> Int32 {
         if state.socket >= 0 { return state.socket }
-        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socket >= 0 else { return -errno }
-        // Entries up to about this size fit one datagram; larger ones go in a memfd.
-        var size = sendBufferSize
-        _ = setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        // The writer thread's sends wait at most this long, so it notices a stall (the thread that logs never waits).
-        let (seconds, attoseconds) = stallTimeout.components
-        var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        _ = setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // Entries up to about `sendBufferSize` fit one datagram; larger ones go in a memfd. The writer thread's sends
+        // wait at most the stall timeout, so it notices a stall (the thread that logs never waits).
+        let socket = csystemd_datagram_socket(sendBufferSize, Int(stallTimeout.wholeNanoseconds / 1000))
+        guard socket >= 0 else { return socket }
         state.socket = socket
         return socket
     }
 
     /// One send: `waiting` blocks up to the socket's send timeout (the writer thread), otherwise it never blocks.
     private func deliver(_ payload: [UInt8], on socket: Int32, waiting: Bool) -> Outcome {
-        let flags = Int32(MSG_NOSIGNAL) | (waiting ? 0 : Int32(MSG_DONTWAIT))
         while true {
             let sent = payload.withUnsafeBytes { bytes in
                 address.withUnsafeBytes { raw in
-                    sendto(
-                        socket, bytes.baseAddress, bytes.count, flags,
-                        raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), addressLength
+                    csystemd_send_datagram(
+                        socket, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), addressLength,
+                        bytes.baseAddress, bytes.count, waiting ? 1 : 0
                     )
                 }
             }
             if sent >= 0 { return .sent(inMemfd: false) }
-            let error = errno
+            let error = Int32(-sent)
             switch error {
             case EINTR:
                 continue
             case EMSGSIZE, ENOBUFS:
                 // Too large for a datagram: hand it over in a memfd, as libsystemd does.
-                return deliverInMemfd(payload, on: socket, flags: flags)
+                return deliverInMemfd(payload, on: socket, waiting: waiting)
             default:
                 return Self.outcome(errno: error)
             }
         }
     }
 
-    private func deliverInMemfd(_ payload: [UInt8], on socket: Int32, flags: Int32) -> Outcome {
+    private func deliverInMemfd(_ payload: [UInt8], on socket: Int32, waiting: Bool) -> Outcome {
         let memfd = csystemd_memfd_create("journal-entry")
         guard memfd >= 0 else { return .failed(Errno(rawValue: -memfd)) }
         defer { close(memfd) }
@@ -343,7 +337,7 @@ public final class JournalWriter: @unchecked Sendable {
         while true {
             let result = address.withUnsafeBytes { raw in
                 csystemd_send_descriptor(
-                    socket, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), addressLength, memfd, flags
+                    socket, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), addressLength, memfd, waiting ? 1 : 0
                 )
             }
             if result >= 0 { return .sent(inMemfd: true) }
