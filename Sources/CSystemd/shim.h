@@ -72,4 +72,53 @@ static inline int csystemd_seal_memfd(int fd) {
     return 0;
 }
 
+// The journal writer's socket calls. In C, so that no Swift file of LifecycleSystemd names glibc's SOCK_* and MSG_*
+// enumerators next to this module: a target that both imports this module and uses them finds them through it, and
+// files that do not import it then cannot (MemoryPressureMonitor.swift imports it for that reason).
+
+// An AF_UNIX datagram socket, close-on-exec, with SO_SNDBUF asked to be `send_buffer` and sends that wait (without
+// MSG_DONTWAIT) at most `timeout_usec`. Returns the descriptor, or -errno.
+static inline int csystemd_datagram_socket(int send_buffer, long timeout_usec) {
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sock < 0) {
+        return -errno;
+    }
+    (void)setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof(send_buffer));
+    struct timeval timeout = { .tv_sec = timeout_usec / 1000000, .tv_usec = timeout_usec % 1000000 };
+    (void)setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    return sock;
+}
+
+// Sends one datagram to an AF_UNIX address, never raising SIGPIPE; without `wait`, never blocking (MSG_DONTWAIT).
+// Returns the bytes sent, or -errno.
+static inline long csystemd_send_datagram(int sock, const struct sockaddr *address, socklen_t length, const void *bytes,
+                                          size_t count, int wait) {
+    ssize_t sent = sendto(sock, bytes, count, MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT), address, length);
+    return sent < 0 ? -errno : (long)sent;
+}
+
+// Sends one datagram carrying no bytes and one file descriptor (SCM_RIGHTS) to an AF_UNIX address: how a journald
+// client hands over an entry too big for a datagram, in a sealed memfd. Returns the bytes sent (0), or -errno.
+static inline int csystemd_send_descriptor(int sock, const struct sockaddr *address, socklen_t length, int fd, int wait) {
+    int flags = wait ? 0 : MSG_DONTWAIT;
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message;
+    memset(&message, 0, sizeof(message));
+    message.msg_name = (void *)address;
+    message.msg_namelen = length;
+    message.msg_control = &control;
+    message.msg_controllen = sizeof(control);
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    ssize_t sent = sendmsg(sock, &message, flags | MSG_NOSIGNAL);
+    return sent < 0 ? -errno : (int)sent;
+}
+
 #endif

@@ -32,7 +32,7 @@ public final class Daemon: ApplicationHost {
     private var signalSources: [MainLoop.Source] = []
     private var systemEvents: SystemEvents?
     private var stallDetector: StallDetector?
-    private let notifications: Notifications
+    let notifications: Notifications
     /// Where the saved state is kept (DaemonRestoration.swift).
     var stateStore: StateStore?
     /// The storyboard the tree was loaded from, to apply a change of it on reload.
@@ -136,9 +136,13 @@ public final class Daemon: ApplicationHost {
                 notifier: .fromEnvironment(),
                 logger: logger
             ) { configuration in configure(delegate, configuration) }
-            return try daemon.start()
+            let code = try daemon.start()
+            // Lines still waiting for journald (it fell behind) are lost when the process exits: give it a moment.
+            JournalWriter.shared.flush()
+            return code
         } catch {
             logger.critical("\(options.programName) cannot run its main loop: \(error)")
+            JournalWriter.shared.flush()
             return SysExit.osError.rawValue
         }
     }
@@ -212,9 +216,11 @@ public final class Daemon: ApplicationHost {
         return code
     }
 
-    /// The loop's dispatch (or the launch) returned: write the trace lines it deferred; no callback runs now.
+    /// The loop's dispatch (or the launch) returned: write the trace lines it deferred, and let journald take them
+    /// (unless it has stalled: see ``JournalWriter/waitForDelivery()``); no callback runs now.
     private func dispatchDidEnd() {
         application.trace.flush()
+        JournalWriter.shared.waitForDelivery()
         stallDetector?.dispatchDidEnd()
     }
 
@@ -337,9 +343,10 @@ public final class Daemon: ApplicationHost {
     // MARK: Helpers
 
     /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
-    /// before the journal has its callbacks.
+    /// before the journal has its callbacks (while journald takes lines: a stalled journald delays no notification).
     private func notify(_ assignments: [NotifyAssignment]) {
         application.trace.flush()
+        JournalWriter.shared.waitForDelivery()
         notifications.send(assignments)
     }
 
@@ -349,8 +356,9 @@ public final class Daemon: ApplicationHost {
     }
 }
 
-/// Sends sd_notify messages through the effects; the first failure is a warning, later ones are silent (a
-/// missing socket fails every time).
+/// Sends sd_notify messages through the effects. The first failure to reach systemd's notification socket, from
+/// sd_notify or from the file descriptor store, is one warning for both; later ones are silent: a socket that is not
+/// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
 @MainActor
 final class Notifications {
     private let effects: DaemonEffects
@@ -366,9 +374,20 @@ final class Notifications {
         do {
             try effects.notify(assignments)
         } catch {
-            guard !failureLogged else { return }
-            failureLogged = true
-            logger.warning("sd_notify failed: \(error); systemd does not hear about this service's state")
+            reportFailure(error)
         }
+    }
+
+    /// One warning for the first failure to reach the notification socket; nothing for the later ones.
+    func reportFailure(_ error: any Error) {
+        guard !failureLogged else { return }
+        failureLogged = true
+        let socket = ProcessEnvironment.value("NOTIFY_SOCKET").map { " (NOTIFY_SOCKET=\($0))" } ?? ""
+        logger.warning(
+            """
+            cannot reach systemd's notification socket\(socket): \(error) systemd does not hear about this service's \
+            readiness, state, reloads or stop, and keeps no copy of its saved state
+            """
+        )
     }
 }

@@ -44,7 +44,7 @@ extension Daemon {
             notifier: .fromEnvironment(),
             environment: ProcessEnvironment.all(),
             logger: logger
-        )
+        ) { [notifications] error in notifications.reportFailure(error) }
         stateStore = store
         return .launch(restoring: store.load())
     }

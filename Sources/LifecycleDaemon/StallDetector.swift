@@ -9,7 +9,8 @@ import Glibc
 /// Names a callback that hangs the main loop, before systemd's watchdog fires.
 ///
 /// The main thread writes, just before every callback, which one it is (sequence, event, target, start) into one slot,
-/// and clears the slot when the loop's dispatch returns. One thread — the only one the daemon adds — watches the slot:
+/// and clears the slot when the loop's dispatch returns. One thread — the only one the daemon adds, besides the journal
+/// writer's, made only once journald falls behind (``JournalWriter``) — watches the slot:
 /// when the same callback has run past ``Thresholds/warning`` it logs a warning naming the callback, its target and
 /// how long it has run, and another at ``Thresholds/urgent`` (half the watchdog interval), so the journal names the
 /// stuck callback before systemd's "Watchdog timeout". When a reported callback returns, the main thread logs a

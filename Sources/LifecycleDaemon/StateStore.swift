@@ -30,13 +30,25 @@ final class StateStore {
     private let keepRejected: Int
     private let writeDelay: Duration
     private let logger: Logger
+    /// Reports a failure to reach systemd's store: the daemon's one warning about its notification socket, which
+    /// covers sd_notify and the store together. Without it, the store's first failure is a warning of its own.
+    private let reportStoreFailure: (@MainActor (SystemdError) -> Void)?
     /// The names this process knows to be in systemd's store; a save replaces them.
     private var storedNames: Set<String> = []
     private var diskFailureLogged = false
+    /// Saves to the directory that failed since the last one that worked (a full or read-only directory).
+    private var failedDiskSaves = 0
     private var storeFailureLogged = false
     private var noPlaceLogged = false
 
-    init(settings: RestorationSettings, notifier: SystemdNotifier, environment: [String: String], logger: Logger) {
+    init(
+        settings: RestorationSettings,
+        notifier: SystemdNotifier,
+        environment: [String: String],
+        logger: Logger,
+        reportStoreFailure: (@MainActor (SystemdError) -> Void)? = nil
+    ) {
+        self.reportStoreFailure = reportStoreFailure
         path = settings.stateDirectory.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/" + Self.fileName }
         let useStore: Bool
         switch settings.fileDescriptorStore {
@@ -171,7 +183,11 @@ final class StateStore {
         do {
             try store?.remove(name: name)
         } catch {
-            logger.warning("cannot drop \(name) from the file descriptor store: \(error)")
+            if let reportStoreFailure {
+                reportStoreFailure(error)
+            } else {
+                logger.warning("cannot drop \(name) from the file descriptor store: \(error)")
+            }
         }
     }
 
@@ -191,14 +207,25 @@ final class StateStore {
             do {
                 try DurableFile.write(bytes, to: path, chunks: chunks) { Self.sleep(pause) }
                 places.append(path)
+                if failedDiskSaves > 0 {
+                    logger.notice(
+                        "the state is saved to \(path) again, after \(failedDiskSaves) failed \(failedDiskSaves == 1 ? "save" : "saves")",
+                        metadata: ["lifecycle.failed_saves": "\(failedDiskSaves)"]
+                    )
+                    failedDiskSaves = 0
+                    diskFailureLogged = false
+                }
             } catch {
+                // The temporary file is gone and the archive at `path` is the previous save's, untouched.
+                failedDiskSaves += 1
                 let text = "cannot save the state to \(path): \(error)"
                 if diskFailureLogged {
                     logger.debug("\(text)")
                 } else {
                     diskFailureLogged = true
-                    let tail = store == nil ? "" : "; the file descriptor store keeps it"
-                    logger.warning("\(text)\(tail)")
+                    let kept = "the previous save stays there"
+                    let tail = store == nil ? "; \(kept)" : "; \(kept), and the file descriptor store keeps this one"
+                    logger.warning("\(text)\(tail)", metadata: ["lifecycle.state_file": "\(path)", "lifecycle.errno": "\(error.rawValue)"])
                 }
             }
         }
@@ -211,7 +238,10 @@ final class StateStore {
                 places.append("the file descriptor store (\(name))")
             } catch {
                 let text = "cannot keep the state in the file descriptor store: \(error)"
-                if storeFailureLogged {
+                if let reportStoreFailure {
+                    logger.debug("\(text)")
+                    reportStoreFailure(error)
+                } else if storeFailureLogged {
                     logger.debug("\(text)")
                 } else {
                     storeFailureLogged = true

@@ -21,18 +21,22 @@ public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
     public var metadataProvider: Logger.MetadataProvider?
+    /// Where the records go: the process's writer to journald's socket, unless another is given.
+    public let writer: JournalWriter
 
     /// Makes a handler for one logger.
     public init(
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
-        metadataProvider: Logger.MetadataProvider? = nil
+        metadataProvider: Logger.MetadataProvider? = nil,
+        writer: JournalWriter = .shared
     ) {
         self.label = label
         self.identifier = identifier
         self.logLevel = logLevel
         self.metadataProvider = metadataProvider
+        self.writer = writer
     }
 
     /// Reads or writes one metadata value of this handler.
@@ -41,25 +45,14 @@ public struct JournalLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    /// Sends the record to journald with sd_journal_sendv; if journald refuses it, writes it to stderr instead.
+    /// Hands the record to ``writer``, which sends it to journald at once when journald takes it and never blocks:
+    /// otherwise the record waits in the writer's bounded queue (see ``JournalWriter``). A record journald refuses for
+    /// good is written to stderr by the writer, with the error.
     ///
-    /// Where journald is not running at all, libsystemd drops records without an error, which is why
-    /// ``LoggingBackend`` picks this handler only when stderr is a journal stream.
+    /// Where journald is not running at all, the records wait and are dropped, which is why ``LoggingBackend`` picks
+    /// this handler only when stderr is a journal stream.
     public func log(event: LogEvent) {
-        let fields = journalFields(for: event)
-        if let failure = Self.send(fields) {
-            // Losing the record silently would hide exactly the trouble that made journald unreachable.
-            var fallback = StderrLogHandler(
-                label: label,
-                identifier: identifier,
-                logLevel: logLevel,
-                metadataProvider: metadataProvider
-            )
-            fallback.metadata = metadata
-            var event = event
-            event.metadata = (event.metadata ?? [:]).merging(["journal_error": "\(failure)"]) { _, new in new }
-            fallback.log(event: event)
-        }
+        writer.submit(journalFields(for: event), identifier: identifier)
     }
 
     /// The journal fields of one record, each `NAME=value`, in the order they are sent.
@@ -81,25 +74,6 @@ public struct JournalLogHandler: LogHandler {
             fields.append("\(Self.fieldName(forMetadataKey: key))=\(value)")
         }
         return fields
-    }
-
-    /// Sends fields with sd_journal_sendv; returns the error, or nil when journald took them.
-    private static func send(_ fields: [String]) -> SystemdError? {
-        // One buffer for all fields, so the iovecs point into memory that stays put for the whole call.
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(fields.reduce(0) { $0 + $1.utf8.count })
-        var spans: [(offset: Int, count: Int)] = []
-        spans.reserveCapacity(fields.count)
-        for field in fields {
-            spans.append((buffer.count, field.utf8.count))
-            buffer.append(contentsOf: field.utf8)
-        }
-        let result = buffer.withUnsafeMutableBytes { bytes in
-            let vectors = spans.map { iovec(iov_base: bytes.baseAddress! + $0.offset, iov_len: $0.count) }
-            return vectors.withUnsafeBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) }
-        }
-        guard result < 0 else { return nil }
-        return SystemdError(operation: "sd_journal_sendv", errno: .init(rawValue: -result))
     }
 
     /// The syslog priority journald files a swift-log level under: trace and debug 7 … critical 2.

@@ -20,6 +20,14 @@ import Glibc
 /// `org.freedesktop.login1.inhibit-handle-lid-switch`, which an unprivileged user is refused, while
 /// `inhibit-delay-sleep` and `inhibit-delay-shutdown` are allowed to anyone. Like ``MainLoop``, a client lives on the
 /// loop's thread and calls its handler there.
+///
+/// Outages heal themselves. When logind leaves the bus (a restart), its inhibitors go with it: the client closes its
+/// descriptors and takes new inhibitors as soon as logind is back. When the bus closes a connection that was up
+/// (dbus-daemon restarted), the client drops it and reconnects from the loop, at once and then after
+/// ``reconnectDelays`` (never blocking the loop: connecting is asynchronous in sd-bus), subscribes again and takes the
+/// inhibitors the application still wants. Each outage is one warning; its end, one notice with its length
+/// (`LIFECYCLE_OUTAGE_MS`). A connection the bus closes before it ever came up is the bus refusing this client (a
+/// `DynamicUser=`), which a retry would not change: one warning, and no reconnection.
 public final class Logind {
     /// An announcement from logind.
     public enum Event: Hashable, Sendable, CustomStringConvertible {
@@ -94,6 +102,19 @@ public final class Logind {
     public var holdsInhibitors: Bool { heldLocks.count == LockType.allCases.count }
     /// This connection's unique name on the bus, once connected.
     public var uniqueName: String? { bus?.uniqueName }
+    /// Whether logind or the bus is away and the client waits for it (or reconnects to the bus) to hold its inhibitors
+    /// again.
+    public var isRecovering: Bool { outage != nil }
+    /// How many times the client connected to the bus again after losing its connection.
+    public private(set) var reconnections = 0
+
+    /// The delays before the attempts to reconnect after the first (which is at once), the last repeated: the bus of
+    /// a restarting dbus-daemon is listening again within milliseconds (systemd holds its socket), so the first
+    /// attempts come quickly; a bus that stays away is tried every 5 s.
+    public static let reconnectDelays: [Duration] = [
+        .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
+        .milliseconds(3200), .seconds(5),
+    ]
 
     private enum OwnerState {
         // GetNameOwner has not answered: announcements wait, so that none is judged against a guess.
@@ -103,7 +124,16 @@ public final class Logind {
 
     private let loop: MainLoop
     private let logger: Logger
+    private var address: String?
     private var bus: SdBus?
+    /// The current connection was lost; it is torn down from the loop, not inside sd-bus's dispatch of it.
+    private var busLost = false
+    /// The bus answered on the current connection (its `Hello` is done).
+    private var busUp = false
+    /// Some connection of this client came up: losing one later is an outage, not a refusal.
+    private var everConnected = false
+    private var outage: Outage?
+    private var reconnection: MainLoop.Source?
     private var matchSlots: [SdBus.Slot] = []
     private var ownerQuery: SdBus.Slot?
     private var propertyQuery: SdBus.Slot?
@@ -116,6 +146,28 @@ public final class Logind {
     // until it is granted.
     private var pendingRefusals: [(type: LockType, failure: SdBus.ErrorReply)] = []
     private var reportedRefusals: Set<LockType> = []
+
+    /// From the loss of logind (or of the bus) until logind owns its name again and every inhibitor the application
+    /// wants was answered.
+    private struct Outage {
+        enum Cause: CustomStringConvertible {
+            case logindLeft
+            case busClosed
+
+            var description: String {
+                switch self {
+                case .logindLeft: "logind left the system bus"
+                case .busClosed: "the system bus closed the connection"
+                }
+            }
+        }
+
+        let cause: Cause
+        let began: ContinuousClock.Instant
+        /// Connection attempts since the bus closed the connection.
+        var attempts = 0
+        var busClosed: Bool
+    }
 
     /// One lock type's inhibitor: its descriptor once granted, its pending `Inhibit` call until then.
     private struct Inhibitor {
@@ -172,32 +224,54 @@ public final class Logind {
     /// Throws when there is no bus to connect to; a bus without logind is not an error here (the first
     /// ``takeInhibitors()`` reports it, once, and the client waits for logind to appear).
     public func connect(address: String? = nil) throws(SystemdError) {
-        precondition(bus == nil, "Logind.connect called twice")
-        let connection = try SdBus(address: address, description: "logind", loop: loop)
-        bus = connection
+        precondition(bus == nil && reconnection == nil, "Logind.connect called twice")
+        self.address = address
         do {
-            // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
-            // every later announcement is already subscribed to.
-            try subscribe(member: "PrepareForSleep", on: connection)
-            try subscribe(member: "PrepareForShutdown", on: connection)
-            try subscribeToOwnerChanges(on: connection)
-            try queryOwner(on: connection)
-            try queryInhibitDelayMax(on: connection)
+            try attach(SdBus(address: address, description: "logind", loop: loop))
         } catch {
             close()
             throw error
         }
     }
 
-    /// Releases the inhibitors, drops every subscription and closes the connection.
+    /// Subscribes on a new connection and asks who owns logind's name; the inhibitors follow once that is known.
+    private func attach(_ connection: SdBus) throws(SystemdError) {
+        bus = connection
+        busLost = false
+        busUp = false
+        ownerState = .unknown(waiting: [])
+        let id = ObjectIdentifier(connection)
+        matchSlots.append(try connection.matchDisconnected { [unowned self] in disconnected(id) })
+        // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
+        // every later announcement is already subscribed to.
+        try subscribe(member: "PrepareForSleep", on: connection)
+        try subscribe(member: "PrepareForShutdown", on: connection)
+        try subscribeToOwnerChanges(on: connection)
+        try queryOwner(on: connection)
+        try queryInhibitDelayMax(on: connection)
+    }
+
+    /// Releases the inhibitors, drops every subscription and closes the connection; no reconnection follows.
     public func close() {
+        reconnection?.cancel()
+        reconnection = nil
+        outage = nil
         releaseInhibitors()
+        detach()
+    }
+
+    /// Drops every subscription and pending call of the connection, and the connection.
+    private func detach() {
         // Every slot holds a reference to the connection: they go first.
         matchSlots.removeAll()
         ownerQuery = nil
         propertyQuery = nil
+        inhibitors.sleep.call = nil
+        inhibitors.shutdown.call = nil
         bus?.close()
         bus = nil
+        busLost = false
+        busUp = false
     }
 
     // MARK: Inhibitors
@@ -237,7 +311,7 @@ public final class Logind {
     }
 
     private func requestInhibitorsIfNeeded() {
-        guard wantsInhibitors, let bus else { return }
+        guard wantsInhibitors, let bus, !busLost else { return }
         let missing = LockType.allCases.filter { inhibitors[$0].descriptor < 0 && inhibitors[$0].call == nil }
         guard !missing.isEmpty else { return }
         if case .known(nil) = ownerState {
@@ -265,15 +339,20 @@ public final class Logind {
         if let failure = reply.errorReply {
             if reportIfConnectionLost(failure.text) {
                 // Every other call fails the same way; nothing is waiting to be reported with this one.
+                return
             } else if failure.isRefusal {
                 refused(type, failure)
             } else {
                 reportUnavailable(failure.text)
             }
             reportRefusals()
+            recoveryCheck()
             return
         }
-        defer { reportRefusals() }
+        defer {
+            reportRefusals()
+            recoveryCheck()
+        }
         guard let received = reply.readFileDescriptor() else {
             logger.warning("logind answered Inhibit(\"\(type)\") without a file descriptor; no \(type) lock is held")
             return
@@ -330,9 +409,9 @@ public final class Logind {
         )
     }
 
-    /// One warning per absence of logind; repeats are debug lines.
+    /// One warning per absence of logind; repeats, and an absence inside an outage already reported, are debug lines.
     private func reportUnavailable(_ reason: String) {
-        if unavailabilityReported || connectionLossReported {
+        if unavailabilityReported || connectionLossReported || outage != nil {
             logger.debug("logind still unavailable: \(reason)")
             return
         }
@@ -345,23 +424,157 @@ public final class Logind {
         )
     }
 
-    /// Reports, once, that the bus closed the connection; every call then fails with the same error. Returns
-    /// whether that is what happened.
+    /// Handles a call that failed because the connection is gone (``connectionLost(_:)``); every other call then
+    /// fails the same way. Returns whether that is what happened.
     private func reportIfConnectionLost(_ failure: String) -> Bool {
         guard let bus, !bus.isOpen else { return false }
-        if !connectionLossReported {
-            connectionLossReported = true
-            // Seen with dbus-daemon under systemd 252: it runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a
-            // DynamicUser= uid, and drops the connection right after authentication.
+        connectionLost(failure)
+        return true
+    }
+
+    // MARK: Outages
+
+    /// The bus's `Disconnected`, which sd-bus delivers after failing every pending call.
+    private func disconnected(_ connection: ObjectIdentifier) {
+        guard let bus, ObjectIdentifier(bus) == connection else { return }
+        connectionLost("org.freedesktop.DBus.Local.Disconnected")
+    }
+
+    /// The current connection is closed. One that never came up is the bus refusing this client: one warning, and
+    /// nothing more. One that was up is an outage: the inhibitors are gone with it, and the client reconnects.
+    private func connectionLost(_ failure: String) {
+        guard bus != nil, !busLost else { return }
+        busLost = true
+        guard everConnected else {
+            if !connectionLossReported {
+                connectionLossReported = true
+                // Seen with dbus-daemon under systemd 252: it runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a
+                // DynamicUser= uid, and drops the connection right after authentication.
+                logger.warning(
+                    """
+                    logind is not watched: the system bus closed the connection (\(failure)); dbus-daemon drops \
+                    clients whose user it cannot resolve, such as a DynamicUser= one. Sleep and shutdown are not \
+                    announced to the application.
+                    """
+                )
+            }
+            scheduleReconnection(after: .zero, connecting: false)
+            return
+        }
+        if outage == nil {
+            outage = Outage(cause: .busClosed, began: .now, busClosed: true)
             logger.warning(
                 """
-                logind is not watched: the system bus closed the connection (\(failure)); dbus-daemon drops clients \
-                whose user it cannot resolve, such as a DynamicUser= one. Sleep and shutdown are not announced to \
-                the application.
+                the system bus closed the connection (\(failure)): dbus-daemon stopped or is restarting. logind's \
+                announcements do not reach the application and its delay inhibitors are gone until the bus and \
+                logind are back; reconnecting
                 """
             )
+        } else {
+            outage?.busClosed = true
+            logger.debug("the connection to the system bus closed (\(failure)); reconnecting")
         }
-        return true
+        dropInhibitors(released: false)
+        // Announcements waiting for an owner that will not answer now.
+        ownerState = .unknown(waiting: [])
+        let attempts = outage?.attempts ?? 0
+        scheduleReconnection(after: attempts == 0 ? .zero : Self.reconnectDelay(afterAttempt: attempts), connecting: true)
+    }
+
+    /// The delay before the next attempt, after `attempt` attempts failed.
+    static func reconnectDelay(afterAttempt attempt: Int) -> Duration {
+        reconnectDelays[min(max(attempt, 1), reconnectDelays.count) - 1]
+    }
+
+    /// Drops the lost connection from the loop (never inside sd-bus's dispatch of it) and, when `connecting`, tries a
+    /// new one.
+    private func scheduleReconnection(after delay: Duration, connecting: Bool) {
+        reconnection?.cancel()
+        do {
+            reconnection = try loop.addTimer(after: delay) { [unowned self] in
+                reconnection = nil
+                detach()
+                if connecting { reconnect() }
+            }
+        } catch {
+            reconnection = nil
+            logger.error("cannot arm a timer to reconnect to the system bus: \(error); logind is no longer watched")
+        }
+    }
+
+    /// One attempt: connecting is asynchronous (the socket connects at once, or fails at once; the authentication and
+    /// `Hello` run on the loop), so it never blocks. A failure tries again later; a connection that the bus closes
+    /// again before it comes up comes back through ``connectionLost(_:)``.
+    private func reconnect() {
+        guard outage != nil else { return }
+        outage?.attempts += 1
+        let attempt = outage?.attempts ?? 1
+        do {
+            try attach(SdBus(address: address, description: "logind", loop: loop))
+            logger.debug("connecting to the system bus again (attempt \(attempt))")
+        } catch {
+            detach()
+            let delay = Self.reconnectDelay(afterAttempt: attempt)
+            logger.debug("cannot connect to the system bus (attempt \(attempt)): \(error); trying again in \(delay)")
+            scheduleReconnection(after: delay, connecting: true)
+        }
+    }
+
+    /// The bus answered on the current connection.
+    private func connectionUp() {
+        guard !busUp, let bus, bus.isOpen else { return }
+        busUp = true
+        if everConnected, let outage, outage.busClosed {
+            reconnections += 1
+            logger.debug(
+                "connected to the system bus again \((ContinuousClock.now - outage.began).wholeMilliseconds) ms after \(outage.cause) (attempt \(outage.attempts))"
+            )
+        }
+        everConnected = true
+    }
+
+    /// logind left the bus: its inhibitors went with it (it closed its ends of their descriptors).
+    private func logindLeft() {
+        if outage == nil {
+            outage = Outage(cause: .logindLeft, began: .now, busClosed: false)
+            logger.warning(
+                """
+                logind left the system bus (it stopped or is restarting): its delay inhibitors went with it, so sleep \
+                and shutdown do not wait for the application until logind is back; they are taken again then
+                """
+            )
+        } else {
+            logger.debug("logind left the system bus")
+        }
+        dropInhibitors(released: false)
+    }
+
+    /// Ends the outage once logind owns its name again on a working connection and every inhibitor the application
+    /// wants has been answered (granted, or refused: a refusal has its own warning).
+    private func recoveryCheck() {
+        guard let outage, busUp, !busLost, case .known(let owner?) = ownerState else { return }
+        if wantsInhibitors {
+            let missing = LockType.allCases.filter { inhibitors[$0].descriptor < 0 }
+            guard !inhibitors.anyCallPending, missing.count < LockType.allCases.count || !reportedRefusals.isEmpty
+            else { return }
+        }
+        self.outage = nil
+        let elapsed = ContinuousClock.now - outage.began
+        let held = LockType.allCases.filter { inhibitors[$0].descriptor >= 0 }
+        let state =
+            !wantsInhibitors
+            ? "the delay inhibitors stay released until the resume"
+            : held.isEmpty
+                ? "no delay inhibitor was granted"
+                : "holding the delay \(held.count == 1 ? "inhibitor" : "inhibitors") for \(held.map(\.rawValue).joined(separator: " and ")) again"
+        let reconnected = outage.busClosed ? " (reconnected to the system bus, attempt \(outage.attempts))" : ""
+        logger.notice(
+            "logind is back as \(owner), \(elapsed.wholeMilliseconds) ms after \(outage.cause)\(reconnected): \(state)",
+            metadata: [
+                "lifecycle.outage_ms": "\(elapsed.wholeMilliseconds)",
+                "lifecycle.outage_cause": "\(outage.busClosed ? "bus" : "logind")",
+            ]
+        )
     }
 
     // MARK: Announcements
@@ -393,7 +606,11 @@ public final class Logind {
     }
 
     private func matchInstalled(_ reply: SdBus.Message) {
-        guard let failure = reply.errorReply?.text, !reportIfConnectionLost(failure) else { return }
+        guard let failure = reply.errorReply?.text else {
+            connectionUp()
+            return
+        }
+        guard !reportIfConnectionLost(failure) else { return }
         logger.warning("the system bus refused a subscription to logind's announcements: \(failure)")
     }
 
@@ -452,18 +669,25 @@ public final class Logind {
     private func ownerReplied(_ reply: SdBus.Message) {
         ownerQuery = nil
         if let failure = reply.errorReply?.text {
+            guard !reportIfConnectionLost(failure) else { return }
             // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
-            if !reportIfConnectionLost(failure) { logger.debug("\(Self.busName) has no owner: \(failure)") }
+            connectionUp()
+            logger.debug("\(Self.busName) has no owner: \(failure)")
             settleOwner(nil)
             requestInhibitorsIfNeeded()
             return
         }
+        connectionUp()
         guard let owner = reply.readString() else {
             settleOwner(nil)
             return
         }
         logger.debug("\(Self.busName) is owned by \(owner)")
         settleOwner(owner)
+        // After an outage the inhibitors are asked for again here: logind is there (the first connection asks in
+        // takeInhibitors, which the application calls at once).
+        requestInhibitorsIfNeeded()
+        recoveryCheck()
     }
 
     private func ownerChanged(_ message: SdBus.Message) {
@@ -481,9 +705,9 @@ public final class Logind {
             unavailabilityReported = false
             if let bus { try? queryInhibitDelayMax(on: bus) }
             requestInhibitorsIfNeeded()
+            recoveryCheck()
         } else {
-            logger.notice("logind left the system bus; its inhibitors went with it")
-            dropInhibitors(released: false)
+            logindLeft()
         }
     }
 

@@ -50,11 +50,17 @@ final class SdBus {
 
     /// Detaches the connection from the loop, sends what is queued and closes it; safe to call twice.
     ///
-    /// Drop the slots first: each holds a reference to the connection.
+    /// Drop the slots first: each holds a reference to the connection. Only a running connection is flushed: flushing
+    /// one still opening or authenticating would wait for the bus (sd_bus_flush first completes the `Hello`), which
+    /// could block the loop on a bus that does not answer, and a closing one has nothing left to send.
     func close() {
         guard let pointer else { return }
         sd_bus_detach_event(pointer)
-        sd_bus_flush_close_unref(pointer)
+        if sd_bus_is_ready(pointer) > 0 {
+            sd_bus_flush_close_unref(pointer)
+        } else {
+            sd_bus_close_unref(pointer)
+        }
         self.pointer = nil
     }
 
@@ -155,6 +161,29 @@ final class SdBus {
             context
         )
         return try Self.adopt(slot, result: result, context: context, operation: "sd_bus_add_match_async(\(label))")
+    }
+
+    /// Calls `onDisconnect` once the connection is lost: the bus closed it (dbus-daemon stopped or restarted, or
+    /// refused this client), or reading or writing it failed. The returned slot unsubscribes when dropped.
+    ///
+    /// sd-bus first fails every pending call (each handler gets an `org.freedesktop.DBus.Error.NoReply` error reply
+    /// it makes up), then delivers the `Disconnected` signal of `org.freedesktop.DBus.Local` that it also makes up,
+    /// which this matches; by then the connection is closed. The match is local (sd-bus sends no `AddMatch` for the
+    /// Local interface), so subscribing costs no round trip and works before the connection is up.
+    func matchDisconnected(_ onDisconnect: @escaping () -> Void) throws(SystemdError) -> Slot {
+        let context = Handlers.retained(onMessage: { _ in onDisconnect() })
+        var slot: OpaquePointer?
+        let result = sd_bus_match_signal(
+            pointer,
+            &slot,
+            "org.freedesktop.DBus.Local",
+            "/org/freedesktop/DBus/Local",
+            "org.freedesktop.DBus.Local",
+            "Disconnected",
+            Handlers.dispatchMessage,
+            context
+        )
+        return try Self.adopt(slot, result: result, context: context, operation: "sd_bus_match_signal(Disconnected)")
     }
 
     // MARK: Slots and their handlers

@@ -118,6 +118,36 @@ struct StateStoreTests {
         #expect(warnings().first?.hasPrefix("cannot save the state to /proc/self/state.archive") == true)
     }
 
+    @Test func aFailedSaveIsOneWarningKeepsThePreviousArchiveAndASaveThatWorksAgainSaysSo() throws {
+        let store = store()
+        store.save(Self.archive(generation: 1))
+        let first = try SystemFiles.readBytes(path)
+        // The save's temporary file cannot be made (a directory holds its name): every save fails as a full
+        // directory's does, after the previous archive was left alone.
+        let blocker = DurableFile.temporaryPrefix(for: path) + "\(getpid())"
+        #expect(mkdir(blocker, 0o700) == 0)
+        store.save(Self.archive(generation: 2))
+        store.save(Self.archive(generation: 3))
+        #expect(warnings().count == 1)
+        let warning = try #require(warnings().first)
+        #expect(warning.hasPrefix("cannot save the state to \(path): "))
+        #expect(warning.hasSuffix("; the previous save stays there"))
+        #expect(try SystemFiles.readBytes(path) == first, "the previous archive, byte for byte")
+        #expect(log.all.filter { $0.level == .debug && $0.message.hasPrefix("cannot save the state to \(path)") }.count == 1)
+
+        rmdir(blocker)
+        store.save(Self.archive(generation: 4))
+        #expect(try #require(self.store().load()).generation == 4)
+        #expect(log.all.filter { $0.level == .notice }.map(\.message) == [
+            "the state is saved to \(path) again, after 2 failed saves"
+        ])
+        // A later failure is a new outage: one warning again.
+        #expect(mkdir(blocker, 0o700) == 0)
+        store.save(Self.archive(generation: 5))
+        rmdir(blocker)
+        #expect(warnings().count == 2)
+    }
+
     @Test func theSlowWriteStillWritesEverythingInPieces() throws {
         var settings = RestorationSettings()
         settings.stateDirectory = directory

@@ -16,6 +16,7 @@ import Glibc
 final class PrivateBus {
     let directory: TemporaryDirectory
     let address: String
+    private let configPath: String
     private var daemon: ChildProcess?
     private var mock: ChildProcess?
 
@@ -42,8 +43,15 @@ final class PrivateBus {
               </policy>
             </busconfig>
             """
-        let configPath = directory.path + "/bus.conf"
+        configPath = directory.path + "/bus.conf"
         try writeFile(configPath, config)
+        try startDaemon()
+    }
+
+    /// Starts dbus-daemon and returns once it listens.
+    func startDaemon() throws {
+        // A socket file a killed daemon left behind would make the new one fail to listen.
+        unlink(directory.path + "/bus")
         let output = try OutputPipe()
         daemon = try ChildProcess(
             ["/usr/bin/dbus-daemon", "--config-file=\(configPath)", "--nofork", "--nopidfile", "--print-address=1"],
@@ -54,6 +62,14 @@ final class PrivateBus {
         guard output.readLine(timeoutMilliseconds: 10_000) != nil else {
             throw TestFailure("dbus-daemon did not start")
         }
+    }
+
+    /// Ends dbus-daemon (the mock goes with it): every connection is closed, and the address has no listener.
+    func stopDaemon() {
+        mock?.terminate()
+        mock = nil
+        daemon?.terminate()
+        daemon = nil
     }
 
     deinit {
@@ -329,6 +345,136 @@ extension ProcessStateTests {
             #expect(warnings.first?.hasPrefix("logind is not available (") == true)
             #expect(heldAfterAppearing)
             #expect(changes == ["sleep true", "shutdown true", "sleep false", "shutdown false"])
+        }
+
+        @Test func aRestartOfTheBusIsOneWarningThenTheClientReconnectsSubscribesAndHoldsBothInhibitorsAgain() async throws {
+            let (warnings, notices, changes, listed, events, reconnections) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger()) { events.append($0) }
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.holdsInhibitors }) else { throw TestFailure("no inhibitors") }
+
+                // dbus-daemon goes (the mock with it) and comes back at the same address.
+                bus.stopDaemon()
+                guard try runLoop(loop, until: { logind.heldLocks.isEmpty && logind.isRecovering }) else {
+                    throw TestFailure("the loss of the bus went unnoticed")
+                }
+                try bus.startDaemon()
+                try bus.startLogindMock()
+                guard try runLoop(loop, until: { logind.holdsInhibitors && !logind.isRecovering }) else {
+                    throw TestFailure("no inhibitors after the bus came back")
+                }
+                // The subscriptions are back too: logind's announcements arrive on the new connection.
+                bus.emitFromLogind("PrepareForSleep", true)
+                _ = try runLoop(loop, until: { !events.isEmpty })
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let listed = bus.inhibitors()
+                let reconnections = logind.reconnections
+                logind.close()
+                return (log.messages(.warning), log.messages(.notice), changes, listed, events, reconnections)
+            }
+            #expect(warnings.count == 1)
+            #expect(
+                warnings.first?.hasPrefix("logind left the system bus") == true
+                    || warnings.first?.hasPrefix("the system bus closed the connection") == true
+            )
+            #expect(notices.count == 1)
+            #expect(notices.first?.contains("(reconnected to the system bus, attempt ") == true)
+            #expect(notices.first?.hasSuffix(": holding the delay inhibitors for sleep and shutdown again") == true)
+            // Held, lost with logind, held again, released by close().
+            #expect(changes == [
+                "sleep true", "shutdown true", "sleep false", "shutdown false", "sleep true", "shutdown true",
+                "sleep false", "shutdown false",
+            ])
+            // Each lock once at the new logind: none taken twice.
+            #expect(listed == [["shutdown", "t", "t", "delay"], ["sleep", "t", "t", "delay"]])
+            #expect(events == [.prepareForSleep(true)])
+            #expect(reconnections == 1)
+        }
+
+        @Test func aBusThatStaysAwayIsTriedAgainLaterAndLaterWithoutAnotherWarning() async throws {
+            let (warnings, attempts, held) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger())
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.holdsInhibitors }) else { throw TestFailure("no inhibitors") }
+                bus.stopDaemon()
+                // Attempts at once, then after 100, 200, 400 and 800 ms: five within 1.6 s.
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(1700))
+                let attempts = log.messages(.debug).filter { $0.hasPrefix("cannot connect to the system bus (attempt ") }
+                try bus.startDaemon()
+                try bus.startLogindMock()
+                let held = try runLoop(loop, until: { logind.holdsInhibitors && !logind.isRecovering }, timeout: .seconds(5))
+                logind.close()
+                return (log.messages(.warning), attempts, held)
+            }
+            #expect(warnings.count == 1)
+            #expect(attempts.count >= 4 && attempts.count <= 5, "\(attempts)")
+            #expect(attempts.first?.contains("trying again in 0.1 seconds") == true, "\(attempts)")
+            #expect(attempts.dropFirst().first?.contains("trying again in 0.2 seconds") == true, "\(attempts)")
+            #expect(held)
+        }
+
+        @Test func aRestartOfLogindIsOneWarningThenBothInhibitorsFromTheNewOneAndANotice() async throws {
+            let (warnings, notices, changes, listed, reconnections) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger())
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.holdsInhibitors }) else { throw TestFailure("no inhibitors") }
+                bus.stopLogindMock()
+                guard try runLoop(loop, until: { logind.isRecovering }) else { throw TestFailure("logind never left") }
+                try bus.startLogindMock()
+                guard try runLoop(loop, until: { logind.holdsInhibitors && !logind.isRecovering }) else {
+                    throw TestFailure("no inhibitors from the new logind")
+                }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let listed = bus.inhibitors()
+                let reconnections = logind.reconnections
+                logind.close()
+                return (log.messages(.warning), log.messages(.notice), changes, listed, reconnections)
+            }
+            #expect(warnings == [
+                """
+                logind left the system bus (it stopped or is restarting): its delay inhibitors went with it, so sleep \
+                and shutdown do not wait for the application until logind is back; they are taken again then
+                """
+            ])
+            #expect(notices.count == 1)
+            #expect(notices.first?.hasPrefix("logind is back as :1.") == true)
+            #expect(notices.first?.hasSuffix(
+                "ms after logind left the system bus: holding the delay inhibitors for sleep and shutdown again") == true)
+            // Held, lost with logind, held again, released by close().
+            #expect(changes == [
+                "sleep true", "shutdown true", "sleep false", "shutdown false", "sleep true", "shutdown true",
+                "sleep false", "shutdown false",
+            ])
+            #expect(listed == [["shutdown", "t", "t", "delay"], ["sleep", "t", "t", "delay"]])
+            // The connection stayed: only logind went away.
+            #expect(reconnections == 0)
+        }
+
+        @Test func theDelaysBetweenAttemptsDoubleUpToFiveSeconds() {
+            #expect((1...9).map { Logind.reconnectDelay(afterAttempt: $0) } == [
+                .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
+                .milliseconds(3200), .seconds(5), .seconds(5), .seconds(5),
+            ])
         }
 
         @Test func connectingWhereThereIsNoBusThrows() async throws {
