@@ -20,18 +20,20 @@ public final class Daemon: ApplicationHost {
     /// The loop that owns the main thread; nil for a daemon whose effects are all stand-ins (tests).
     let loop: MainLoop?
 
-    private let logger: Logger
-    private let effects: DaemonEffects
+    let logger: Logger
+    let effects: DaemonEffects
     /// From any source to an application request.
     let router: RequestRouter
-    private let termination: TerminationWait
+    let termination: TerminationWait
     /// The application's own configuration section, read again on every reload.
     private let applicationSection: (any ConfigurationSection.Type)?
     /// Hands a configuration (the first one, then each valid reload's) to the application.
     private let configure: @MainActor (DaemonConfiguration) -> Void
     private var signalSources: [MainLoop.Source] = []
-    private var systemEvents: SystemEvents?
+    private(set) var systemEvents: SystemEvents?
     private var stallDetector: StallDetector?
+    /// The control socket (docs/control.md), while it is served.
+    private var control: ControlServer?
     private let notifications: Notifications
 
     /// Creates a daemon around an application whose delegate is already made.
@@ -185,12 +187,15 @@ public final class Daemon: ApplicationHost {
         )
         events.start()
         systemEvents = events
+        // Before the launch, so that the trace it keeps starts with the launch's events.
+        if configuration.control.isEnabled { control = ControlServer.start(daemon: self, loop: loop) }
         configure(configuration)
         application.launch(into: configuration.launchInto, options: launchOptions())
         application.runEndOfTurn()
         dispatchDidEnd()
         let code = try loop.run()
         dispatchDidEnd()
+        control?.stop()
         stallDetector?.stop()
         return code
     }
@@ -198,6 +203,7 @@ public final class Daemon: ApplicationHost {
     /// The loop's dispatch (or the launch) returned: write the trace lines it deferred; no callback runs now.
     private func dispatchDidEnd() {
         application.trace.flush()
+        control?.dispatchDidEnd()
         stallDetector?.dispatchDidEnd()
     }
 
@@ -252,10 +258,12 @@ public final class Daemon: ApplicationHost {
             }
             var applied = fresh
             applied.signalMap = configuration.signalMap
+            let previous = configuration
             configuration = applied
             systemEvents?.apply(configuration: applied)
             application.trace.logsEverythingAtInfo = applied.traceAll
             application.backgroundTime = applied.backgroundTime
+            control?.apply(applied, previous: previous)
             configure(applied)
             logger.info("configuration reloaded")
         } catch {
@@ -333,7 +341,7 @@ public final class Daemon: ApplicationHost {
 /// missing socket fails every time).
 @MainActor
 final class Notifications {
-    private let effects: DaemonEffects
+    let effects: DaemonEffects
     private let logger: Logger
     private var failureLogged = false
 

@@ -29,6 +29,9 @@ public struct DaemonConfiguration: Sendable {
     public var watchStalls = true
     /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
     public var stallWarning: Duration?
+    /// The control socket (`[Control]`, docs/control.md): whether it is served, where, and which group may use it
+    /// besides the service's own user and root.
+    public var control = ControlSettings()
     /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
     public var applicationSettings: (any ConfigurationSection)?
 
@@ -65,6 +68,7 @@ public struct DaemonConfiguration: Sendable {
                 },
             ]
         ),
+        ("Control", ControlSettings.keys),
         ("Debug", [.text("HangIn", \.hangIn)]),
     ]
 

@@ -19,6 +19,8 @@ public struct DaemonOptions: Sendable, Hashable {
     public var signalOverrides: [String] = []
     /// `--hang-in CALLBACK` or `LIFECYCLE_HANG_IN`: debug switch for the watchdog test.
     public var hangIn: String?
+    /// The program's version (its `--version`), for whoever asks the control socket.
+    public var version: String?
 
     /// No options: the defaults, for a program called `programName`.
     public init(programName: String = "lifecycled") {

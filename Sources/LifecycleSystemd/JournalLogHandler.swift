@@ -15,8 +15,12 @@ public struct JournalLogHandler: LogHandler {
     public let label: String
     /// The `SYSLOG_IDENTIFIER` of every record, as `journalctl -t` filters it.
     public let identifier: String
-    /// The minimum level this handler is asked to write.
-    public var logLevel: Logger.Level
+    /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set).
+    public var logLevel: Logger.Level {
+        get { LoggingBackend.levelOverride ?? configuredLevel }
+        set { configuredLevel = newValue }
+    }
+    private var configuredLevel: Logger.Level
     /// Metadata attached to every record of this handler.
     public var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
@@ -31,7 +35,7 @@ public struct JournalLogHandler: LogHandler {
     ) {
         self.label = label
         self.identifier = identifier
-        self.logLevel = logLevel
+        self.configuredLevel = logLevel
         self.metadataProvider = metadataProvider
     }
 

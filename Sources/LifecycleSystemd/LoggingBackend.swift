@@ -36,3 +36,32 @@ public enum LoggingBackend: Hashable, Sendable {
         }
     }
 }
+
+extension LoggingBackend {
+    private static let levelOverrideStorage = Atomic<Int>(-1)
+
+    /// The level every handler of this module writes at, whatever its logger asked for, while set: what
+    /// `io.systemd.service.SetLogLevel` sets at run time. nil (the default): each logger's own level.
+    public static var levelOverride: Logger.Level? {
+        get {
+            let raw = levelOverrideStorage.load(ordering: .relaxed)
+            return raw < 0 ? nil : Logger.Level.allCases[raw]
+        }
+        set {
+            levelOverrideStorage.store(newValue.flatMap { Logger.Level.allCases.firstIndex(of: $0) } ?? -1, ordering: .relaxed)
+        }
+    }
+
+    /// The swift-log level of a syslog priority (0 emerg … 7 debug), as `SetLogLevel` passes it.
+    public static func level(syslogPriority priority: Int) -> Logger.Level? {
+        switch priority {
+        case 0, 1, 2: .critical
+        case 3: .error
+        case 4: .warning
+        case 5: .notice
+        case 6: .info
+        case 7: .debug
+        default: nil
+        }
+    }
+}
