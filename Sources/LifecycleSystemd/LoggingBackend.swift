@@ -14,10 +14,17 @@ public enum LoggingBackend: Hashable, Sendable {
     }
 
     /// A handler of this backend for one logger.
+    /// Its level follows ``levelOverride``.
     public func makeHandler(label: String, identifier: String, level: Logger.Level) -> any LogHandler {
         switch self {
-        case .journal: JournalLogHandler(label: label, identifier: identifier, logLevel: level)
-        case .stderr: StderrLogHandler(label: label, identifier: identifier, logLevel: level)
+        case .journal:
+            var handler = JournalLogHandler(label: label, identifier: identifier, logLevel: level)
+            handler.followsLevelOverride = true
+            return handler
+        case .stderr:
+            var handler = StderrLogHandler(label: label, identifier: identifier, logLevel: level)
+            handler.followsLevelOverride = true
+            return handler
         }
     }
 
@@ -40,7 +47,7 @@ public enum LoggingBackend: Hashable, Sendable {
 extension LoggingBackend {
     private static let levelOverrideStorage = Atomic<Int>(-1)
 
-    /// The level every handler of this module writes at, whatever its logger asked for, while set: what
+    /// The level every handler of the process's backend writes at, whatever its logger asked for, while set: what
     /// `io.systemd.service.SetLogLevel` sets at run time. nil (the default): each logger's own level.
     public static var levelOverride: Logger.Level? {
         get {
@@ -50,6 +57,15 @@ extension LoggingBackend {
         set {
             levelOverrideStorage.store(newValue.flatMap { Logger.Level.allCases.firstIndex(of: $0) } ?? -1, ordering: .relaxed)
         }
+    }
+
+    /// The level a handler configured with `configured` writes at now.
+    static func effectiveLevel(
+        _ configured: Logger.Level,
+        followsOverride: Bool,
+        override: Logger.Level? = LoggingBackend.levelOverride
+    ) -> Logger.Level {
+        followsOverride ? override ?? configured : configured
     }
 
     /// The swift-log level of a syslog priority (0 emerg … 7 debug), as `SetLogLevel` passes it.

@@ -10,6 +10,11 @@ public enum SocketActivation {
     public struct Socket: Hashable, Sendable {
         public var name: String
         public var descriptor: Int32
+
+        public init(name: String, descriptor: Int32) {
+            self.name = name
+            self.descriptor = descriptor
+        }
     }
 
     /// The descriptors passed to this process (none when `LISTEN_PID` names another), in order. The variables are
