@@ -88,9 +88,12 @@ public enum UnixSocket {
     /// Binds a non-blocking, close-on-exec listening socket to `path` and makes it connectable by everyone
     /// (`mode`, by default 0666: who may use it is decided by peer credentials after `accept`).
     ///
+    /// The backlog is the kernel's maximum (`SOMAXCONN`, capped by `net.core.somaxconn`): a burst of connections
+    /// waits there to be accepted (and answered or closed) instead of being refused with `EAGAIN`.
+    ///
     /// A socket file left by a process that is gone (connecting to it is refused) is replaced; a path where another
     /// process listens, or that is not a socket, is left alone and reported.
-    public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = 128) throws(UnixSocketError)
+    public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
         -> Int32
     {
         guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
