@@ -5,6 +5,7 @@ that name the file and line."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -15,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from harness import DaemonBinary, wait_for
-from test_daemon_pty import SYSTEMD_ENVIRONMENT
+from test_daemon_pty import SYSTEMD_ENVIRONMENT, private_runtime_directory
 
 
 class Process:
@@ -23,6 +24,9 @@ class Process:
 
     def __init__(self, argv: list[str]):
         environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
+        # Its control socket in a directory of its own, never the machine's /run.
+        self.runtime_directory = private_runtime_directory()
+        environment["XDG_RUNTIME_DIR"] = self.runtime_directory
         self.popen = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment
         )
@@ -46,6 +50,7 @@ class Process:
             self.popen.kill()
             self.popen.wait()
         self._reader.join(timeout=5)
+        shutil.rmtree(self.runtime_directory, ignore_errors=True)
 
 
 @pytest.fixture
