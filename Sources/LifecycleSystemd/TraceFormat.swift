@@ -219,11 +219,18 @@ public struct TraceFormatter: Sendable {
         text += String(repeating: "  ", count: Self.depth(of: record.target))
         text += style.path(record.target)
         text += " "
-        var event = record.event
-        if let detail = record.detail { event += "(\(detail))" }
-        text += style.apply(.bold, event)
+        text += style.apply(.bold, Self.call(record.event, detail: record.detail))
         text += "\n"
         return text
+    }
+
+    /// The event with its argument, as the call reads: `willMove(toWindow: nil)`, `didAddSubview(progress)`,
+    /// `didMoveToWindow(window)`.
+    public static func call(_ event: String, detail: String?) -> String {
+        guard let detail else { return event }
+        if event.hasSuffix("(_:)") { return event.dropLast(3) + detail + ")" }
+        if event.hasSuffix(":)") { return event.dropLast(1) + " " + detail + ")" }
+        return event + "(" + detail + ")"
     }
 
     /// How deep a target hangs: the delegate 0, the root controller 1, each `/` one more, and a controller's root view

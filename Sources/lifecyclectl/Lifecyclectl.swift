@@ -79,7 +79,7 @@ struct Status: ParsableCommand {
             let reply = try connection.call("GetStatus")
             Lifecyclectl.write(
                 connection.json ? JSONValue.object(reply).text + "\n"
-                    : Output.status(reply, target: connection.target, style: Lifecyclectl.style)
+                    : Output.status(reply, unit: connection.socket == nil ? connection.unitName : nil, style: Lifecyclectl.style)
             )
         }
     }

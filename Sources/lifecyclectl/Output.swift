@@ -10,8 +10,8 @@ enum Output {
     // MARK: Status
 
     /// `lifecyclectl status`, in the manner of `systemctl status`.
-    static func status(_ reply: JSONObject, target: String, style: TerminalStyle) -> String {
-        let program = reply["program"]?.stringValue ?? target
+    static func status(_ reply: JSONObject, unit: String?, style: TerminalStyle) -> String {
+        let program = reply["program"]?.stringValue ?? unit ?? "?"
         let version = reply["version"]?.stringValue ?? ""
         let state = reply["state"]?.stringValue ?? "?"
         var lines: [String] = []
@@ -19,7 +19,7 @@ enum Output {
         var title = "\(dot) \(program)"
         if !version.isEmpty { title += " \(version)" }
         title += " (pid \(reply["pid"]?.integerValue ?? 0)), up \(duration(reply["uptimeSec"]?.doubleValue ?? 0))"
-        if target != program && !target.hasPrefix("/") { title += " — \(target)" }
+        if let unit { title += " — \(unit)" }
         lines.append(style.apply(.bold, title))
         func row(_ label: String, _ value: String) {
             lines.append(String(repeating: " ", count: max(0, 10 - label.count)) + label + ": " + value)

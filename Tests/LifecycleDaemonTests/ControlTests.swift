@@ -195,6 +195,24 @@ struct ControlServiceTests {
         ])
     }
 
+    @Test func docsControlShowsTheInterfaceDefinitionsExactlyAsServed() throws {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        let path = parts.joined(separator: "/") + "/docs/control.md"
+        let file = try #require(fopen(path, "r"), "cannot open \(path)")
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[..<count]
+        }
+        let document = String(decoding: bytes, as: UTF8.self)
+        #expect(document.contains("```\n" + ControlInterface.description + "```\n"), "docs/control.md's io.lifecyclekit.Lifecycle differs")
+        #expect(document.contains("```\n" + ControlInterface.serviceDescription + "```\n"), "docs/control.md's io.systemd.service differs")
+    }
+
     @Test func theInterfaceDescriptionsDeclareExactlyTheMethodsServed() {
         for (description, methods) in [
             (ControlInterface.description, ControlInterface.methods),

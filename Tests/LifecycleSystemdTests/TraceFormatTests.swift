@@ -27,6 +27,13 @@ import Testing
             """)
     }
 
+    @Test func theArgumentReadsAsPartOfTheCall() {
+        #expect(TraceFormatter.call("willMove(toWindow:)", detail: "nil") == "willMove(toWindow: nil)")
+        #expect(TraceFormatter.call("didAddSubview(_:)", detail: "progress") == "didAddSubview(progress)")
+        #expect(TraceFormatter.call("didMoveToWindow", detail: "window") == "didMoveToWindow(window)")
+        #expect(TraceFormatter.call("draw", detail: nil) == "draw")
+    }
+
     @Test(arguments: [
         ("delegate", 0), ("root", 1), ("root/worker", 2), ("root.view", 2), ("root/worker.view", 3),
         ("root/worker.view/progress", 4), ("root/modes/serving", 3),

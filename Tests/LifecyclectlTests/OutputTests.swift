@@ -71,7 +71,7 @@ import Testing
             "watchdog": ["enabled": true, "intervalSec": 10, "stallWarningSec": 2.5],
             "control": ["socket": "/run/lifecycled/control", "connections": 1, "calls": 3, "refused": 1, "overLimit": 0],
         ]
-        #expect(Output.status(reply, target: "lifecycled.service", style: plain) == """
+        #expect(Output.status(reply, unit: "lifecycled.service", style: plain) == """
             ● lifecycled 0.2.0 (pid 42), up 1 min 15 s — lifecycled.service
                  State: background — worker 3 jobs (paused)
                   Tree: 5 controllers, 9 views loaded; trace at #140
