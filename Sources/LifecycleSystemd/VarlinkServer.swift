@@ -127,6 +127,8 @@ public final class VarlinkServer {
     private var sweepDeadline: ContinuousClock.Instant?
     private var noticeLimiter = RateLimiter(minimumInterval: .seconds(10))
     private var suppressedNotices = 0
+    private var debugLimiter = RateLimiter(minimumInterval: .seconds(1))
+    private var suppressedDebug = 0
     private let clockOrigin = ContinuousClock.now
 
     /// A server on a listening socket (bound, listening, non-blocking); the server owns it from now on and closes it
@@ -231,7 +233,6 @@ public final class VarlinkServer {
         statistics.accepted += 1
         connections[ObjectIdentifier(connection)] = connection
         connection.becameIdle()
-        logger.debug("control connection from \(peer)")
     }
 
     // MARK: Calls
@@ -320,8 +321,18 @@ public final class VarlinkServer {
         }
     }
 
-    fileprivate func debug(_ message: @autoclosure () -> Logger.Message) {
-        logger.debug(message())
+    /// Why a connection was closed, at debug level and at most once a second (under journald the daemon logs at
+    /// debug: a peer that breaks the protocol in a loop must not flood the journal); the ones held back are counted.
+    fileprivate func debug(_ message: @autoclosure () -> String) {
+        guard logger.logLevel <= .debug else { return }
+        let now = clockOrigin.duration(to: .now)
+        guard debugLimiter.admit(at: now) else {
+            suppressedDebug += 1
+            return
+        }
+        let suppressed = suppressedDebug
+        suppressedDebug = 0
+        logger.debug("\(message())\(suppressed > 0 ? " (and \(suppressed) more in the last second)" : "")")
     }
 
     /// Arms the idle sweep for a connection that became idle, unless it is armed for an earlier time already.
