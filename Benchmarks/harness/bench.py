@@ -11,6 +11,7 @@ import csv
 import datetime
 import os
 import platform
+import random
 import shlex
 import signal
 import socket
@@ -336,6 +337,84 @@ def measure_idle(bins, args, tmp, log):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 8. Services: the example's listener (Examples/HelloService)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def measure_services(args, tmp, log, raw):
+    """hello-service, the example (a Hummingbird server hosted by a ServiceController): SIGUSR1 → its listener closed
+    (a connect() is refused) and SIGUSR2 → listening again (a connect() succeeds), as connect_poller.py sees them
+    from a process of its own, polling in a tight loop."""
+    port = free_port()
+    command = [str(args.hello_service), "--port", str(port)]
+    listener = NotifyListener(tmp)
+    process = start(command, {"NOTIFY_SOCKET": listener.path})
+    log.append(f"NOTIFY_SOCKET=<harness socket> {quoted(command).replace(str(port), '<free port>')} &")
+    poller_argv = [sys.executable, Path(__file__).resolve().with_name("connect_poller.py"), port]
+    log.append(quoted(poller_argv).replace(str(port), "<free port>").replace(sys.executable, "python3")
+               + "   # then, per transition: refused|accepting on stdin, kill(SIGUSR1|SIGUSR2) after its `polling`")
+    poller = subprocess.Popen([str(a) for a in poller_argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, bufsize=1)
+    transitions = [("closed", signal.SIGUSR1, "refused"), ("listening", signal.SIGUSR2, "accepting")]
+    samples = {key: [] for key, _, _ in transitions}
+    windows = {key: [] for key, _, _ in transitions}  # how late each figure may be, ms
+    status = None
+    try:
+        listener.wait_for("READY=1")
+        deadline = time.monotonic() + 10
+        while True:  # the services start right after READY=1; the listener a moment later
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"hello-service does not listen on 127.0.0.1:{port}")
+            time.sleep(0.01)
+        listener.poll(0.2)
+        for cycle in range(args.example_warmup + args.example_cycles):
+            for key, signal_number, wanted in transitions:
+                poller.stdin.write(wanted + "\n")
+                poller.stdin.flush()
+                answer = poller.stdout.readline().strip()
+                if answer != "polling":
+                    raise RuntimeError(f"connect poller, waiting for {wanted}: {answer or 'no answer'}")
+                sent = time.monotonic_ns()
+                os.kill(process.pid, signal_number)
+                answer = poller.stdout.readline().split()
+                if not answer or answer[0] == "error":
+                    raise RuntimeError(f"connect poller, waiting for {wanted}: {' '.join(answer) or 'no answer'}")
+                seen, window, _ = (int(value) for value in answer)
+                if cycle >= args.example_warmup:
+                    samples[key].append((seen - sent) / 1e6)
+                    windows[key].append(min(window, seen - sent) / 1e6)
+                # Let the transition finish (the drained run end, the new one settle) and read sd_notify's datagrams
+                # meanwhile, so the notify socket's queue never fills; a jitter so no period lines up.
+                listener.poll(args.example_settle_ms / 1000.0 * (1 + random.random()))
+    finally:
+        poller.stdin.close()
+        try:
+            poller.wait(10)
+        except subprocess.TimeoutExpired:
+            os.kill(poller.pid, signal.SIGKILL)
+            poller.wait()
+        status = stop(process)
+        listener.close()
+    if status != 0:
+        raise RuntimeError(f"hello-service exited with {status} after the services run")
+    results = {}
+    for key, _, _ in transitions:
+        with open(raw / f"services-{key}-ms.txt", "w") as handle:
+            handle.writelines(f"{value:.4f}\n" for value in samples[key])
+        results[key] = dict(summary(samples[key]), samples=samples[key],
+                            window_ms=statistics.median(windows[key]) if windows[key] else float("nan"))
+    return results
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # 2, 3. In-process benchmarks (ordo-one/benchmark)
 
 
@@ -384,7 +463,7 @@ def in_process(medians):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 7. Signal latency with the control socket under load
+# 9. Signal latency with the control socket under load
 
 
 # Requests the load generator sends as fast as they are answered: each gets an error reply (unknown method, mistyped
@@ -569,7 +648,7 @@ def measure_control_load(bins, args, tmp, log, raw):
 
 
 def report_control_load(add, control, args, beside):
-    add("## 7. Signal latency with the control socket under load")
+    add("## 9. Signal latency with the control socket under load")
     add("")
 
     def rate_of(condition):
@@ -650,7 +729,7 @@ def machine_description(args):
 # Report
 
 
-def write_report(path, machine, args, latency, launches, idle, benchmarks, logs, control=None):
+def write_report(path, machine, args, latency, launches, idle, benchmarks, logs, services=None, control=None):
     command = args.command_line
     lines = []
     add = lines.append
@@ -868,6 +947,46 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
     add(beside)
     add("")
 
+    # 8. Services
+    add("## 8. Services: the example's listener")
+    add("")
+    if services is None:
+        add("Not measured: no `--hello-service` binary was given (`scripts/bench` builds Examples/HelloService).")
+    else:
+        add("`hello-service` (Examples/HelloService, release, the Swift runtime linked statically): a Hummingbird "
+            "server hosted by a `ServiceController` (background policy `.drain`) on 127.0.0.1, idle, nothing "
+            "pinned. The harness stamps `CLOCK_MONOTONIC` just before `kill()`; `connect_poller.py`, a process of "
+            "its own, polls (an attempt every 50 µs) and stamps the first attempt that finds the new state: after SIGUSR1, no "
+            "socket listening on the port (sock_diag, as `ss -lt` asks) and then a `connect()` refused "
+            "(`ECONNREFUSED`); after SIGUSR2, a `connect()` that succeeds. "
+            f"{args.example_cycles} cycles of SIGUSR1 then SIGUSR2 ({args.example_warmup} warm-up cycles discarded), "
+            f"each signal {args.example_settle_ms}–{2 * args.example_settle_ms} ms after the previous change. A "
+            "figure is late by at most its resolution window (from the start of the last attempt that still found "
+            "the old state to the end of the first that found the new one).")
+        add("")
+        add("| transition | samples | p50 ms | p99 ms | max ms | resolution window, median ms | p50 ÷ plain signal "
+            "latency p50 (same CPU; other CPU) |")
+        add("|---|---|---|---|---|---|---|")
+        plain = {placement: receivers["daemon"]["p50"] for placement, receivers in latency.items()}
+        labels = [("closed", "SIGUSR1 → listener closed, a connect is refused (background: graceful shutdown)"),
+                  ("listening", "SIGUSR2 → listening again, a connect succeeds (foreground: a new run binds)")]
+        for key, label in labels:
+            row = services[key]
+            ratios = "; ".join(f"{fmt(ratio(row['p50'] * 1000, plain[placement]), 0)}×"
+                               for placement in ("same CPU", "other CPU") if placement in plain)
+            add(f"| {label} | {row['n']} | {fmt(row['p50'], 2)} | {fmt(row['p99'], 2)} | {fmt(row['max'], 2)} | "
+                f"{fmt(row['window_ms'], 3)} | {ratios} |")
+        add("")
+        add("The plain signal latency of the same run (§1: `sigqueue` → the delegate's first callback in the "
+            "lifecycled main loop), p50: " + "; ".join(f"{placement} {fmt(value)} µs" for placement, value in
+                                                      plain.items())
+            + ". The rest is the application's work: the background (or foreground) callbacks, the "
+            "`ServiceController` shutting down (or starting) its `ServiceGroup`, and Hummingbird closing (or "
+            "binding) its listening socket on its event loop.")
+    add("")
+    add(beside)
+    add("")
+
     if control:
         report_control_load(add, control, args, beside)
 
@@ -952,6 +1071,13 @@ def main():
                         help="connections sending malformed requests to the control socket")
     parser.add_argument("--control-rate", type=float, default=1000,
                         help="requests/s of the paced load (the other loaded run sends as fast as answered)")
+    parser.add_argument("--hello-service", type=Path, default=None,
+                        help="the example's binary (Examples/HelloService), for the services figures")
+    parser.add_argument("--example-cycles", type=int, default=200)
+    parser.add_argument("--example-warmup", type=int, default=10)
+    parser.add_argument("--example-settle-ms", type=int, default=30)
+    parser.add_argument("--only", choices=["services"], default=None,
+                        help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
     parser.add_argument("--command-line", default="scripts/bench")
     args = parser.parse_args()
@@ -961,6 +1087,19 @@ def main():
     bins = {name: args.bin / f"lifecycle-bench-{name}" for name in ("daemon", "peer")}
     bins.update({name: args.c_bin / f"lifecycle-bench-{name}" for name in ("floor", "probe")})
     bins["lifecycled"] = args.lifecycled or args.bin / "lifecycled"
+    if args.hello_service is not None and not args.hello_service.exists():
+        sys.exit(f"bench.py: {args.hello_service} is missing; scripts/bench builds it")
+    if args.only == "services":
+        if args.hello_service is None:
+            sys.exit("bench.py: --only services needs --hello-service")
+        with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
+            os.environ["XDG_RUNTIME_DIR"] = tmp  # the daemon's control socket goes there, not into /run
+            services = measure_services(args, tmp, [], args.raw)
+        for key, label in (("closed", "SIGUSR1 → listener closed"), ("listening", "SIGUSR2 → listening again")):
+            row = services[key]
+            print(f"{label}: n={row['n']} p50 {row['p50']:.3f} ms, p99 {row['p99']:.3f} ms, max {row['max']:.3f} ms "
+                  f"(median resolution window {row['window_ms']:.3f} ms)")
+        return
     for name, path in bins.items():
         if not path.exists():
             sys.exit(f"bench.py: {path} is missing; scripts/bench builds it")
@@ -975,20 +1114,25 @@ def main():
         # Every daemon started here serves its control socket in $XDG_RUNTIME_DIR (run by hand): keep them in the
         # run's own folder, never the machine's /run.
         os.environ["XDG_RUNTIME_DIR"] = tmp
-        print(f"1/4 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
+        print(f"1/6 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
         latency = measure_latency(bins, args, tmp, logs, args.raw)
-        print(f"2/4 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 5", flush=True)
+        print(f"2/6 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 5", flush=True)
         launches = measure_launches(bins, args, logs)
-        print(f"3/4 idle: {args.idle_seconds} s", flush=True)
+        print(f"3/6 idle: {args.idle_seconds} s", flush=True)
         idle = measure_idle(bins, args, tmp, logs)
-        print(f"+ signal latency with the control socket idle, then under load: {args.signals} signals each",
+        services = None
+        if args.hello_service is not None:
+            print(f"4/6 services: hello-service, {args.example_cycles} × SIGUSR1 → refused, SIGUSR2 → accepted",
+                  flush=True)
+            services = measure_services(args, tmp, logs, args.raw)
+        print(f"5/6 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
               flush=True)
         control = measure_control_load(bins, args, tmp, logs, args.raw)
-    print("4/4 in-process benchmarks (ordo-one/benchmark)", flush=True)
+    print("6/6 in-process benchmarks (ordo-one/benchmark)", flush=True)
     benchmarks = in_process(run_benchmark_tool(args, args.raw, logs, env))
 
     results = args.out / "results.md"
-    write_report(results, machine, args, latency, launches, idle, benchmarks, logs, control)
+    write_report(results, machine, args, latency, launches, idle, benchmarks, logs, services, control)
     print(f"wrote {results}")
     try:
         plot(args.out / "latency.png", latency, machine, args.command_line)

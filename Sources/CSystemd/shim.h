@@ -6,6 +6,7 @@
 #include <systemd/sd-journal.h>
 #include <systemd/sd-bus.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>

@@ -193,6 +193,10 @@ public final class Daemon: ApplicationHost {
         application.launch(into: configuration.launchInto, options: launchOptions())
         application.runEndOfTurn()
         dispatchDidEnd()
+        if configuration.releaseStartupMemory {
+            let released = StartupMemory.release()
+            logger.debug("released the pages of \(released.mappings) read-only file mappings touched at start")
+        }
         let code = try loop.run()
         dispatchDidEnd()
         control?.stop()
@@ -276,6 +280,7 @@ public final class Daemon: ApplicationHost {
     }
 
     public func applicationWillBeginTermination(_ application: Application) {
+        router.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: configuration.backgroundTaskBudget)
     }
@@ -287,6 +292,7 @@ public final class Daemon: ApplicationHost {
     public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
         systemEvents?.backgroundTasksDidChange(tasks)
         termination.tasksDidChange()
+        router.tasksDidChange()
     }
 
     public func application(

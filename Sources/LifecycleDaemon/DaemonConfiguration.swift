@@ -25,6 +25,8 @@ public struct DaemonConfiguration: Sendable {
     public var watchLogind = true
     /// Debug: the callback that blocks the main thread forever when it fires (the watchdog test).
     public var hangIn: String?
+    /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``).
+    public var releaseStartupMemory = true
     /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
     public var watchStalls = true
     /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
@@ -56,6 +58,7 @@ public struct DaemonConfiguration: Sendable {
             ]
         ),
         ("Logind", [.boolean("Watch", \.watchLogind)]),
+        ("Memory", [.boolean("ReleaseStartupPages", \.releaseStartupMemory)]),
         (
             "Stall",
             [

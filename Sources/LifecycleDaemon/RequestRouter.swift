@@ -29,7 +29,10 @@ public enum RequestSource: Hashable, Sendable {
 ///
 /// - `SIGTSTP` (Ctrl-Z) backgrounds; run by hand in a terminal, outside systemd, it then stops the process as job
 ///   control does, and `fg` (SIGCONT) brings the application back. Under systemd it only backgrounds, so the
-///   watchdog keeps being fed.
+///   watchdog keeps being fed. As iOS suspends an application only once its background tasks have ended, the stop
+///   waits for the tasks running after the transition (the application's background time bounds them): a server
+///   that drains on background has finished its requests and closed its listener by then, so a stopped server
+///   refuses connections instead of queueing them.
 /// - `SIGHUP` reloads, except when the terminal the daemon was started from has hung up: nobody is left to see or
 ///   stop it, so it terminates cleanly.
 @MainActor
@@ -38,6 +41,8 @@ final class RequestRouter {
     private let terminal: TerminalProbe
     private let stopProcess: @MainActor () -> Void
     private let logger: Logger
+    /// A Ctrl-Z waiting for the background tasks to end before the process stops.
+    private var stopPending = false
 
     init(application: Application, effects: DaemonEffects, logger: Logger) {
         self.application = application
@@ -64,15 +69,11 @@ final class RequestRouter {
         case .background:
             application.submit(.enterBackground, cause: cause, completion: completion)
             if source == .signal(.terminalStop), stopsOnTerminalStop, application.applicationState == .background {
-                // Job control: the shell's Ctrl-Z. The background callbacks have run; stop like any job, and `fg`
-                // (SIGCONT) brings the application back to the foreground.
                 application.runEndOfTurn()
-                logger.info("stopped by SIGTSTP; `fg` or SIGCONT resumes")
-                // Stopped, the process writes nothing: the lines of the transition go out first.
-                application.trace.flush()
-                stopProcess()
+                stopForJobControl()
             }
         case .foreground:
+            stopPending = false
             application.submit(.becomeActive, cause: cause, completion: completion)
         case .inactive:
             application.submit(.resignActive, cause: cause, completion: completion)
@@ -92,5 +93,48 @@ final class RequestRouter {
         case .default:
             completion?(.noChange)
         }
+    }
+
+    /// The set of background tasks changed: a Ctrl-Z waiting for them stops the process once none runs, at the end of
+    /// the turn (a task can end inside a callback).
+    func tasksDidChange() {
+        guard stopPending, application.backgroundTasks.isEmpty else { return }
+        application.scheduleTurnEndWork { [weak self] in
+            guard let self, stopPending else { return }
+            stopForJobControl()
+        }
+    }
+
+    /// Termination began: a Ctrl-Z still waiting for background tasks no longer stops the process.
+    func terminationDidBegin() {
+        stopPending = false
+    }
+
+    /// Job control: the shell's Ctrl-Z, once the background callbacks have run. Stops like any job, once no
+    /// background task runs, and `fg` (SIGCONT) brings the application back to the foreground.
+    private func stopForJobControl() {
+        guard application.applicationState == .background else {
+            stopPending = false
+            return
+        }
+        let tasks = application.backgroundTasks
+        guard tasks.isEmpty else {
+            if !stopPending {
+                stopPending = true
+                logger.info(
+                    """
+                    stopping once \(tasks.count) background task(s) end, within the background time of \
+                    \(application.backgroundTime.formattedForLog)
+                    """,
+                    metadata: ["lifecycle.tasks": .string(tasks.map(\.name).joined(separator: ","))]
+                )
+            }
+            return
+        }
+        stopPending = false
+        logger.info("stopped by SIGTSTP; `fg` or SIGCONT resumes")
+        // Stopped, the process writes nothing: the lines of the transition go out first.
+        application.trace.flush()
+        stopProcess()
     }
 }

@@ -55,6 +55,12 @@ public final class Application {
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
     private let fanOut = FanOut()
+
+    /// The controller tree changed (children, presentations, the window or its root): the fan-out takes its list
+    /// again at the next event.
+    func controllerTreeDidChange() {
+        fanOut.invalidate()
+    }
     let turns = TurnScheduler()
     private var status = StatusComposer()
     private var backgroundTaskRegistry = BackgroundTaskRegistry()
@@ -93,6 +99,7 @@ public final class Application {
         guard old !== newWindow else { return }
         // Assign first and release the old window only afterwards: its controllers' deinits read their window.
         windowStorage = newWindow
+        controllerTreeDidChange()
         newWindow?.attach(to: self)
         if machine.hasShownWindow, applicationState != .terminated {
             old?.hide()

@@ -2,13 +2,21 @@
 /// from the window's root, taken when the event starts, in pre-order (entering events) or its reverse (leaving
 /// events).
 ///
-/// This is the hot path of every transition: the list reuses one buffer (no allocation per event once it has
-/// grown), and whether the trace is observed is decided once per event, so an unobserved event costs a counter
-/// per controller.
+/// This is the hot path of every transition. The list is kept from one event to the next until the tree changes
+/// (any change of children, presentations or the window's root drops it at once, so a controller that leaves the
+/// tree is released on time), so an event over an unchanged tree walks nothing; whether the trace is observed is
+/// decided once per event, so an unobserved event costs a counter per controller.
 @MainActor
 final class FanOut {
-    /// The controller list of the event being delivered; kept between events for its capacity only.
-    private var buffer: [ViewController] = []
+    /// The tree's controllers in pre-order, as of the last event, while the tree has not changed since.
+    @exclusivity(unchecked) private var cache: [ViewController]?
+    /// The root the cache was taken under.
+    @exclusivity(unchecked) private var cachedRoot: ObjectIdentifier?
+
+    /// The tree changed: the next event takes the list again.
+    func invalidate() {
+        cache = nil
+    }
 
     /// Calls `callback` on every controller under `root`, tracing each call as `event` first.
     func deliver(
@@ -18,14 +26,16 @@ final class FanOut {
         application: Application,
         _ callback: (ViewController) -> Void
     ) {
-        var list: [ViewController] = []
-        swap(&list, &buffer)
-        defer {
-            // Let go of the controllers (a released one must deinit on time) but keep the capacity.
-            list.removeAll(keepingCapacity: true)
-            swap(&list, &buffer)
+        let list: [ViewController]
+        if let cache, cachedRoot == root.map(ObjectIdentifier.init) {
+            list = cache
+        } else {
+            var built: [ViewController] = []
+            root?.appendPreOrder(to: &built)
+            cache = built
+            cachedRoot = root.map(ObjectIdentifier.init)
+            list = built
         }
-        root?.appendPreOrder(to: &list)
         let trace = application.trace
         let observed = trace.isObserved(delegateEvent: false)
         if reversed {

@@ -41,9 +41,10 @@ open class NavigationController: ViewController {
     public func pushViewController(_ controller: ViewController, animated: Bool) {
         precondition(!children.contains { $0 === controller }, "\(controller.identifier) is already on the stack")
         addChild(controller)
-        transition(to: controller, animated: animated, pushing: true) { [unowned self] in
-            // Unless it was popped again in the same turn.
-            if controller.parent === self { controller.notifyDidMove(toParent: self) }
+        // Weak: the completion keeps neither alive; a stack that leaves the tree in this turn releases both in order.
+        transition(to: controller, animated: animated, pushing: true) { [weak self, weak controller] in
+            // Unless it was popped again in the same turn (or this controller left meanwhile).
+            if let self, let controller, controller.parent === self { controller.notifyDidMove(toParent: self) }
         }
     }
 
@@ -57,11 +58,15 @@ open class NavigationController: ViewController {
         guard children.count > 1, let top = topViewController else { return nil }
         top.notifyWillMove(toParent: nil)
         top.detachFromParent()
+        // What the popped hierarchy presents leaves first (the topmost goes first); what that uncovers is shown only
+        // once this stack shows its new top, so the popped controller never comes back on screen.
+        top.dismissPresentationsInSubtree(revealing: false)
         transition(to: topViewController, animated: animated, pushing: false) {
             // Unless it was pushed again in the same turn.
             if top.parent == nil { top.notifyDidMove(toParent: nil) }
             withExtendedLifetime(top) {}
         }
+        (window ?? application?.window)?.revealUncoveredLayers()
         return top
     }
 
@@ -86,17 +91,27 @@ open class NavigationController: ViewController {
         let removed = old.filter { !newIDs.contains(ObjectIdentifier($0)) }
         let added = controllers.filter { !oldIDs.contains(ObjectIdentifier($0)) }
         for controller in removed { controller.notifyWillMove(toParent: nil) }
+        // Every removed controller leaves the stack before anything else happens: no dismissal below may show one.
         for controller in removed { controller.detachFromParent() }
         for controller in added { addChild(controller) }
         reorderChildren(controllers)
+        // The stack is final now: what the removed controllers present leaves (what that uncovers shows this stack's
+        // new top, and only once the views have moved).
+        for controller in removed { controller.dismissPresentationsInSubtree(revealing: false) }
         // Push order when the new top is new, pop order when it was on the stack.
         let pushing = topViewController.map { !oldIDs.contains(ObjectIdentifier($0)) } ?? false
-        transition(to: topViewController, animated: animated, pushing: pushing) { [unowned self] in
+        // The removed controllers live until their did-callbacks ran; the added ones are the stack's to keep.
+        let joined = added.map { WeakController($0) }
+        transition(to: topViewController, animated: animated, pushing: pushing) { [weak self] in
             // Each finishes its move unless a later change in the same turn moved it again.
             for controller in removed where controller.parent == nil { controller.notifyDidMove(toParent: nil) }
-            for controller in added where controller.parent === self { controller.notifyDidMove(toParent: self) }
+            guard let self else { return }
+            for controller in joined.compactMap(\.controller) where controller.parent === self {
+                controller.notifyDidMove(toParent: self)
+            }
             withExtendedLifetime(removed) {}
         }
+        (window ?? application?.window)?.revealUncoveredLayers()
         return removed
     }
 
@@ -130,5 +145,15 @@ open class NavigationController: ViewController {
         } else {
             completion()
         }
+    }
+}
+
+/// A controller held weakly, for work that must not keep it alive.
+@MainActor
+struct WeakController {
+    weak var controller: ViewController?
+
+    init(_ controller: ViewController) {
+        self.controller = controller
     }
 }

@@ -27,6 +27,16 @@ open class ViewController {
         case disappearing
     }
 
+    // Declared first, so an application event's fan-out finds what it reads of a controller (and the object's header)
+    // on one cache line: a memory warning over a large tree is bound by memory, not by instructions.
+    /// Where the controller is in its appearance.
+    @exclusivity(unchecked) var appearance: Appearance = .disappeared
+    /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
+    /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
+    @exclusivity(unchecked) public var keepsViewOnMemoryWarning = false
+    /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
+    @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
+
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
     /// `ViewController`/`Controller`, lower camel case.
     public var identifier: String {
@@ -64,13 +74,17 @@ open class ViewController {
     /// The child controllers, in the order added.
     // Read for every controller of every application event: no dynamic exclusivity check (all access is on the
     // main actor, and no access to it is ever held across a call).
-    @exclusivity(unchecked) public internal(set) var children: [ViewController] = []
+    @exclusivity(unchecked) public internal(set) var children: [ViewController] = [] {
+        didSet { application?.controllerTreeDidChange() }
+    }
     /// The container this controller is a child of.
     public private(set) unowned var parent: ViewController? {
         didSet { invalidatePath() }
     }
     /// The controller this one presents.
-    @exclusivity(unchecked) public private(set) var presentedViewController: ViewController?
+    @exclusivity(unchecked) public private(set) var presentedViewController: ViewController? {
+        didSet { application?.controllerTreeDidChange() }
+    }
     /// The controller that presents this one.
     public private(set) unowned var presentingViewController: ViewController? {
         didSet { invalidatePath() }
@@ -78,9 +92,6 @@ open class ViewController {
     /// How this controller is shown when presented; set it before ``present(_:animated:completion:)``. By default
     /// (``ModalPresentationStyle/automatic``) the presenter stays visible, as in UIKit since iOS 13.
     public var modalPresentationStyle: ModalPresentationStyle = .automatic
-    /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
-    /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
-    public var keepsViewOnMemoryWarning = false
     /// The `animated:` argument of the last appearance transition; recorded, never animated.
     public private(set) var lastTransitionWasAnimated = false
 
@@ -99,7 +110,6 @@ open class ViewController {
 
     // The hot stored properties below are read and written by every walk and event: no dynamic exclusivity checks
     // on them (main actor only, and no access to any of them is held across a call).
-    @exclusivity(unchecked) var appearance: Appearance = .disappeared
     /// The application whose tree this controller joined; kept after it leaves, so its last events (a popped
     /// controller's `deinit`) still reach that application's trace.
     public private(set) weak var application: Application?
@@ -111,8 +121,7 @@ open class ViewController {
     @exclusivity(unchecked) private var detachedEvents: [(event: String, detail: String?)] = []
     /// Its `init` happened before it joined an application: recorded first when it joins (no buffer for it).
     @exclusivity(unchecked) private var initIsPending = false
-    /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
-    @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
+    /// The root view, once loaded.
     @exclusivity(unchecked) private var loadedView: View?
     @exclusivity(unchecked) private var isLoadingView = false
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
@@ -341,16 +350,28 @@ open class ViewController {
     public func removeFromParent() {
         guard parent != nil else { return }
         detachFromParent()
+        dismissPresentationsInSubtree()
         notifyDidMove(toParent: nil)
     }
 
     /// Takes this controller out of its container now, without a callback: a container finishes the move
-    /// (`didMove(toParent: nil)`) at the end of the turn. What it presents is dismissed: it leaves the tree.
+    /// (`didMove(toParent: nil)`) at the end of the turn. The caller then dismisses what the subtree presents
+    /// (``dismissPresentationsInSubtree()``), once the views have moved.
     func detachFromParent() {
         guard let parent else { return }
         parent.children.removeAll { $0 === self }
         self.parent = nil
-        if presentedViewController != nil { dismiss(animated: false) }
+    }
+
+    /// This controller left the tree: whatever it, or anything below it, presents is dismissed, so nothing stays on
+    /// screen out of reach of the application events. With `revealing` false, what the dismissals uncover is shown
+    /// only when the caller asks (``Window/revealUncoveredLayers()``), once it has changed what they show.
+    func dismissPresentationsInSubtree(revealing: Bool = true) {
+        if presentedViewController != nil {
+            // The dismissal takes what the presented hierarchy presents with it.
+            dismiss(animated: false, revealing: revealing, completion: nil)
+        }
+        for child in children { child.dismissPresentationsInSubtree(revealing: revealing) }
     }
 
     /// Puts the children in the given order (a navigation stack being replaced); every one must be a child.
@@ -417,6 +438,10 @@ open class ViewController {
     /// Called on a controller inside a presented hierarchy (the root of a presented navigation stack), it dismisses
     /// the nearest presented controller above it.
     public func dismiss(animated: Bool, completion: (@MainActor () -> Void)? = nil) {
+        dismiss(animated: animated, revealing: true, completion: completion)
+    }
+
+    func dismiss(animated: Bool, revealing: Bool, completion: (@MainActor () -> Void)?) {
         var node = self
         while node.presentedViewController == nil, node.presentingViewController == nil, let parent = node.parent {
             node = parent
@@ -432,16 +457,25 @@ open class ViewController {
         guard let dismissed = presenter.presentedViewController else { return }
         lastTransitionWasAnimated = animated
         dismissed.lastTransitionWasAnimated = animated
+        // Everything the dismissed hierarchy shows goes with it: what it presents, and what its children present.
+        var leaving: [ViewController] = []
+        dismissed.appendPreOrder(to: &leaving)
         // The presenter may have left the window (popped with its presentation): the layers are still there.
         if let window = presenter.window ?? presenter.application?.window {
-            window.popLayers(from: dismissed)
+            window.popLayers(of: leaving, revealing: revealing)
         }
-        // The chain is unlinked now; the dismissed controllers live until their did-disappear callbacks ran.
+        // Every presentation in the hierarchy is unlinked now; the controllers live until their did-disappear
+        // callbacks ran.
+        for node in leaving {
+            guard let presented = node.presentedViewController else { continue }
+            node.presentedViewController = nil
+            presented.presentingViewController = nil
+        }
         presenter.presentedViewController = nil
         dismissed.presentingViewController = nil
         if let application = presenter.application {
             application.scheduleTurnEndWork {
-                withExtendedLifetime(dismissed) {}
+                withExtendedLifetime(leaving) {}
                 completion?()
             }
         } else {
@@ -501,10 +535,11 @@ open class ViewController {
     /// After `didReceiveMemoryWarning`: a loaded view that is not in the window is released (it loads again on the
     /// next access), unless the controller keeps it.
     func releaseViewAfterMemoryWarning() {
-        guard !keepsViewOnMemoryWarning, appearance == .disappeared, let view = loadedView, view.window == nil else {
-            return
-        }
-        view.removeFromSuperview()
+        // As UIKit did: only a view with no superview can be released safely; one embedded in a parent's view that
+        // stays loaded is part of that view and goes only with it.
+        guard appearance == .disappeared, !keepsViewOnMemoryWarning, let view = loadedView, view.window == nil,
+            view.superview == nil
+        else { return }
         // Named where it was: its deinit reads the path it last had.
         view.lastKnownPath = path + ".view"
         view.viewController = nil

@@ -106,6 +106,7 @@ public final class Window {
         if let oldRoot = old.first, oldRoot !== controller, oldRoot.hostingWindow === self { oldRoot.hostingWindow = nil }
         layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
         controller?.hostingWindow = self
+        application?.controllerTreeDidChange()
         if let application, let controller { controller.adopt(application) }
         rebuildLayersFromTree()
         for layer in leaving {
@@ -131,25 +132,30 @@ public final class Window {
         controller.view.moveTopLevel(toWindow: self)
     }
 
-    /// Removes the layers of a dismissed controller and of everything it presents (only that chain: a
-    /// presentation from another controller stays).
-    func popLayers(from controller: ViewController) {
-        var chain: [ViewController] = []
-        var node: ViewController? = controller
-        while let current = node {
-            chain.append(current)
-            node = current.presentedViewController
-        }
+    /// Removes the layers of dismissed controllers (a dismissed hierarchy: what it presents, what its children
+    /// present; a presentation from elsewhere stays), and shows what they covered — unless `revealing` is false: the
+    /// caller then changes what the uncovered layers show (a pop) and calls ``revealUncoveredLayers()``.
+    func popLayers(of controllers: [ViewController], revealing: Bool = true) {
+        let dismissed = Set(controllers.map(ObjectIdentifier.init))
         let before = Set(visibleLayers.map { ObjectIdentifier($0.controller) })
-        let inChain = Set(chain.map(ObjectIdentifier.init))
-        let removed = layers.filter { inChain.contains(ObjectIdentifier($0.controller)) }
+        let removed = layers.filter { dismissed.contains(ObjectIdentifier($0.controller)) }
         guard !removed.isEmpty else { return }
-        layers.removeAll { inChain.contains(ObjectIdentifier($0.controller)) }
+        layers.removeAll { dismissed.contains(ObjectIdentifier($0.controller)) }
         guard isVisible else { return }
+        // The hand-off: what comes back prepares (loads its view) before what leaves stops.
+        for layer in visibleLayers where !before.contains(ObjectIdentifier(layer.controller)) {
+            layer.controller.loadViewIfNeeded()
+        }
         for layer in removed where before.contains(ObjectIdentifier(layer.controller)) {
             layer.controller.viewIfLoaded?.moveTopLevel(toWindow: nil)
         }
-        for layer in visibleLayers where !before.contains(ObjectIdentifier(layer.controller)) {
+        if revealing { revealUncoveredLayers() }
+    }
+
+    /// Moves into the window the visible layers whose views are not in it (what a dismissal uncovered).
+    func revealUncoveredLayers() {
+        guard isVisible else { return }
+        for layer in visibleLayers where layer.controller.viewIfLoaded?.window !== self {
             layer.controller.view.moveTopLevel(toWindow: self)
         }
     }

@@ -95,6 +95,62 @@ struct DaemonPolicyTests {
         ])
     }
 
+    @Test func inATerminalCtrlZStopsTheProcessOnlyOnceItsBackgroundTasksHaveEnded() {
+        let harness = DaemonHarness(terminal: .liveTerminal)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.terminalStop)
+        // A server draining in the background holds a task like this one: stopped now, it would freeze the drain.
+        #expect(harness.timeline.lines.contains("task began"))
+        #expect(harness.stage.stops == 0)
+        #expect(harness.log.messages(.info).contains { $0.hasPrefix("stopping once 1 background task(s) end") })
+        harness.timeline.clear()
+        harness.delegate.endTask(harness.application)
+        // The task may end inside a callback: the stop waits for the end of the turn.
+        #expect(harness.stage.stops == 0)
+        harness.application.runEndOfTurn()
+        #expect(harness.timeline.lines == ["task ended", "process stopped"])
+        harness.timeline.clear()
+        harness.signal(.continue)
+        #expect(harness.timeline.lines == [
+            "applicationWillEnterForeground signal:SIGCONT", "applicationDidBecomeActive signal:SIGCONT",
+        ])
+    }
+
+    @Test func aCtrlZWaitingForBackgroundTasksStopsOnceTheBackgroundTimeHasExpiredThem() {
+        var configuration = DaemonConfiguration()
+        configuration.backgroundTime = .seconds(10)
+        let harness = DaemonHarness(configuration: configuration, terminal: .liveTerminal)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.terminalStop)
+        harness.timeline.clear()
+        harness.stage.advance(by: .seconds(9))
+        #expect(harness.stage.stops == 0)
+        harness.stage.advance(by: .seconds(1))
+        harness.application.runEndOfTurn()
+        #expect(harness.timeline.lines == ["expirationHandler api", "task expired", "process stopped"])
+    }
+
+    @Test func returningToTheForegroundOrTerminatingCancelsACtrlZThatWaitsForBackgroundTasks() {
+        let harness = DaemonHarness(terminal: .liveTerminal)
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.terminalStop)
+        harness.signal(.user2)
+        harness.delegate.endTask(harness.application)
+        harness.application.runEndOfTurn()
+        #expect(harness.stage.stops == 0)
+        #expect(harness.application.applicationState == .active)
+
+        harness.signal(.terminalStop)
+        harness.signal(.terminate)
+        harness.delegate.endTask(harness.application)
+        harness.application.runEndOfTurn()
+        #expect(harness.stage.stops == 0)
+        #expect(harness.stage.exits == [0])
+    }
+
     @Test func ctrlZDoesNotStopAProcessWhoseStdinIsNoLongerATerminal() {
         let harness = DaemonHarness(
             terminal: TerminalProbe(startedOnTerminal: true, stdinIsTerminal: { false }, hasHungUp: { false })

@@ -329,8 +329,9 @@ final class HostForwarder: ApplicationHost {
         harness.launch()
         // The root controller is the first to hear didEnterBackground; a task it begins and ends there must not
         // release the inhibitor before the delegate's didEnterBackground ran.
-        harness.application.trace.observe { [application = harness.application, timeline = harness.timeline] event in
-            guard event.event == "applicationDidEnterBackground", event.target == "root" else { return }
+        // Weak: the trace belongs to the application; a strong capture would keep both alive for ever.
+        harness.application.trace.observe { [weak application = harness.application, timeline = harness.timeline] event in
+            guard let application, event.event == "applicationDidEnterBackground", event.target == "root" else { return }
             let task = application.beginBackgroundTask(withName: "quick")
             application.endBackgroundTask(task)
             timeline.append("quick task done")

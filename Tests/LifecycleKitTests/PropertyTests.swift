@@ -4,7 +4,7 @@ import Testing
 
 /// A small reference model of LIFECYCLE.md §1–§2, written independently of the implementation: the legal
 /// single steps as a graph searched breadth-first, a request queue with the coalescing and finality rules, and a
-/// tree of identifiers whose pre-order gives the propagation order.
+/// tree of identifiers whose pre-order gives the propagation order. ``AppearanceModel`` extends it to §3–§4.
 struct ReferenceModel {
     /// The legal single steps and the delegate callback each fires.
     static let edges: [(from: ApplicationState, to: ApplicationState, callback: String)] = [

@@ -91,12 +91,17 @@ struct ScalingTests {
     func everyOperationDoesWorkLinearInTheSizeOfTheTree(traced: Bool) {
         let small = Self.work(count: 400, traced: traced)
         let large = Self.work(count: 3200, traced: traced)
+        #expect(small.values.reduce(0, +) > 0, "nothing was counted: \(small)")
         for (operation, smallWork) in small.sorted(by: { $0.key < $1.key }) {
             let largeWork = large[operation]!
             let ratio = Double(largeWork) / Double(max(smallWork, 1))
             // Eight times the tree: linear work is about eight times as much; quadratic would be sixty-four.
+            // An event over a tree that did not change walks nothing at all (the fan-out keeps its list): 0 and 0.
+            if smallWork == 0 {
+                #expect(largeWork == 0, "\(operation): no work for 400 controllers, \(largeWork) nodes visited for 3,200")
+                continue
+            }
             #expect(ratio <= 8 * 1.25, "\(operation): \(smallWork) nodes visited for 400 controllers, \(largeWork) for 3,200 (×\(ratio))")
-            #expect(smallWork > 0, "\(operation) counted no work: \(small)")
         }
     }
 }

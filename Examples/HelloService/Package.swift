@@ -1,0 +1,25 @@
+// swift-tools-version: 6.2
+// hello-service: a Hummingbird server with the iOS application lifecycle (see README.md).
+import PackageDescription
+
+let package = Package(
+    name: "HelloService",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "LifecycleKit", path: "../.."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "hello-service",
+            dependencies: [
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
+                .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleServices", package: "LifecycleKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        )
+    ]
+)

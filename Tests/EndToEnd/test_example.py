@@ -1,0 +1,362 @@
+"""The HelloService example (Examples/HelloService): a Hummingbird server hosted by a ServiceController, under the
+sandbox's real systemd with its own unit (hello.service), and in a terminal.
+
+The sandbox has no network namespace of its own (scripts/systemd-sandbox makes pid, mount, uts, ipc and cgroup
+namespaces), so the service listens on the machine's loopback and the tests talk HTTP to it from here. Each test
+takes a port that is free at that moment and passes it with `--port` in a drop-in.
+
+The binary is `$HELLO_SERVICE_BIN`, else `swift build --package-path Examples/HelloService --show-bin-path`
+/hello-service (scratch path `$LIFECYCLED_SCRATCH_PATH-example` when that is set, as the Makefile builds it); if it
+is missing, every test here FAILS with a message saying how to build it.
+"""
+
+from __future__ import annotations
+
+import errno
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from harness import CHECKOUT, Sandbox, lifecycle_events, messages, pairs, wait_for
+from peers import kill_main, start
+from test_daemon_pty import Terminal
+from test_daemon_systemd import UNIT_DEACTIVATED_MESSAGE_ID, UNIT_FAILED_MESSAGE_ID
+
+EXAMPLE = CHECKOUT / "Examples" / "HelloService"
+EXAMPLE_UNIT_FILE = EXAMPLE / "hello.service"
+UNIT = "hello.service"
+# The unit's ExecStart path, in the sandbox's own /usr/local/bin (a tmpfs).
+SANDBOX_BIN = "/usr/local/bin/hello-service"
+DROPIN_DIR = f"/etc/systemd/system/{UNIT}.d"
+# The command name: the example's log label and journal SYSLOG_IDENTIFIER (not the unit's name, not lifecycled).
+IDENTIFIER = "hello-service"
+# The ServiceController's identifier: its path in the trace.
+CONTROLLER = "http"
+
+
+# The example binary.
+
+
+def resolve_example_binary() -> Path:
+    """$HELLO_SERVICE_BIN, else the example package's `swift build --show-bin-path`/hello-service."""
+    explicit = os.environ.get("HELLO_SERVICE_BIN")
+    if explicit:
+        return Path(explicit)
+    swift = "swift"
+    if not any((Path(d) / "swift").exists() for d in os.environ.get("PATH", "").split(os.pathsep) if d):
+        swift = "/opt/swift/usr/bin/swift"
+    argv = [swift, "build", "--package-path", str(EXAMPLE), "--show-bin-path"]
+    scratch = os.environ.get("LIFECYCLED_SCRATCH_PATH")
+    if scratch:
+        # The Makefile builds the example beside the daemon's scratch path.
+        argv += ["--scratch-path", f"{scratch}-example"]
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode == 0 and done.stdout.strip():
+            return Path(done.stdout.strip().splitlines()[-1]) / "hello-service"
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return (Path(f"{scratch}-example") if scratch else EXAMPLE / ".build") / "debug" / "hello-service"
+
+
+class ExampleBinary:
+    """The built example, looked up when a test first needs it; missing, it fails that test (not skipped)."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._installed_in: int | None = None
+
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = resolve_example_binary()
+        if not (self._path.is_file() and os.access(self._path, os.X_OK)):
+            pytest.fail(
+                f"the hello-service binary is missing: {self._path} does not exist or is not executable. "
+                "Build it (`make example`, or `swift build --package-path Examples/HelloService`) or point "
+                "HELLO_SERVICE_BIN at it.",
+                pytrace=False,
+            )
+        return self._path
+
+    def install(self, sandbox: Sandbox) -> str:
+        if self._installed_in != sandbox.pid:
+            sandbox.copy_in(self.path(), SANDBOX_BIN)
+            self._installed_in = sandbox.pid
+        return SANDBOX_BIN
+
+
+@pytest.fixture(scope="session")
+def hello_bin() -> ExampleBinary:
+    return ExampleBinary()
+
+
+@pytest.fixture
+def hello_unit(sandbox: Sandbox, hello_bin: ExampleBinary) -> Iterator[Callable[..., int]]:
+    """Installs Examples/HelloService/hello.service as shipped, plus a drop-in that only picks a free port; returns
+    the port. Afterwards the unit is stopped and removed."""
+    installed = False
+
+    def install(*extra_service_lines: str) -> int:
+        nonlocal installed
+        assert sandbox.run("readlink", "/proc/1/ns/net").stdout.strip() == os.readlink("/proc/self/ns/net"), (
+            "the sandbox has its own network namespace: these tests talk to the service over the machine's loopback"
+        )
+        hello_bin.install(sandbox)
+        port = free_port()
+        sandbox.write_file(f"/etc/systemd/system/{UNIT}", EXAMPLE_UNIT_FILE.read_text())
+        dropin = ["[Service]", "ExecStart=", f"ExecStart={SANDBOX_BIN} --port {port}", "LimitCORE=0"]
+        sandbox.write_file(f"{DROPIN_DIR}/e2e.conf", "\n".join([*dropin, *extra_service_lines]) + "\n")
+        installed = True
+        sandbox.daemon_reload()
+        sandbox.systemctl("reset-failed", UNIT, check=False)
+        return port
+
+    yield install
+    if installed:
+        sandbox.systemctl("kill", "--signal=SIGKILL", UNIT, check=False)
+        sandbox.systemctl("stop", UNIT, check=False)
+        sandbox.systemctl("reset-failed", UNIT, check=False)
+        sandbox.remove(DROPIN_DIR, f"/etc/systemd/system/{UNIT}")
+        sandbox.daemon_reload()
+
+
+# HTTP on the loopback.
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def connects(port: int) -> bool:
+    """Whether a TCP connect to 127.0.0.1:port succeeds; False only when it is refused."""
+    with socket.socket() as client:
+        client.settimeout(2)
+        result = client.connect_ex(("127.0.0.1", port))
+    if result not in (0, errno.ECONNREFUSED):
+        raise AssertionError(f"connect to 127.0.0.1:{port}: {os.strerror(result)}")
+    return result == 0
+
+
+def get(port: int, path: str = "/", timeout: float = 10) -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def answers(port: int) -> tuple[int, str] | None:
+    """GET / once the listener is up; None while connections are refused."""
+    try:
+        return get(port)
+    except ConnectionRefusedError:
+        return None
+
+
+class SlowRequest:
+    """GET /slow?seconds=N on a thread of its own: in flight from `sent` until it answers."""
+
+    def __init__(self, port: int, seconds: float):
+        self.sent = threading.Event()
+        self.response: tuple[int, str] | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(port, seconds), daemon=True)
+        self._thread.start()
+        assert self.sent.wait(10), "the slow request was not sent"
+        if self.error:
+            raise AssertionError(f"the slow request failed to start: {self.error!r}")
+        # The request is on the wire; give the server a moment to read it, so it is in flight, not in a backlog.
+        time.sleep(0.3)
+
+    def _run(self, port: int, seconds: float) -> None:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=seconds + 30)
+            connection.request("GET", f"/slow?seconds={seconds}")
+            self.sent.set()
+            response = connection.getresponse()
+            self.response = (response.status, response.read().decode())
+            connection.close()
+        except BaseException as error:  # reported by result()
+            self.error = error
+        finally:
+            self.sent.set()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self, timeout: float = 30) -> tuple[int, str]:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"the slow request did not end within {timeout}s"
+        assert self.error is None, f"the slow request failed: {self.error!r}"
+        assert self.response is not None
+        return self.response
+
+
+def events(sandbox: Sandbox, cursor: str) -> list[tuple[str, str]]:
+    return pairs(lifecycle_events(sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])))
+
+
+def start_and_answer(sandbox: Sandbox, port: int) -> tuple[str, dict[str, str]]:
+    """`systemctl start` (returns after READY=1), then the first 200: the listener binds as the services start,
+    moments after the application became active."""
+    cursor, shown = start(sandbox, UNIT)
+    assert (shown["ActiveState"], shown["SubState"]) == ("active", "running"), shown
+    assert wait_for(lambda: answers(port), timeout=10, message="the first answer") == (200, "hello")
+    return cursor, shown
+
+
+# Under systemd.
+
+
+def test_the_example_unit_passes_systemd_analyze_verify(sandbox: Sandbox, hello_unit: Callable[..., int]) -> None:
+    hello_unit()
+    done = sandbox.run("systemd-analyze", "verify", f"/etc/systemd/system/{UNIT}", check=False)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+def test_after_start_it_answers_200_hello(sandbox: Sandbox, hello_unit: Callable[..., int]) -> None:
+    port = hello_unit()
+    start_and_answer(sandbox, port)
+    assert get(port, "/") == (200, "hello")
+    assert get(port, "/slow?seconds=0.1") == (200, "done")
+
+
+def test_sigusr1_drains_then_refuses_and_sigusr2_serves_again(
+    sandbox: Sandbox, hello_unit: Callable[..., int]
+) -> None:
+    port = hello_unit()
+    _, shown = start_and_answer(sandbox, port)
+    cursor = sandbox.cursor()
+
+    slow = SlowRequest(port, seconds=3)
+    kill_main(sandbox, UNIT, "SIGUSR1")
+    # Background: the listener closes at once, while the request in flight goes on.
+    wait_for(lambda: not connects(port), timeout=5, message="connections refused after SIGUSR1")
+    assert not slow.done, "the slow request ended before the listener closed"
+    assert slow.result() == (200, "done")
+    wait_for(
+        lambda: ("taskDidEnd", CONTROLLER) in events(sandbox, cursor),
+        timeout=10,
+        message="the services' run to end (taskDidEnd)",
+    )
+    assert not connects(port), "it listens again in the background"
+    trace = lifecycle_events(sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER]))
+    stop = [e for e in trace if (e.event, e.target) == ("taskWillStop", CONTROLLER)]
+    assert [e.cause for e in stop] == ["signal:SIGUSR1"], trace
+    assert ("applicationDidEnterBackground", "delegate") in pairs(trace)
+
+    cursor = sandbox.cursor()
+    kill_main(sandbox, UNIT, "SIGUSR2")
+    assert wait_for(lambda: answers(port), timeout=10, message="an answer after SIGUSR2") == (200, "hello")
+    assert ("taskDidStart", CONTROLLER) in events(sandbox, cursor)
+    after = sandbox.show(UNIT)
+    assert after["ActiveState"] == "active" and after["MainPID"] == shown["MainPID"], after
+
+
+def test_stop_finishes_the_request_in_flight_and_exits_0(sandbox: Sandbox, hello_unit: Callable[..., int]) -> None:
+    port = hello_unit()
+    start_and_answer(sandbox, port)
+    cursor = sandbox.cursor()
+
+    slow = SlowRequest(port, seconds=2)
+    began = time.monotonic()
+    sandbox.systemctl("stop", UNIT)
+    stopped_after = time.monotonic() - began
+    assert slow.result() == (200, "done")
+    # The stop waited for the request (sent 0.3 s before it): the process exited only once it was answered.
+    assert stopped_after >= 1.2, stopped_after
+    assert sandbox.show(UNIT)["ActiveState"] == "inactive"
+    assert not connects(port)
+    # systemd unloads the stopped unit at once (show's Result and ExecMainStatus are fresh defaults then); its log
+    # says how the process ended: "Deactivated successfully" only for exit status 0 (Result=success).
+    records = wait_for(
+        lambda: (r := sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER]))
+        and any(x.get("MESSAGE_ID") in (UNIT_DEACTIVATED_MESSAGE_ID, UNIT_FAILED_MESSAGE_ID) for x in r)
+        and r,
+        message="systemd's verdict on the stopped unit",
+    )
+    verdicts = [r for r in records if r.get("_PID") == "1" and r.get("UNIT") == UNIT]
+    assert any(r.get("MESSAGE_ID") == UNIT_DEACTIVATED_MESSAGE_ID for r in verdicts), messages(verdicts)
+    assert not [m for m in messages(verdicts) if "Failed with result" in m or "Main process exited" in m]
+    assert "terminated cleanly" in messages(records)
+    order = events(sandbox, cursor)
+    assert order.index(("taskWillStop", CONTROLLER)) < order.index(("taskDidEnd", CONTROLLER)), order
+    assert ("applicationWillTerminate", "delegate") in order
+
+
+def test_its_journal_carries_the_trace_under_its_own_identifier(
+    sandbox: Sandbox, hello_unit: Callable[..., int]
+) -> None:
+    port = hello_unit()
+    cursor, shown = start_and_answer(sandbox, port)
+    records = wait_for(
+        lambda: (r := sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER]))
+        and any(x.get("LIFECYCLE_EVENT") == "taskDidStart" for x in r)
+        and r,
+        message="the trace of the launch",
+    )
+    own = [r for r in records if r.get("_PID") == shown["MainPID"]]
+    traced = [r for r in own if "LIFECYCLE_EVENT" in r]
+    assert traced, own
+    assert {r.get("SYSLOG_IDENTIFIER") for r in own} == {IDENTIFIER}, {r.get("SYSLOG_IDENTIFIER") for r in own}
+    assert all(r.get("_SYSTEMD_UNIT") == UNIT for r in traced)
+    order = pairs(lifecycle_events(traced))
+    for expected in [
+        ("didFinishLaunching", "delegate"),
+        ("viewDidAppear", CONTROLLER),
+        ("applicationDidBecomeActive", "delegate"),
+        ("taskDidStart", CONTROLLER),
+    ]:
+        assert expected in order, (expected, order)
+    # Hummingbird's own log line goes the same way.
+    listening = f"Server started and listening on 127.0.0.1:{port}"
+    assert any(str(r.get("MESSAGE", "")) == listening for r in own), [r.get("MESSAGE") for r in own]
+
+
+# In a terminal.
+
+
+def test_ctrl_z_in_a_terminal_drains_then_stops_refusing_connections_and_fg_serves_again(
+    hello_bin: ExampleBinary,
+) -> None:
+    port = free_port()
+    terminal = Terminal([str(hello_bin.path()), "--port", str(port)])
+    try:
+        wait_for(lambda: answers(port), timeout=15, message="the first answer")
+        slow = SlowRequest(port, seconds=2)
+        os.kill(terminal.pid, signal.SIGTSTP)  # what the shell's Ctrl-Z sends
+        wait_for(lambda: not connects(port), timeout=5, message="connections refused after Ctrl-Z")
+        # The process stops only once the background task that drains the server has ended.
+        assert terminal.process_state() not in ("T", "t"), terminal.output
+        assert slow.result() == (200, "done")
+        wait_for(lambda: terminal.process_state() == "T", timeout=10, message="the process to stop (state T)")
+        assert not connects(port), "a stopped server still accepts connections"
+        assert terminal.lines_with("stopped", "SIGTSTP"), terminal.output
+
+        os.kill(terminal.pid, signal.SIGCONT)  # what the shell's `fg` sends
+        assert wait_for(lambda: answers(port), timeout=10, message="an answer after fg") == (200, "hello")
+
+        os.kill(terminal.pid, signal.SIGTERM)
+        wait_for(lambda: terminal.poll() is not None, timeout=15, message="exit after SIGTERM")
+        status = terminal.status
+        assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, terminal.output)
+    finally:
+        terminal.close()

@@ -1,0 +1,664 @@
+import LifecycleKit
+
+/// A reference model of LIFECYCLE.md §3–§4 (appearance and the view tree), extending ``ReferenceModel``'s
+/// §1–§2, written from the contract and docs/lifecycle.md, never from the implementation's internals.
+///
+/// It keeps its own controller tree and view tree (whose root view is a subview of whose), the window's layers (the
+/// root, then each presented controller; what is visible starts at the last full-screen one), the four appearance
+/// states of UIKit (a will-callback starts a transition, its did-callback at the end of the turn finishes it unless
+/// a later will-callback reversed it), the layout marks and the views laid out once more when leaving in push order.
+/// Every operation writes the lines the trace must show, in order:
+///
+/// - `c3 loadView`, `c3 viewWillAppear`, `c3 viewWillLayoutSubviews`, `c3.view deinit` (a view released on a memory
+///   warning), `c3 applicationDidEnterBackground@background op:4`, `delegate applicationDidEnterBackground@…`
+///   into ``expected``, one exact sequence per turn;
+/// - the controllers (and their root views) released in the turn into ``expectedReleases``, one list per object
+///   graph that goes at once (a popped controller with what is below it, the layers of a replaced window), each in
+///   the order the contract gives: a controller, its view, its children, then what it presents.
+///
+/// The controllers are of two kinds: a plain container (its `viewDidLoad` adds a plain subview, then the views of
+/// all its children: a container that embeds its children again when its view is loaded again), and a navigation
+/// controller (it shows its top, and embeds the top's view when its own view loads).
+///
+/// Several operations may share a turn: will-callbacks, loads and application events happen at once, layout and
+/// did-callbacks at the end of the turn, a termination ends the turn itself. What the model leaves out: the
+/// callbacks of plain views and of containment (`willMove(toWindow:)`, `layoutSubviews`, `draw`,
+/// `willMove(toParent:)`…), frames and explicit layout or display marks, callbacks that change the tree or make
+/// requests themselves (the regression tests and ``ReferenceModel`` cover those), launch, `animated: true`, and the
+/// order between graphs released separately in one turn (each graph's own order is checked). The disagreements the
+/// model found with LifecycleKit are fixed, and each has a regression test in PropertyFindings.swift.
+struct AppearanceModel {
+    enum Kind: Equatable {
+        case plain
+        case navigation
+    }
+
+    enum Appearance: Equatable {
+        case disappeared
+        case appearing
+        case appeared
+        case disappearing
+    }
+
+    struct Controller {
+        let kind: Kind
+        let keepsView: Bool
+        var parent: String?
+        var children: [String] = []
+        var presenter: String?
+        var presented: String?
+        var style = ModalPresentationStyle.fullScreen
+        var isLoaded = false
+        /// The controller whose root view this controller's root view is a subview of.
+        var superview: String?
+        /// The controllers whose root views are subviews of this one's root view, in subview order.
+        var shown: [String] = []
+        /// Whether the root view is in the window (set when a subtree moves in or out, as a view's `window`).
+        var isInWindow = false
+        var needsLayout = false
+        var appearance = Appearance.disappeared
+    }
+
+    /// A controller to create: a plain one, or a navigation controller with a plain root.
+    struct NewController: CustomStringConvertible {
+        var id: String
+        var navigationRoot: String?
+        var keepsView = false
+
+        var description: String {
+            let kind = navigationRoot.map { "nav \(id)[\($0)]" } ?? id
+            return keepsView ? kind + " (keeps its view)" : kind
+        }
+    }
+
+    enum Operation: CustomStringConvertible {
+        case push(NewController, onto: String)
+        case pop(String)
+        case popToRoot(String)
+        /// `setViewControllers`: the first `keeping` controllers of the stack, then a new one on top (push order).
+        case setStack(String, keeping: Int, plus: NewController)
+        case present(NewController, by: String, style: ModalPresentationStyle)
+        /// `dismiss(animated:)` called on a controller: the presenter, the presented one, or one inside it.
+        case dismiss(from: String)
+        case embed(NewController, in: String)
+        case unembed(String)
+        case replaceWindow(NewController)
+        /// `window.rootViewController = …` on the current window.
+        case replaceRoot(NewController)
+        case request(ReferenceModel.Request)
+
+        var description: String {
+            switch self {
+            case .push(let new, let nav): "push \(new) onto \(nav)"
+            case .pop(let nav): "pop \(nav)"
+            case .popToRoot(let nav): "pop \(nav) to its root"
+            case .setStack(let nav, let keeping, let new): "\(nav).setViewControllers(first \(keeping) + \(new))"
+            case .present(let new, let presenter, let style): "\(presenter) presents \(new) (.\(style))"
+            case .dismiss(let id): "dismiss from \(id)"
+            case .embed(let new, let parent): "embed \(new) in \(parent)"
+            case .unembed(let id): "unembed \(id)"
+            case .replaceWindow(let new): "application.window = Window(root: \(new))"
+            case .replaceRoot(let new): "window.rootViewController = \(new)"
+            case .request(.state(let target)): "request \(target)"
+            case .request(.terminate): "request termination"
+            case .request(.memoryWarning): "memory warning"
+            case .request(.reload): "request reload"
+            }
+        }
+    }
+
+    private(set) var controllers: [String: Controller] = [:]
+    private(set) var state = ApplicationState.active
+    private(set) var isTerminated = false
+    /// The current window's root controller.
+    private(set) var root: String?
+    /// The current window's layers: its root, then presented controllers in presentation order.
+    private var layers: [String] = []
+    private var windowIsShown = true
+    /// Did-callbacks waiting for the end of the turn: each view move's controllers in post-order.
+    private var didCallbacks: [(ids: [String], appearing: Bool)] = []
+    /// Root views that left the window in push order: laid out once more after the visible ones.
+    private var leavingLayouts: [String] = []
+    /// Controllers that left the tree in this turn, released at its end with everything below them.
+    private var departed: [String] = []
+    /// The layers of windows (or roots) replaced in this turn, released at its end.
+    private var replacedLayers: [[String]] = []
+    /// Navigation controllers pushed onto in this turn while their view was loaded but out of the window.
+
+    /// The lines the trace must show in this turn, in order.
+    private(set) var expected: [String] = []
+    /// The controllers and root views released in this turn, one list per graph released at once.
+    private(set) var expectedReleases: [[String]] = []
+
+    /// The tree after launch: a plain root `r` embedding a navigation controller `c1` whose root is `c2`, all shown.
+    init() {
+        controllers["r"] = Controller(kind: .plain, keepsView: false, children: ["c1"], shown: ["c1"])
+        controllers["c1"] = Controller(
+            kind: .navigation,
+            keepsView: false,
+            parent: "r",
+            children: ["c2"],
+            superview: "r",
+            shown: ["c2"]
+        )
+        controllers["c2"] = Controller(kind: .plain, keepsView: false, parent: "c1", superview: "c1")
+        for id in ["r", "c1", "c2"] {
+            controllers[id]!.isLoaded = true
+            controllers[id]!.isInWindow = true
+            controllers[id]!.appearance = .appeared
+        }
+        root = "r"
+        layers = ["r"]
+    }
+
+    private subscript(id: String) -> Controller {
+        get { controllers[id]! }
+        set { controllers[id] = newValue }
+    }
+
+    // MARK: Reading the model
+
+    /// The controllers reachable from the window's root, pre-order: a controller, its children, what it presents.
+    func preOrder() -> [String] {
+        var list: [String] = []
+        func visit(_ id: String) {
+            list.append(id)
+            for child in self[id].children { visit(child) }
+            if let presented = self[id].presented { visit(presented) }
+        }
+        if let root, !isTerminated { visit(root) }
+        return list
+    }
+
+    /// The trace path of a controller in the tree: its container's or presenter's path, `/`, its identifier.
+    func path(_ id: String) -> String {
+        if let parent = self[id].parent { return path(parent) + "/" + id }
+        if let presenter = self[id].presenter { return path(presenter) + "/" + id }
+        return id
+    }
+
+    /// The layers whose views are in the window: from the last full-screen one up.
+    private var visibleLayers: [String] {
+        guard windowIsShown, !layers.isEmpty else { return [] }
+        let start = layers.lastIndex { $0 == root || self[$0].style == .fullScreen } ?? 0
+        return Array(layers[start...])
+    }
+
+    /// Whether a controller's root view is in the window.
+    func isInWindow(_ id: String) -> Bool {
+        controllers[id]?.isInWindow ?? false
+    }
+
+    /// Whether a controller's root view should be in the window once the turn settled: it is a visible layer, or a
+    /// subview of a view that is (a check of the model itself).
+    private func belongsInWindow(_ id: String) -> Bool {
+        guard let controller = controllers[id], controller.isLoaded, windowIsShown else { return false }
+        if visibleLayers.contains(id) { return true }
+        return controller.superview.map(belongsInWindow) ?? false
+    }
+
+    /// The controllers whose root views lie in this controller's view subtree, pre-order (will-callbacks).
+    private func subtreePreOrder(_ id: String) -> [String] {
+        [id] + self[id].shown.flatMap(subtreePreOrder)
+    }
+
+    /// The same, post-order (did-callbacks: children before their parent).
+    private func subtreePostOrder(_ id: String) -> [String] {
+        self[id].shown.flatMap(subtreePostOrder) + [id]
+    }
+
+    /// Everything that goes when `id` leaves the tree: its children and what it presents, recursively.
+    private func closure(_ id: String) -> [String] {
+        [id] + self[id].children.flatMap(closure) + (self[id].presented.map(closure) ?? [])
+    }
+
+    private func presentationChain(from id: String) -> [String] {
+        var chain = [id]
+        while let next = self[chain.last!].presented { chain.append(next) }
+        return chain
+    }
+
+    /// Which presentation `dismiss(animated:)` called on `id` dismisses: the nearest controller, going up through
+    /// the containers, that presents (its presentation) or is presented (itself); nil when there is none.
+    func presentationDismissed(from id: String) -> (presenter: String, dismissed: String)? {
+        var node = id
+        while self[node].presented == nil, self[node].presenter == nil, let parent = self[node].parent { node = parent }
+        if let presented = self[node].presented { return (node, presented) }
+        if let presenter = self[node].presenter { return (presenter, node) }
+        return nil
+    }
+
+    /// A readable picture of the tree and the layers, for failure messages.
+    var treeDescription: String {
+        func describe(_ id: String) -> String {
+            let node = self[id]
+            var text = id
+            if node.kind == .navigation { text += "(nav)" }
+            if node.keepsView { text += "(keeps)" }
+            if !node.isLoaded { text += "(unloaded)" }
+            if !node.children.isEmpty { text += "[" + node.children.map(describe).joined(separator: " ") + "]" }
+            if let presented = node.presented {
+                text += " presents{.\(self[presented].style) " + describe(presented) + "}"
+            }
+            return text
+        }
+        guard let root, !isTerminated else { return "(terminated)" }
+        return describe(root) + "; state \(state); visible layers \(visibleLayers)"
+    }
+
+    // MARK: Appearance transitions
+
+    private mutating func emit(_ line: String) { expected.append(line) }
+
+    /// A will-callback, unless the controller already moves that way (a view re-entering within the turn).
+    private mutating func begin(_ id: String, appearing: Bool) {
+        switch (appearing, self[id].appearance) {
+        case (true, .disappeared), (true, .disappearing):
+            self[id].appearance = .appearing
+            emit("\(id) viewWillAppear")
+        case (false, .appeared), (false, .appearing):
+            self[id].appearance = .disappearing
+            emit("\(id) viewWillDisappear")
+        default:
+            break
+        }
+    }
+
+    /// A did-callback at the end of the turn, unless a later will-callback reversed the transition.
+    private mutating func end(_ id: String, appearing: Bool) {
+        guard controllers[id] != nil else { return }
+        switch (appearing, self[id].appearance) {
+        case (true, .appearing):
+            self[id].appearance = .appeared
+            emit("\(id) viewDidAppear")
+        case (false, .disappearing):
+            self[id].appearance = .disappeared
+            emit("\(id) viewDidDisappear")
+        default:
+            break
+        }
+    }
+
+    /// A view subtree enters or leaves the window: will-callbacks now in pre-order, did-callbacks at the end of the
+    /// turn in post-order (so a parent's bracket holds its children's).
+    private mutating func move(_ id: String, appearing: Bool) {
+        let post = subtreePostOrder(id)
+        for controller in subtreePreOrder(id) { begin(controller, appearing: appearing) }
+        for controller in post { self[controller].isInWindow = appearing }
+        didCallbacks.append((post, appearing))
+    }
+
+    // MARK: The view tree
+
+    /// The first access to `view`: `loadView`, then `viewDidLoad`; a plain container embeds its children's views
+    /// from `viewDidLoad`, a navigation controller its top's view before it.
+    private mutating func load(_ id: String) {
+        guard !self[id].isLoaded else { return }
+        emit("\(id) loadView")
+        self[id].isLoaded = true
+        self[id].needsLayout = true
+        self[id].isInWindow = false
+        self[id].shown = []
+        switch self[id].kind {
+        case .plain:
+            emit("\(id) viewDidLoad")
+            for child in self[id].children {
+                load(child)
+                addSubview(child, to: id)
+            }
+        case .navigation:
+            if let top = self[id].children.last {
+                load(top)
+                addSubview(top, to: id)
+            }
+            emit("\(id) viewDidLoad")
+        }
+    }
+
+    /// `addSubview`: the superview is marked for layout; a subtree entering the window appears.
+    private mutating func addSubview(_ id: String, to superview: String) {
+        if self[superview].shown.contains(id) {
+            // Already its subview: moved to the front, nothing enters the window.
+            self[superview].shown.removeAll { $0 == id }
+            self[superview].shown.append(id)
+            self[superview].needsLayout = true
+            return
+        }
+        let entersWindow = isInWindow(superview)
+        self[superview].shown.append(id)
+        self[id].superview = superview
+        self[superview].needsLayout = true
+        if entersWindow { move(id, appearing: true) }
+    }
+
+    /// `removeFromSuperview`: the superview is marked for layout; a subtree leaving the window disappears. Returns
+    /// whether it was in the window.
+    @discardableResult
+    private mutating func removeFromSuperview(_ id: String) -> Bool {
+        guard let superview = self[id].superview else { return false }
+        let leavesWindow = isInWindow(id)
+        if leavesWindow { move(id, appearing: false) }
+        self[superview].shown.removeAll { $0 == id }
+        self[id].superview = nil
+        self[superview].needsLayout = true
+        return leavesWindow
+    }
+
+    // MARK: Operations
+
+    private mutating func create(_ new: NewController) {
+        if let rootID = new.navigationRoot {
+            controllers[new.id] = Controller(kind: .navigation, keepsView: new.keepsView, children: [rootID])
+            controllers[rootID] = Controller(kind: .plain, keepsView: false, parent: new.id)
+        } else {
+            controllers[new.id] = Controller(kind: .plain, keepsView: new.keepsView)
+        }
+    }
+
+    /// Starts a turn: what the previous one expected is forgotten.
+    mutating func beginTurn() {
+        expected = []
+        expectedReleases = []
+    }
+
+    /// Applies one operation: its immediate callbacks now, its deferred ones at ``endTurn()``.
+    mutating func apply(_ operation: Operation, cause: String) {
+        guard !isTerminated else { return }
+        switch operation {
+        case .push(let new, let nav):
+            changeStack(of: nav, keeping: self[nav].children.count, adding: new)
+        case .pop(let nav):
+            guard self[nav].children.count > 1 else { return }
+            changeStack(of: nav, keeping: self[nav].children.count - 1)
+        case .popToRoot(let nav):
+            guard self[nav].children.count > 1 else { return }
+            changeStack(of: nav, keeping: 1)
+        case .setStack(let nav, let keeping, let new):
+            changeStack(of: nav, keeping: keeping, adding: new)
+        case .present(let new, let presenter, let style):
+            create(new)
+            self[new.id].style = style
+            self[presenter].presented = new.id
+            self[new.id].presenter = presenter
+            load(new.id)
+            let covered = style == .fullScreen ? visibleLayers : []
+            layers.append(new.id)
+            guard windowIsShown else { return }
+            for layer in covered where self[layer].isLoaded {
+                move(layer, appearing: false)
+                // Push order: the covered controller is laid out once more before it disappears.
+                self[layer].needsLayout = true
+                leavingLayouts.append(layer)
+            }
+            move(new.id, appearing: true)
+        case .dismiss(let id):
+            dismiss(from: id)
+        case .embed(let new, let parent):
+            create(new)
+            self[parent].children.append(new.id)
+            self[new.id].parent = parent
+            load(parent)
+            load(new.id)
+            addSubview(new.id, to: parent)
+        case .unembed(let id):
+            removeFromSuperview(id)
+            let parent = self[id].parent!
+            self[parent].children.removeAll { $0 == id }
+            self[id].parent = nil
+            dismissPresentations(inSubtreeOf: id)
+            departed.append(id)
+        case .replaceWindow(let new), .replaceRoot(let new):
+            // The old content disappears, the new root appears; the old layers go at the end of the turn, each on its
+            // own (the window, or the root's replacement, holds every layer).
+            create(new)
+            let leaving = visibleLayers
+            replacedLayers.append(layers)
+            root = new.id
+            layers = [new.id]
+            for layer in leaving where self[layer].isLoaded { move(layer, appearing: false) }
+            load(new.id)
+            move(new.id, appearing: true)
+        case .request(let request):
+            run(request, cause: cause)
+        }
+    }
+
+    /// A navigation call: the stack changes at once (the controllers above the first `keeping` leave it, a new one
+    /// joins on top), then each controller that left dismisses what it presents (bottom first), then the navigation
+    /// controller shows its new top (push order when the top is new).
+    private mutating func changeStack(of nav: String, keeping: Int, adding new: NewController? = nil) {
+        let removed = self[nav].children.dropFirst(keeping)
+        self[nav].children.removeLast(removed.count)
+        for id in removed { self[id].parent = nil }
+        if let new {
+            create(new)
+            self[nav].children.append(new.id)
+            self[new.id].parent = nav
+        }
+        // What the removed controllers present leaves first; what that uncovers comes back once the stack shows its
+        // new top, so no removed controller shows again.
+        for id in removed {
+            dismissPresentations(inSubtreeOf: id, revealing: false)
+            departed.append(id)
+        }
+        showTop(of: nav, pushing: new != nil)
+        revealUncoveredLayers()
+    }
+
+    /// A navigation controller shows its top: the top's view is loaded, the view it showed leaves (laid out once more
+    /// when pushing), the top's enters. Nothing happens while the navigation controller's own view is not loaded.
+    private mutating func showTop(of nav: String, pushing: Bool) {
+        guard self[nav].isLoaded else { return }
+        let top = self[nav].children.last!
+        load(top)
+        for shown in self[nav].shown where shown != top {
+            if removeFromSuperview(shown), pushing {
+                self[shown].needsLayout = true
+                leavingLayouts.append(shown)
+            }
+        }
+        if !self[nav].shown.contains(top) { addSubview(top, to: nav) }
+    }
+
+    /// `dismiss(animated:)` called on `id`: the presented controller and what it presents leave the window (and the
+    /// tree); the layers they covered appear again, their views loaded first if a memory warning released them (the
+    /// hand-off: the incoming prepares before the outgoing stops, as a pop does).
+    ///
+    /// The dismissed hierarchy takes with it everything presented inside it (by it, by what it presents, by its
+    /// children). With `revealing` false (a navigation call), the uncovered layers come back only once the stack shows
+    /// its new top (``revealUncoveredLayers()``).
+    private mutating func dismiss(from id: String, revealing: Bool = true) {
+        guard let (presenter, dismissed) = presentationDismissed(from: id) else { return }
+        let hierarchy = closure(dismissed)
+        let before = visibleLayers
+        let removed = layers.filter(hierarchy.contains)
+        layers.removeAll(where: hierarchy.contains)
+        if windowIsShown {
+            for layer in visibleLayers where !before.contains(layer) { load(layer) }
+            for layer in removed where before.contains(layer) && self[layer].isLoaded { move(layer, appearing: false) }
+            if revealing { revealUncoveredLayers() }
+        }
+        // Every presentation inside is undone; each presented controller is then released on its own.
+        for node in hierarchy {
+            guard let presented = self[node].presented else { continue }
+            self[node].presented = nil
+            self[presented].presenter = nil
+            departed.append(presented)
+        }
+        self[presenter].presented = nil
+        self[dismissed].presenter = nil
+        departed.append(dismissed)
+    }
+
+    /// The visible layers whose views are not in the window come back (what a dismissal uncovered).
+    private mutating func revealUncoveredLayers() {
+        guard windowIsShown else { return }
+        for layer in visibleLayers where !isInWindow(layer) {
+            load(layer)
+            move(layer, appearing: true)
+        }
+    }
+
+    /// A controller left the tree: what it, or anything below it, presents is dismissed.
+    private mutating func dismissPresentations(inSubtreeOf id: String, revealing: Bool = true) {
+        if self[id].presented != nil { dismiss(from: id, revealing: revealing) }
+        for child in self[id].children { dismissPresentations(inSubtreeOf: child, revealing: revealing) }
+    }
+
+    // MARK: Application events (§1, §2) and memory warnings (§3)
+
+    private static let entering: Set<String> = [
+        "applicationWillEnterForeground", "applicationDidBecomeActive", "applicationDidReload",
+    ]
+
+    /// One application event down the tree (§2): entering ones delegate first then pre-order, leaving ones the reverse
+    /// then the delegate; after each controller's memory warning, its view may go.
+    private mutating func deliver(
+        _ event: String,
+        controllerEvent: String? = nil,
+        firing: ApplicationState,
+        cause: String
+    ) {
+        let tree = preOrder()
+        let delegateLine = "delegate \(event)@\(firing) \(cause)"
+        if Self.entering.contains(event) {
+            emit(delegateLine)
+            for id in tree { emit("\(id) \(controllerEvent ?? event)@\(firing) \(cause)") }
+        } else {
+            for id in tree.reversed() {
+                emit("\(id) \(controllerEvent ?? event)@\(firing) \(cause)")
+                if event == "applicationDidReceiveMemoryWarning" { releaseViewAfterMemoryWarning(id) }
+            }
+            emit(delegateLine)
+        }
+    }
+
+    private mutating func run(_ request: ReferenceModel.Request, cause: String) {
+        switch request {
+        case .state(let target):
+            for (callback, firing, after) in ReferenceModel.path(from: state, to: target) {
+                deliver(callback, firing: firing, cause: cause)
+                state = after
+            }
+        case .terminate:
+            for (callback, firing, after) in ReferenceModel.path(from: state, to: .background) {
+                deliver(callback, firing: firing, cause: cause)
+                state = after
+            }
+            deliver("applicationWillTerminate", firing: .background, cause: cause)
+            state = .terminated
+            tearDown()
+        case .memoryWarning:
+            deliver(
+                "applicationDidReceiveMemoryWarning",
+                controllerEvent: "didReceiveMemoryWarning",
+                firing: state,
+                cause: cause
+            )
+        case .reload:
+            deliver("applicationWillReload", firing: state, cause: cause)
+            deliver("applicationDidReload", firing: state, cause: cause)
+        }
+    }
+
+    /// After its `didReceiveMemoryWarning`, a controller whose view is loaded, not in the window, without a superview,
+    /// and fully disappeared lets it go (unless it keeps it): the view is released; the views of its children that
+    /// keep theirs are left without a superview.
+    private mutating func releaseViewAfterMemoryWarning(_ id: String) {
+        let node = self[id]
+        // As UIKit did: only a view without a superview is released (one embedded in a parent's view goes with it).
+        guard node.isLoaded, !node.keepsView, node.appearance == .disappeared, !isInWindow(id), node.superview == nil
+        else { return }
+        emit("\(id).view deinit")
+        for child in node.shown { self[child].superview = nil }
+        self[id].shown = []
+        self[id].isLoaded = false
+        self[id].isInWindow = false
+        self[id].needsLayout = false
+    }
+
+    /// Termination, after `applicationWillTerminate`: every visible controller disappears, the turn ends, then the
+    /// window's layers are released.
+    private mutating func tearDown() {
+        isTerminated = true
+        guard root != nil else { return }
+        let visible = visibleLayers
+        windowIsShown = false
+        for layer in visible where self[layer].isLoaded { move(layer, appearing: false) }
+        endTurn()
+        for layer in layers { expectedReleases.append(release(layer, withPresented: false)) }
+        layers = []
+        root = nil
+    }
+
+    // MARK: The end of a turn (§4)
+
+    /// The layout pass, then the did-callbacks in the order their moves happened, then the releases.
+    mutating func endTurn() {
+        repeat {
+            layoutPass()
+            let batch = didCallbacks
+            didCallbacks = []
+            for (ids, appearing) in batch {
+                for id in ids { end(id, appearing: appearing) }
+            }
+        } while !didCallbacks.isEmpty
+        for id in departed where controllers[id] != nil { expectedReleases.append(release(id, withPresented: true)) }
+        departed = []
+        for replaced in replacedLayers {
+            for layer in replaced where controllers[layer] != nil {
+                expectedReleases.append(release(layer, withPresented: false))
+            }
+        }
+        replacedLayers = []
+    }
+
+    /// One pass, top-down over the visible layers (a marked root view is wrapped in its controller's
+    /// `viewWillLayoutSubviews`/`viewDidLayoutSubviews`), then the views that left in push order, if still marked
+    /// and out of the window.
+    private mutating func layoutPass() {
+        guard root != nil else { return }
+        for layer in visibleLayers { layOut(layer) }
+        let leaving = leavingLayouts
+        leavingLayouts = []
+        for id in leaving where controllers[id] != nil && self[id].isLoaded && self[id].needsLayout && !isInWindow(id) {
+            layOut(id)
+        }
+    }
+
+    private mutating func layOut(_ id: String) {
+        if self[id].needsLayout {
+            self[id].needsLayout = false
+            emit("\(id) viewWillLayoutSubviews")
+            emit("\(id) viewDidLayoutSubviews")
+        }
+        for child in self[id].shown { layOut(child) }
+    }
+
+    /// A released controller: its `deinit`, then its view's, then its children, then (when it holds it alone) what
+    /// it presents. Removes them from the model.
+    private mutating func release(_ id: String, withPresented: Bool) -> [String] {
+        let node = self[id]
+        var lines = ["\(id) deinit"]
+        if node.isLoaded { lines.append("\(id).view deinit") }
+        controllers[id] = nil
+        for child in node.children { lines += release(child, withPresented: withPresented) }
+        if withPresented, let presented = node.presented { lines += release(presented, withPresented: true) }
+        return lines
+    }
+
+    // MARK: Checks of the model itself
+
+    /// After a turn, a controller's view is in the window exactly when the layers and the view tree put it there,
+    /// and the controller has appeared exactly then.
+    func inconsistencies() -> [String] {
+        controllers.keys.sorted().compactMap { id in
+            let node = self[id]
+            guard node.isInWindow == belongsInWindow(id), (node.appearance == .appeared) == node.isInWindow else {
+                return "\(id): appearance \(node.appearance), view in window \(node.isInWindow), "
+                    + "belongs there \(belongsInWindow(id))"
+            }
+            return nil
+        }
+    }
+}
