@@ -4,6 +4,7 @@
 #   make test     every test: unit tests, then the end-to-end tests under a private systemd (sudo for that part)
 #   make install  install lifecycled, its unit and its configuration (needs root)
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
+#   make man      lifecyclectl's man page, docs/man/lifecyclectl.1 (generated, committed)
 #   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
 
@@ -17,11 +18,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The build directory is .build in the checkout unless LIFECYCLED_SCRATCH_PATH names another (scripts/run and the
 # end-to-end harness read it too; the example's is beside it, with -example). LIFECYCLED_BIN and HELLO_SERVICE_BIN
-# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing.
+# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing (lifecyclectl is taken from
+# beside the daemon unless LIFECYCLECTL_BIN names another).
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread install uninstall bench clean
+.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -29,6 +31,7 @@ deps:
 
 build: deps
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecycled
+	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecyclectl
 
 # Its own package, which depends on this one by path (and on Hummingbird, which this package never resolves).
 example: deps
@@ -45,8 +48,10 @@ unit-test: deps
 # so the build directory stays the user's.
 e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
 	bin="$${LIFECYCLED_BIN:-$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecycled}"; \
+	ctl="$${LIFECYCLECTL_BIN:-$$(dirname "$$bin")/lifecyclectl}"; \
 	hello="$${HELLO_SERVICE_BIN:-$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service}"; \
-	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "HELLO_SERVICE_BIN=$$hello" $(PYTHON) -m pytest Tests/EndToEnd -v
+	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "LIFECYCLECTL_BIN=$$ctl" "HELLO_SERVICE_BIN=$$hello" \
+		$(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test e2e-test
 
@@ -65,7 +70,14 @@ sanitize-thread: deps
 # faster and maps fewer pages (docs/benchmarks.md).
 install:
 	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --product lifecycled
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --product lifecyclectl
 	$(SUDO) install -D -m 0755 "$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
+	bin="$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --show-bin-path)"; \
+	$(SUDO) install -D -m 0755 "$$bin/lifecyclectl" $(DESTDIR)$(PREFIX)/bin/lifecyclectl; \
+	$(SUDO) install -D -m 0644 docs/man/lifecyclectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/lifecyclectl.1; \
+	"$$bin/lifecyclectl" --generate-completion-script bash | $(SUDO) install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/bash-completion/completions/lifecyclectl; \
+	"$$bin/lifecyclectl" --generate-completion-script zsh | $(SUDO) install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_lifecyclectl; \
+	"$$bin/lifecyclectl" --generate-completion-script fish | $(SUDO) install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/lifecyclectl.fish
 	$(SUDO) install -D -m 0644 systemd/lifecycled.sysusers $(DESTDIR)/usr/lib/sysusers.d/lifecycled.conf
 	[ -n "$(DESTDIR)" ] || $(SUDO) systemd-sysusers /usr/lib/sysusers.d/lifecycled.conf
 	$(SUDO) install -D -m 0644 systemd/lifecycled.service $(DESTDIR)/etc/systemd/system/lifecycled.service
@@ -75,10 +87,19 @@ install:
 uninstall:
 	-$(SUDO) systemctl disable --now lifecycled
 	$(SUDO) rm -f $(DESTDIR)$(PREFIX)/bin/lifecycled $(DESTDIR)/etc/systemd/system/lifecycled.service $(DESTDIR)/usr/lib/sysusers.d/lifecycled.conf
+	$(SUDO) rm -f $(DESTDIR)$(PREFIX)/bin/lifecyclectl $(DESTDIR)$(PREFIX)/share/man/man1/lifecyclectl.1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/lifecyclectl $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_lifecyclectl \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/lifecyclectl.fish
 	[ -n "$(DESTDIR)" ] || $(SUDO) systemctl daemon-reload
 
 bench: deps
 	scripts/bench
+
+# swift-argument-parser's GenerateManual plugin writes the page under the build folder; it is committed so users have it
+# without building. Dated by the last change to lifecyclectl's sources, so regenerating an unchanged CLI changes nothing.
+man: deps
+	$(SWIFT) package $(SCRATCH) generate-manual --configuration $(CONFIG) --date "$$(git log -1 --format=%cs -- Sources/lifecyclectl)"
+	install -D -m 0644 "$(or $(LIFECYCLED_SCRATCH_PATH),.build)/plugins/GenerateManual/outputs/lifecyclectl/lifecyclectl.1" docs/man/lifecyclectl.1
 
 clean:
 	rm -rf .build .build-* "$(EXAMPLE)/.build"

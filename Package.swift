@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "LifecycleDaemon", targets: ["LifecycleDaemon"]),
         .library(name: "LifecycleServices", targets: ["LifecycleServices"]),
         .executable(name: "lifecycled", targets: ["lifecycled"]),
+        .executable(name: "lifecyclectl", targets: ["lifecyclectl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -72,6 +73,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The control socket's client: see and drive a running daemon (docs/control.md).
+        .executableTarget(
+            name: "lifecyclectl",
+            dependencies: [
+                "LifecycleSystemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // The README's example, compiled as printed (ReadmeExampleTests checks the README shows exactly this file).
         .executableTarget(
             name: "ReadmeExample",
@@ -106,6 +115,10 @@ let package = Package(
         .testTarget(
             name: "LifecycleDaemonTests",
             dependencies: ["LifecycleDaemon", "LifecycleKit", "LifecycleSystemd"]
+        ),
+        .testTarget(
+            name: "LifecyclectlTests",
+            dependencies: ["lifecyclectl", "LifecycleSystemd"]
         ),
     ]
 )

@@ -30,6 +30,13 @@ static inline pid_t csystemd_gettid(void) {
     return (pid_t)syscall(SYS_gettid);
 }
 
+// accept4(2) is declared by glibc only under _GNU_SOURCE as well: the control socket accepts non-blocking,
+// close-on-exec connections in one call. Returns the descriptor, or -errno.
+static inline int csystemd_accept4(int fd, int flags) {
+    long result = syscall(SYS_accept4, fd, (void *)0, (void *)0, flags);
+    return result < 0 ? -errno : (int)result;
+}
+
 // sigqueue(3) aimed at one thread of this process (what glibc's GNU-only pthread_sigqueue does): a process-directed
 // signal may land on any thread that has it unblocked, a thread-directed one only on that thread.
 // Returns 0, or -errno.

@@ -163,7 +163,8 @@ struct DaemonCommand<Delegate: ApplicationMain>: ParsableCommand {
 
     func run() throws {
         let programName = Self.configuration.commandName ?? DaemonOptions.processName
-        let options = standard.daemonOptions(programName: programName, environment: ProcessEnvironment.all())
+        var options = standard.daemonOptions(programName: programName, environment: ProcessEnvironment.all())
+        options.version = Self.configuration.version.isEmpty ? nil : Self.configuration.version
         let applicationOptions = application
         let code = MainActor.assumeIsolated {
             // The delegate is made once logging is set up, so loggers it makes reach the journal.

@@ -21,22 +21,24 @@ public final class Daemon: ApplicationHost {
     let loop: MainLoop?
 
     let logger: Logger
-    private let effects: DaemonEffects
+    let effects: DaemonEffects
     /// From any source to an application request.
     let router: RequestRouter
-    private let termination: TerminationWait
+    let termination: TerminationWait
     /// The application's own configuration section, read again on every reload.
     private let applicationSection: (any ConfigurationSection.Type)?
     /// Hands a configuration (the first one, then each valid reload's) to the application.
     private let configure: @MainActor (DaemonConfiguration) -> Void
     private var signalSources: [MainLoop.Source] = []
-    private var systemEvents: SystemEvents?
+    private(set) var systemEvents: SystemEvents?
     private var stallDetector: StallDetector?
     let notifications: Notifications
     /// Where the saved state is kept (DaemonRestoration.swift).
     var stateStore: StateStore?
     /// The storyboard the tree was loaded from, to apply a change of it on reload.
     var loadedStoryboard: Archive?
+    /// The control socket (docs/control.md), while it is served.
+    private var control: ControlServer?
 
     /// Creates a daemon around an application whose delegate is already made.
     ///
@@ -193,6 +195,8 @@ public final class Daemon: ApplicationHost {
         )
         events.start()
         systemEvents = events
+        // Before the launch, so that the trace it keeps starts with the launch's events.
+        if configuration.control.isEnabled { control = ControlServer.start(daemon: self, loop: loop) }
         configure(configuration)
         var options = launchOptions()
         switch prepareLaunch() {
@@ -212,6 +216,7 @@ public final class Daemon: ApplicationHost {
         }
         let code = try loop.run()
         dispatchDidEnd()
+        control?.stop()
         stallDetector?.stop()
         return code
     }
@@ -220,6 +225,7 @@ public final class Daemon: ApplicationHost {
     /// (unless it has stalled: see ``JournalWriter/waitForDelivery()``); no callback runs now.
     private func dispatchDidEnd() {
         application.trace.flush()
+        control?.dispatchDidEnd()
         JournalWriter.shared.waitForDelivery()
         stallDetector?.dispatchDidEnd()
     }
@@ -275,10 +281,12 @@ public final class Daemon: ApplicationHost {
             }
             var applied = fresh
             applied.signalMap = configuration.signalMap
+            let previous = configuration
             configuration = applied
             systemEvents?.apply(configuration: applied)
             application.trace.logsEverythingAtInfo = applied.traceAll
             application.backgroundTime = applied.backgroundTime
+            control?.apply(applied, previous: previous)
             configure(applied)
             logger.info("configuration reloaded")
         } catch {
@@ -361,7 +369,7 @@ public final class Daemon: ApplicationHost {
 /// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
 @MainActor
 final class Notifications {
-    private let effects: DaemonEffects
+    let effects: DaemonEffects
     private let logger: Logger
     private var failureLogged = false
 

@@ -33,6 +33,9 @@ public struct DaemonConfiguration: Sendable {
     public var stallWarning: Duration?
     /// State restoration and storyboards (RestorationSettings.swift).
     public var restoration = RestorationSettings()
+    /// The control socket (`[Control]`, docs/control.md): whether it is served, where, and which group may use it
+    /// besides the service's own user and root.
+    public var control = ControlSettings()
     /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
     public var applicationSettings: (any ConfigurationSection)?
 
@@ -71,6 +74,7 @@ public struct DaemonConfiguration: Sendable {
                 },
             ]
         ),
+        ("Control", ControlSettings.keys),
         ("Debug", [.text("HangIn", \.hangIn), stateWriteDelayKey]),
     ]
 

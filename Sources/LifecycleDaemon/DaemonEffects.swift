@@ -55,6 +55,8 @@ struct TerminalProbe {
 @MainActor
 protocol LogindConnection: AnyObject {
     var holdsInhibitors: Bool { get }
+    /// The delay locks held now (for status reports).
+    var heldLocks: Set<Logind.LockType> { get }
     var inhibitDelayMax: Duration? { get }
     func takeInhibitors()
     func releaseInhibitors()
@@ -65,7 +67,17 @@ protocol LogindConnection: AnyObject {
 @MainActor
 protocol MemoryPressureWatching: AnyObject {
     var minimumInterval: Duration { get set }
+    /// The file the trigger is armed on (for status reports).
+    var source: MemoryPressureSource? { get }
     func stop()
+}
+
+extension LogindConnection {
+    var heldLocks: Set<Logind.LockType> { holdsInhibitors ? Set(Logind.LockType.allCases) : [] }
+}
+
+extension MemoryPressureWatching {
+    var source: MemoryPressureSource? { nil }
 }
 
 extension Logind: LogindConnection {}

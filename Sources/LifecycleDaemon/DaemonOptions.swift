@@ -28,6 +28,8 @@ public struct DaemonOptions: Sendable, Hashable {
     public var serviceStateDirectory: String?
     /// `--state-write-delay-ms` (debug).
     public var stateWriteDelay: Duration?
+    /// The program's version (its `--version`), for whoever asks the control socket.
+    public var version: String?
 
     /// No options: the defaults, for a program called `programName`.
     public init(programName: String = "lifecycled") {

@@ -61,36 +61,37 @@ final class RequestRouter {
         terminal.startedOnTerminal && terminal.hasHungUp()
     }
 
-    /// Submits what `action` asks for, with the cause of its `source`.
-    func route(_ action: SignalAction, from source: RequestSource) {
+    /// Submits what `action` asks for, with the cause of its `source`; `completion` hears what became of it
+    /// (``Application/submit(_:cause:completion:)``).
+    func route(_ action: SignalAction, from source: RequestSource, completion: RequestCompletion? = nil) {
         let cause = source.cause
         switch action {
         case .background:
-            application.requestEnterBackground(cause: cause)
+            application.submit(.enterBackground, cause: cause, completion: completion)
             if source == .signal(.terminalStop), stopsOnTerminalStop, application.applicationState == .background {
                 application.runEndOfTurn()
                 stopForJobControl()
             }
         case .foreground:
             stopPending = false
-            application.requestBecomeActive(cause: cause)
+            application.submit(.becomeActive, cause: cause, completion: completion)
         case .inactive:
-            application.requestResignActive(cause: cause)
+            application.submit(.resignActive, cause: cause, completion: completion)
         case .reload:
             if source == .signal(.hangup), terminalHungUp {
                 // The shell's terminal closed: nobody is left to see the daemon or stop it, so end it cleanly
                 // instead of reloading forever without a terminal. `kill -HUP` on a live terminal still reloads.
                 logger.notice("the terminal hung up: terminating")
-                application.requestTermination(cause: cause)
+                application.submit(.terminate, cause: cause, completion: completion)
             } else {
-                application.requestReload(cause: cause)
+                application.submit(.reload, cause: cause, completion: completion)
             }
         case .terminate:
-            application.requestTermination(cause: cause)
+            application.submit(.terminate, cause: cause, completion: completion)
         case .memoryWarning:
-            application.requestMemoryWarning(cause: cause)
+            application.submit(.memoryWarning, cause: cause, completion: completion)
         case .default:
-            break
+            completion?(.noChange)
         }
     }
 

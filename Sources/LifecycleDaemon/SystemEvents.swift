@@ -228,6 +228,18 @@ public final class SystemEvents {
     /// The sleep's wait for background tasks, while one is in progress (for status reports).
     public var sleepDeadline: ContinuousClock.Instant? { sleepWait.deadline }
 
+    /// The logind delay locks held now (for status reports).
+    public var heldLocks: Set<Logind.LockType> { logind?.heldLocks ?? [] }
+
+    /// Whether logind's announcements are followed (connected to the system bus).
+    public var isWatchingLogind: Bool { logind != nil }
+
+    /// The file memory pressure is read from, while it is watched (for status reports).
+    public var memoryPressureSource: MemoryPressureSource? { memoryPressure?.source }
+
+    /// Whether memory pressure is watched.
+    public var isWatchingMemoryPressure: Bool { memoryPressure != nil }
+
     private func scheduleReleaseCheck() {
         guard preparation?.lockHeld == true, !releaseCheckScheduled else { return }
         releaseCheckScheduled = true

@@ -32,6 +32,9 @@ final class TerminationWait {
         self.wait = TaskBudget(name: "termination", application: application, schedule: effects.schedule, now: effects.now)
     }
 
+    /// What is left of the budget while termination waits for background tasks (for status reports).
+    var remaining: Duration? { wait.isWaiting ? wait.remaining : nil }
+
     /// Termination started (`STOPPING=1`): background tasks have `budget` from now.
     func begin(budget: Duration) {
         guard deadline == nil else { return }

@@ -73,7 +73,9 @@ public final class Application {
     /// Views leaving the window in push order, laid out once more in the next pass.
     private var leavingLayouts: [View] = []
     /// Requests made from end-of-turn work; they start once that work is over.
-    private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause)] = []
+    private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause, RequestCompletion?)] = []
+    /// The machine's requests in its order, for their completions.
+    private var requestTracker = RequestTracker()
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
     var currentCause: Cause = .api
     private var isRunningTransitions = false
@@ -141,18 +143,35 @@ public final class Application {
 
     /// Submits any request to the state machine; the named methods above are shorthands.
     public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
+        submit(request, cause: cause, completion: nil)
+    }
+
+    /// Submits a request and reports what became of it: `completion` runs once, with ``RequestOutcome/performed(events:)``
+    /// right after the request's last step (a queued request's when its turn has come and gone), or at once when it
+    /// changes nothing or is dropped. A host that waits for a request it was asked to make (a control command) uses
+    /// it; the events it caused are the numbered ones the outcome names.
+    public func submit(
+        _ request: ApplicationStateMachine.Request,
+        cause: Cause,
+        completion: RequestCompletion?
+    ) {
         if turns.isRunning, !isRunningTransitions {
             // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
             // over, so a transition never runs inside the turn's passes and teardown never races them. A memory
             // warning or a reload already waiting covers this one, as a queued one would.
-            if request == .memoryWarning || request == .reload, requestsAfterEndOfTurn.contains(where: { $0.0 == request }) {
+            if request == .memoryWarning || request == .reload,
+                let waiting = requestsAfterEndOfTurn.firstIndex(where: { $0.0 == request })
+            {
                 logger.debug(
                     "request coalesced with one already pending",
                     metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
                 )
+                if let completion {
+                    requestsAfterEndOfTurn[waiting].2 = RequestTracker.chain(requestsAfterEndOfTurn[waiting].2, completion)
+                }
                 return
             }
-            requestsAfterEndOfTurn.append((request, cause))
+            requestsAfterEndOfTurn.append((request, cause, completion))
             logger.debug(
                 "request waits for the end of the turn",
                 metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
@@ -161,13 +180,16 @@ public final class Application {
         }
         switch machine.request(request, cause: cause) {
         case .start:
+            requestTracker.started(request, completion: completion, sequence: trace.sequence)
             runTransitions()
         case .queued:
+            requestTracker.queued(request, completion: completion)
             logger.debug(
                 "request queued behind the running transition",
                 metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
             )
         case .coalesced:
+            requestTracker.coalesced(request, completion: completion)
             logger.debug(
                 "request coalesced with one already pending",
                 metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
@@ -177,11 +199,13 @@ public final class Application {
                 "request changes nothing: the application is already \(applicationState)",
                 metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
             )
+            completion?(.noChange)
         case .dropped(let reason):
             logger.notice(
                 "request dropped: \(reason)",
                 metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
             )
+            completion?(.dropped(reason: reason))
         }
     }
 
@@ -202,9 +226,14 @@ public final class Application {
                     "queued request changes nothing: the application is already \(applicationState)",
                     metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
                 )
+                requestTracker.headChangedNothing()?(.noChange)
             case .step(let step):
+                requestTracker.stepWillStart(sequence: trace.sequence)
                 currentCause = step.cause
                 perform(step)
+                if machine.isBetweenRequests, let (completion, outcome) = requestTracker.finishCurrent(sequence: trace.sequence) {
+                    completion(outcome)
+                }
             }
         }
     }
@@ -383,7 +412,7 @@ public final class Application {
             if !requestsAfterEndOfTurn.isEmpty {
                 let waiting = requestsAfterEndOfTurn
                 requestsAfterEndOfTurn.removeAll()
-                for (request, cause) in waiting { submit(request, cause: cause) }
+                for (request, cause, completion) in waiting { submit(request, cause: cause, completion: completion) }
             }
             guard settled, turns.hasWork || status.isStale || !requestsAfterEndOfTurn.isEmpty else { return }
         }
@@ -500,6 +529,9 @@ public final class Application {
 
     /// The background tasks that have begun and not ended, oldest first.
     public var backgroundTasks: [BackgroundTask] { backgroundTaskRegistry.tasks }
+
+    /// What is left of the background time while it runs (the application is in the background with tasks running).
+    public var backgroundTimeRemaining: Duration? { backgroundBudget.isWaiting ? backgroundBudget.remaining : nil }
 
     /// Time is up: runs every running task's expiration handler, oldest first; a task its handler did not end is
     /// ended after it, with a warning.

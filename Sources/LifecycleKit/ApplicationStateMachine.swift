@@ -161,6 +161,13 @@ public struct ApplicationStateMachine: Sendable {
         return false
     }
 
+    /// Whether the request being walked has handed out its last step (true when no transition runs): the next step,
+    /// if any, starts a queued request.
+    public var isBetweenRequests: Bool {
+        guard case .transitioning(_, let transition) = state else { return true }
+        return transition.steps.isEmpty
+    }
+
     /// Takes a request; returns what to do about it.
     public mutating func request(_ request: Request, cause: Cause) -> RequestAction {
         let pending = Pending(request: request, cause: cause)

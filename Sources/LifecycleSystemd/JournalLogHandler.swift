@@ -15,8 +15,16 @@ public struct JournalLogHandler: LogHandler {
     public let label: String
     /// The `SYSLOG_IDENTIFIER` of every record, as `journalctl -t` filters it.
     public let identifier: String
-    /// The minimum level this handler is asked to write.
-    public var logLevel: Logger.Level
+    /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set, for
+    /// a handler that ``followsLevelOverride``).
+    public var logLevel: Logger.Level {
+        get { LoggingBackend.effectiveLevel(configuredLevel, followsOverride: followsLevelOverride) }
+        set { configuredLevel = newValue }
+    }
+    private var configuredLevel: Logger.Level
+    /// Whether ``LoggingBackend/levelOverride`` applies: true for the handlers of the process's backend
+    /// (``LoggingBackend/makeHandler(label:identifier:level:)``).
+    public var followsLevelOverride = false
     /// Metadata attached to every record of this handler.
     public var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
@@ -34,7 +42,7 @@ public struct JournalLogHandler: LogHandler {
     ) {
         self.label = label
         self.identifier = identifier
-        self.logLevel = logLevel
+        self.configuredLevel = logLevel
         self.metadataProvider = metadataProvider
         self.writer = writer
     }

@@ -14,10 +14,17 @@ public enum LoggingBackend: Hashable, Sendable {
     }
 
     /// A handler of this backend for one logger.
+    /// Its level follows ``levelOverride``.
     public func makeHandler(label: String, identifier: String, level: Logger.Level) -> any LogHandler {
         switch self {
-        case .journal: JournalLogHandler(label: label, identifier: identifier, logLevel: level)
-        case .stderr: StderrLogHandler(label: label, identifier: identifier, logLevel: level)
+        case .journal:
+            var handler = JournalLogHandler(label: label, identifier: identifier, logLevel: level)
+            handler.followsLevelOverride = true
+            return handler
+        case .stderr:
+            var handler = StderrLogHandler(label: label, identifier: identifier, logLevel: level)
+            handler.followsLevelOverride = true
+            return handler
         }
     }
 
@@ -33,6 +40,44 @@ public enum LoggingBackend: Hashable, Sendable {
             LoggingSystem.bootstrap { label in backend.makeHandler(label: label, identifier: identifier, level: level) }
             chosen = backend
             return backend
+        }
+    }
+}
+
+extension LoggingBackend {
+    private static let levelOverrideStorage = Atomic<Int>(-1)
+
+    /// The level every handler of the process's backend writes at, whatever its logger asked for, while set: what
+    /// `io.systemd.service.SetLogLevel` sets at run time. nil (the default): each logger's own level.
+    public static var levelOverride: Logger.Level? {
+        get {
+            let raw = levelOverrideStorage.load(ordering: .relaxed)
+            return raw < 0 ? nil : Logger.Level.allCases[raw]
+        }
+        set {
+            levelOverrideStorage.store(newValue.flatMap { Logger.Level.allCases.firstIndex(of: $0) } ?? -1, ordering: .relaxed)
+        }
+    }
+
+    /// The level a handler configured with `configured` writes at now.
+    static func effectiveLevel(
+        _ configured: Logger.Level,
+        followsOverride: Bool,
+        override: Logger.Level? = LoggingBackend.levelOverride
+    ) -> Logger.Level {
+        followsOverride ? override ?? configured : configured
+    }
+
+    /// The swift-log level of a syslog priority (0 emerg … 7 debug), as `SetLogLevel` passes it.
+    public static func level(syslogPriority priority: Int) -> Logger.Level? {
+        switch priority {
+        case 0, 1, 2: .critical
+        case 3: .error
+        case 4: .warning
+        case 5: .notice
+        case 6: .info
+        case 7: .debug
+        default: nil
         }
     }
 }

@@ -327,6 +327,19 @@ public final class MainLoop {
         /// Whether the source is still registered.
         public var isActive: Bool { pointer != nil }
 
+        /// The priority among sources ready at once: lower runs first; 0 (sd-event's normal) by default. Sources that
+        /// serve peers (a control socket) take a higher number so that signals and the watchdog go first.
+        public func setPriority(_ priority: Int64) throws(SystemdError) {
+            guard let pointer else { return }
+            try SystemdError.check(sd_event_source_set_priority(pointer, priority), "sd_event_source_set_priority")
+        }
+
+        /// Changes the events an io source waits for (e.g. adds ``IOEvents/writable`` while output is pending).
+        public func setIOEvents(_ events: IOEvents) throws(SystemdError) {
+            guard let pointer else { return }
+            try SystemdError.check(sd_event_source_set_io_events(pointer, events.rawValue), "sd_event_source_set_io_events")
+        }
+
         /// Stops and drops the source; safe to call twice, after a timer fired, or from its own handler.
         public func cancel() {
             guard pointer != nil else { return }

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,15 +14,26 @@ public struct StderrLogHandler: LogHandler {
     public let label: String
     /// The program name written before each message.
     public let identifier: String
-    /// The minimum level this handler is asked to write.
-    public var logLevel: Logger.Level
+    /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set, for
+    /// a handler that ``followsLevelOverride``).
+    public var logLevel: Logger.Level {
+        get { LoggingBackend.effectiveLevel(configuredLevel, followsOverride: followsLevelOverride) }
+        set { configuredLevel = newValue }
+    }
+    private var configuredLevel: Logger.Level
+    /// Whether ``LoggingBackend/levelOverride`` applies: true for the handlers of the process's backend
+    /// (``LoggingBackend/makeHandler(label:identifier:level:)``).
+    public var followsLevelOverride = false
     /// Metadata attached to every record of this handler.
     public var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
     public var metadataProvider: Logger.MetadataProvider?
     private let fileDescriptor: Int32
+    /// On a terminal, trace events in the human format (``TraceFormatter``), shared by every handler of the process.
+    private let terminalTrace: SharedTraceFormatter?
 
-    /// Makes a handler for one logger.
+    /// Makes a handler for one logger. On a terminal, trace events are written in the human format of
+    /// ``TraceFormatter`` (in colour unless `NO_COLOR` is set); elsewhere every record is one `key=value` line.
     public init(
         label: String,
         identifier: String,
@@ -29,23 +41,29 @@ public struct StderrLogHandler: LogHandler {
         metadataProvider: Logger.MetadataProvider? = nil
     ) {
         self.init(label: label, identifier: identifier, logLevel: logLevel, metadataProvider: metadataProvider,
-                  fileDescriptor: STDERR_FILENO)
+                  fileDescriptor: STDERR_FILENO, terminalTrace: Self.standardErrorTrace)
     }
 
-    /// Makes a handler writing to another descriptor (tests read a pipe).
+    /// Makes a handler writing to another descriptor (tests read a pipe), with the human trace format or without.
     init(
         label: String,
         identifier: String,
         logLevel: Logger.Level,
         metadataProvider: Logger.MetadataProvider?,
-        fileDescriptor: Int32
+        fileDescriptor: Int32,
+        terminalTrace: SharedTraceFormatter? = nil
     ) {
         self.label = label
         self.identifier = identifier
-        self.logLevel = logLevel
+        self.configuredLevel = logLevel
         self.metadataProvider = metadataProvider
         self.fileDescriptor = fileDescriptor
+        self.terminalTrace = terminalTrace
     }
+
+    /// The human trace format for stderr, when stderr is a terminal (decided once per process).
+    static let standardErrorTrace: SharedTraceFormatter? =
+        isatty(STDERR_FILENO) == 1 ? SharedTraceFormatter(style: .forDescriptor(STDERR_FILENO)) : nil
 
     /// Reads or writes one metadata value of this handler.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -59,6 +77,10 @@ public struct StderrLogHandler: LogHandler {
         if let error = event.error {
             metadata["error"] = "\(String(describing: error))"
         }
+        if let terminalTrace, let record = TraceRecord(metadata: metadata) {
+            terminalTrace.write(record, to: fileDescriptor)
+            return
+        }
         let line = Self.line(
             timestamp: Self.timestamp(),
             level: event.level,
@@ -66,7 +88,12 @@ public struct StderrLogHandler: LogHandler {
             message: "\(event.message)",
             metadata: metadata
         )
-        writeFully(line)
+        if let terminalTrace {
+            // After the count of a run of folded trace events, so the order on the terminal stays true.
+            terminalTrace.write(line: line, to: fileDescriptor)
+            return
+        }
+        Self.writeFully(line, to: fileDescriptor)
     }
 
     /// One record's line, newline included; newlines inside the message or values are escaped as `\n`.
@@ -169,7 +196,7 @@ public struct StderrLogHandler: LogHandler {
         }
     }
 
-    private func writeFully(_ line: String) {
+    static func writeFully(_ line: String, to fileDescriptor: Int32) {
         var line = line
         line.withUTF8 { bytes in
             var offset = 0
@@ -182,6 +209,31 @@ public struct StderrLogHandler: LogHandler {
                 }
                 offset += written
             }
+        }
+    }
+}
+
+/// One ``TraceFormatter`` for every handler writing to a terminal, with the lock that keeps its lines (and the counts
+/// of folded repeats) in the order they were written.
+final class SharedTraceFormatter: Sendable {
+    private let formatter: Mutex<TraceFormatter>
+
+    init(style: TerminalStyle) {
+        formatter = Mutex(TraceFormatter(style: style))
+    }
+
+    /// Writes a trace event's line (nothing while it repeats the one before).
+    func write(_ record: TraceRecord, to fileDescriptor: Int32) {
+        formatter.withLock { formatter in
+            let text = formatter.format(record)
+            if !text.isEmpty { StderrLogHandler.writeFully(text, to: fileDescriptor) }
+        }
+    }
+
+    /// Writes a line that is not a trace event, after the count of folded repeats that waits.
+    func write(line: String, to fileDescriptor: Int32) {
+        formatter.withLock { formatter in
+            StderrLogHandler.writeFully(formatter.flush() + line, to: fileDescriptor)
         }
     }
 }

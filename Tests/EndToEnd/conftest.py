@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from harness import DROPIN, DROPIN_DIR, SANDBOX_BIN, SHIPPED_SYSUSERS, SHIPPED_UNIT, UNIT, DaemonBinary, Sandbox
+from harness import DROPIN, DROPIN_DIR, SANDBOX_BIN, SHIPPED_SYSUSERS, SHIPPED_UNIT, UNIT, CtlBinary, DaemonBinary, Sandbox
 
 # StateDirectory=lifecycled: /var/lib/lifecycled (under private/, reached by a symlink, when a test sets DynamicUser=yes).
 STATE_DIRECTORIES = ("/var/lib/private/lifecycled", "/var/lib/lifecycled")
@@ -45,6 +45,11 @@ def sandbox() -> Iterator[Sandbox]:
 @pytest.fixture(scope="session")
 def lifecycled_bin() -> DaemonBinary:
     return DaemonBinary()
+
+
+@pytest.fixture(scope="session")
+def lifecyclectl_bin() -> CtlBinary:
+    return CtlBinary()
 
 
 def e2e_dropin(extra_service_lines: list[str]) -> str:

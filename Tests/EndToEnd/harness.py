@@ -27,6 +27,8 @@ UNIT = "lifecycled.service"
 # machine's /usr/local/bin is untouched). The binary is copied, not run from the build directory, so a
 # rebuild during a session cannot change it underneath the tests.
 SANDBOX_BIN = "/usr/local/bin/lifecycled"
+# lifecyclectl beside it, on the sandbox's PATH.
+SANDBOX_CTL = "/usr/local/bin/lifecyclectl"
 DROPIN_DIR = f"/etc/systemd/system/{UNIT}.d"
 DROPIN = f"{DROPIN_DIR}/e2e.conf"
 
@@ -319,11 +321,15 @@ def messages(records: Iterable[dict]) -> list[str]:
     return [str(r.get("MESSAGE", "")) for r in records]
 
 
-def resolve_binary() -> Path:
-    """The daemon binary: $LIFECYCLED_BIN, else `swift build --show-bin-path`/lifecycled in the checkout."""
-    explicit = os.environ.get("LIFECYCLED_BIN")
+def resolve_binary(name: str = "lifecycled", variable: str = "LIFECYCLED_BIN") -> Path:
+    """A binary of the package: $<variable>, else `swift build --show-bin-path`/<name> in the checkout. For
+    lifecyclectl without $LIFECYCLECTL_BIN, the one beside $LIFECYCLED_BIN when that is given."""
+    explicit = os.environ.get(variable)
     if explicit:
         return Path(explicit)
+    daemon = os.environ.get("LIFECYCLED_BIN")
+    if name != "lifecycled" and daemon:
+        return Path(daemon).parent / name
     swift = "swift"
     if not any((Path(d) / "swift").exists() for d in os.environ.get("PATH", "").split(os.pathsep) if d):
         swift = "/opt/swift/usr/bin/swift"
@@ -334,11 +340,11 @@ def resolve_binary() -> Path:
     try:
         done = subprocess.run(argv, cwd=CHECKOUT, capture_output=True, text=True, timeout=120)
         if done.returncode == 0 and done.stdout.strip():
-            return Path(done.stdout.strip().splitlines()[-1]) / "lifecycled"
+            return Path(done.stdout.strip().splitlines()[-1]) / name
     except (OSError, subprocess.TimeoutExpired):
         pass
     # SwiftPM unavailable or busy (another build holds the lock): its default debug path.
-    return CHECKOUT / (scratch or ".build") / "debug" / "lifecycled"
+    return CHECKOUT / (scratch or ".build") / "debug" / name
 
 
 class DaemonBinary:
@@ -369,3 +375,30 @@ class DaemonBinary:
             sandbox.copy_in(source, SANDBOX_BIN)
             self._installed_in = sandbox.pid
         return SANDBOX_BIN
+
+
+class CtlBinary:
+    """lifecyclectl, looked up when a test first needs it ($LIFECYCLECTL_BIN, else beside the daemon, else the build
+    folder's), and copied into the sandbox's /usr/local/bin once per sandbox. A missing binary fails that test."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._installed_in: int | None = None
+
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = resolve_binary("lifecyclectl", "LIFECYCLECTL_BIN")
+        if not (self._path.is_file() and os.access(self._path, os.X_OK)):
+            pytest.fail(
+                f"the lifecyclectl binary is missing: {self._path} does not exist or is not executable. "
+                "Build it (`swift build --product lifecyclectl`) or point LIFECYCLECTL_BIN at it.",
+                pytrace=False,
+            )
+        return self._path
+
+    def install(self, sandbox: Sandbox) -> str:
+        source = self.path()
+        if self._installed_in != sandbox.pid:
+            sandbox.copy_in(source, SANDBOX_CTL)
+            self._installed_in = sandbox.pid
+        return SANDBOX_CTL

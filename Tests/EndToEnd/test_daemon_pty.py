@@ -1,12 +1,16 @@
 """lifecycled in a terminal, without systemd: SIGTSTP backgrounds and then stops it as job control does;
-SIGCONT resumes it into the foreground; SIGTERM ends it with status 0."""
+SIGCONT resumes it into the foreground; SIGTERM ends it with status 0. The trace there is the human format, in colour
+unless NO_COLOR is set, with repeated redraws folded; lifecyclectl finds the daemon's socket in $XDG_RUNTIME_DIR."""
 
 from __future__ import annotations
 
 import os
 import pty
 import re
+import shutil
 import signal
+import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -14,7 +18,16 @@ from typing import Callable, Iterator
 
 import pytest
 
-from harness import DaemonBinary, wait_for
+from harness import CtlBinary, DaemonBinary, wait_for
+
+# The terminal's colours: SGR sequences. `output` is the text as a person reads it, without them.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def private_runtime_directory() -> str:
+    """A directory for $XDG_RUNTIME_DIR, so that a daemon run by hand puts its control socket there and never in
+    the machine's /run."""
+    return tempfile.mkdtemp(prefix="lifecycle-e2e-runtime.")
 
 # What makes the daemon think it runs under systemd; the terminal run must not inherit any of it.
 SYSTEMD_ENVIRONMENT = (
@@ -35,8 +48,12 @@ SYSTEMD_ENVIRONMENT = (
 class Terminal:
     """The daemon as the session leader of a new pty, its output collected by a reader thread."""
 
-    def __init__(self, argv: list[str]):
-        environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
+    def __init__(self, argv: list[str], environment_extra: dict[str, str] | None = None):
+        environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT and k != "NO_COLOR"}
+        self.runtime_directory = private_runtime_directory()
+        environment["XDG_RUNTIME_DIR"] = self.runtime_directory
+        environment.setdefault("TERM", "xterm")
+        environment.update(environment_extra or {})
         pid, fd = pty.fork()
         if pid == 0:
             try:
@@ -63,9 +80,19 @@ class Terminal:
                 self._output += chunk
 
     @property
-    def output(self) -> str:
+    def raw_output(self) -> str:
+        """What the terminal received, colour sequences included."""
         with self._lock:
             return self._output.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+    @property
+    def output(self) -> str:
+        """What a person reads: without the colour sequences."""
+        return ANSI.sub("", self.raw_output)
+
+    @property
+    def control_socket(self) -> str:
+        return os.path.join(self.runtime_directory, "lifecycled", "control")
 
     def lines_with(self, *words: str) -> list[str]:
         return [line for line in self.output.splitlines() if all(re.search(rf"\b{re.escape(w)}\b", line) for w in words)]
@@ -88,17 +115,18 @@ class Terminal:
             # Still running after the test: it is ours, end it by PID.
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
+        shutil.rmtree(self.runtime_directory, ignore_errors=True)
         os.close(self.fd)
         self._reader.join(timeout=5)
 
 
 @pytest.fixture
-def terminal(lifecycled_bin: DaemonBinary) -> Iterator[Callable[[], Terminal]]:
+def terminal(lifecycled_bin: DaemonBinary) -> Iterator[Callable[..., Terminal]]:
     """Starts the daemon (with --trace) in a new terminal when called; ends it afterwards if it still runs."""
     started: list[Terminal] = []
 
-    def launch() -> Terminal:
-        term = Terminal([str(lifecycled_bin.path()), "--trace"])
+    def launch(*arguments: str, environment: dict[str, str] | None = None) -> Terminal:
+        term = Terminal([str(lifecycled_bin.path()), "--trace", *arguments], environment)
         started.append(term)
         return term
 
@@ -108,7 +136,7 @@ def terminal(lifecycled_bin: DaemonBinary) -> Iterator[Callable[[], Terminal]]:
 
 
 def test_sigtstp_in_a_terminal_backgrounds_then_stops_and_sigcont_resumes(
-    terminal: Callable[[], Terminal],
+    terminal: Callable[..., Terminal],
 ) -> None:
     terminal = terminal()
     launched = wait_for(
@@ -147,7 +175,7 @@ def test_sigtstp_in_a_terminal_backgrounds_then_stops_and_sigcont_resumes(
 
 
 def test_closing_the_terminal_terminates_cleanly_but_kill_hup_on_a_live_terminal_reloads(
-    terminal: Callable[[], Terminal],
+    terminal: Callable[..., Terminal],
 ) -> None:
     terminal = terminal()
     wait_for(
@@ -169,3 +197,62 @@ def test_closing_the_terminal_terminates_cleanly_but_kill_hup_on_a_live_terminal
     status = terminal.status
     assert status is not None
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+# A trace line of the human format: sequence number, state, then (after the cause, when it changed) the target and
+# the event.
+TRACE_LINE = re.compile(r"^\s*(\d+) (notRunning|inactive|active|background|terminated)\s+(?:\S+\s+)?(\S+) (\S+)$")
+
+
+def test_in_a_terminal_the_trace_is_one_human_line_per_event_and_redraws_fold(
+    terminal: Callable[..., Terminal], lifecyclectl_bin: CtlBinary
+) -> None:
+    term = terminal("--work-interval", "0.05")
+    wait_for(
+        lambda: term.lines_with("applicationDidBecomeActive", "delegate"),
+        timeout=15,
+        message="the launch's applicationDidBecomeActive on the terminal",
+    )
+    # In colour: the state green, the event bold.
+    assert "\x1b[32mactive\x1b[0m" in term.raw_output and "\x1b[1mapplicationDidBecomeActive\x1b[0m" in term.raw_output
+    became_active = term.lines_with("applicationDidBecomeActive", "delegate")[0]
+    match = TRACE_LINE.match(became_active)
+    assert match and match.group(3) == "delegate" and match.group(4) == "applicationDidBecomeActive", became_active
+    # The cause is named where it changes: the first line of the launch says "launch".
+    first = next(line for line in term.output.splitlines() if TRACE_LINE.match(line))
+    assert first.split()[:3] == ["1", "inactive", "launch"], first
+    # Controllers are indented by their depth in the tree.
+    worker = term.lines_with("applicationDidBecomeActive", "root/worker")[0]
+    root = term.lines_with("applicationDidBecomeActive", "root")[0]
+    assert worker.index("root/worker") == root.index("root") + 2, (root, worker)
+
+    # The worker redraws every 50 ms: a second of it is one line, not twenty.
+    time.sleep(1.0)
+    draws = term.lines_with("root/worker.view/progress", "draw")
+    assert len(draws) <= 3, draws
+    os.kill(term.pid, signal.SIGUSR1)
+    wait_for(lambda: term.lines_with("applicationDidEnterBackground", "delegate"), timeout=10, message="background")
+    folded = [line for line in term.output.splitlines() if "⋯ root/worker.view/progress draw" in line]
+    assert folded and re.search(r"draw \d+ times more \(#\d+–#\d+\)$", folded[-1]), folded
+
+    # lifecyclectl finds a daemon run by hand in $XDG_RUNTIME_DIR (here the terminal's, given explicitly).
+    done = subprocess.run(
+        [str(lifecyclectl_bin.path()), "tree", "--socket", term.control_socket],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("<DemoRootController: root>, state: appeared"), done.stdout
+    os.kill(term.pid, signal.SIGTERM)
+    wait_for(lambda: term.poll() is not None, timeout=15, message="exit after SIGTERM")
+    assert not os.path.exists(term.control_socket), "the daemon removes the socket it made"
+
+
+def test_no_color_turns_the_colours_off(terminal: Callable[..., Terminal]) -> None:
+    term = terminal(environment={"NO_COLOR": "1"})
+    wait_for(
+        lambda: term.lines_with("applicationDidBecomeActive", "delegate"),
+        timeout=15,
+        message="the launch's applicationDidBecomeActive on the terminal",
+    )
+    assert "\x1b[" not in term.raw_output
+    assert TRACE_LINE.match(term.lines_with("applicationDidBecomeActive", "delegate")[0])

@@ -6,6 +6,7 @@ docs/lifecycle.md, derived from harness.DEMO_TREE_PREORDER.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from typing import Callable
@@ -272,7 +273,10 @@ def test_a_hung_callback_trips_the_watchdog_and_systemd_restarts_the_daemon(
     ]
     assert [r.get("PRIORITY") for r in stalls] == ["4", "3"], messages(records)
     assert all(r.get("LIFECYCLE_STALL_TARGET") == "root/modes/serving" for r in stalls)
-    assert "has run for 500 ms and has not returned" in str(stalls[0]["MESSAGE"])
+    # The first warning comes at a quarter of WatchdogSec=2: 500 ms, give or take the detector's wake-up on a loaded
+    # machine (510 ms seen).
+    ran = re.search(r"has run for (\d+) ms and has not returned", str(stalls[0]["MESSAGE"]))
+    assert ran and 500 <= int(ran.group(1)) < 600, stalls[0]["MESSAGE"]
     position = {id(r): index for index, r in enumerate(records)}
     assert position[id(stalls[0])] < position[id(stalls[1])] < position[id(timeouts[0])]
     assert int(stalls[1]["__MONOTONIC_TIMESTAMP"]) < int(timeouts[0]["__MONOTONIC_TIMESTAMP"])

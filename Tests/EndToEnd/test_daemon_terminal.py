@@ -4,7 +4,9 @@ that name the file and line."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -14,8 +16,8 @@ from typing import Iterator
 
 import pytest
 
-from harness import DaemonBinary, wait_for
-from test_daemon_pty import SYSTEMD_ENVIRONMENT
+from harness import CtlBinary, DaemonBinary, wait_for
+from test_daemon_pty import SYSTEMD_ENVIRONMENT, private_runtime_directory
 
 
 class Process:
@@ -23,6 +25,9 @@ class Process:
 
     def __init__(self, argv: list[str]):
         environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
+        # Its control socket in a directory of its own, never the machine's /run.
+        self.runtime_directory = private_runtime_directory()
+        environment["XDG_RUNTIME_DIR"] = self.runtime_directory
         self.popen = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment
         )
@@ -46,6 +51,7 @@ class Process:
             self.popen.kill()
             self.popen.wait()
         self._reader.join(timeout=5)
+        shutil.rmtree(self.runtime_directory, ignore_errors=True)
 
 
 @pytest.fixture
@@ -176,3 +182,46 @@ def test_the_applications_own_section_is_read_with_the_daemons(lifecycled_bin: D
         os.unlink(path)
     assert result.returncode == 78
     assert f"{path}:3: AllocateMiB=lots is not a whole number at least 0" in result.stderr
+
+
+def test_lifecyclectl_completions_and_its_control_socket_handed_over_by_systemd(
+    lifecycled_bin: DaemonBinary, lifecyclectl_bin: CtlBinary
+) -> None:
+    """A listening socket passed in LISTEN_FDS (here by systemd-socket-activate, as a .socket unit would: named
+    `control`) is served as it is: the first connection starts the daemon and is answered; the daemon leaves the
+    socket file alone when it exits. lifecyclectl's completions are valid shell."""
+    ctl = str(lifecyclectl_bin.path())
+    for shell in ("bash", "zsh", "fish"):
+        script = subprocess.run([ctl, "--generate-completion-script", shell], capture_output=True, text=True, timeout=30)
+        assert script.returncode == 0 and "lifecyclectl" in script.stdout and "memory-warning" in script.stdout, shell
+    bash = subprocess.run([ctl, "--generate-completion-script", "bash"], capture_output=True, text=True, timeout=30)
+    assert subprocess.run(["bash", "-n"], input=bash.stdout, capture_output=True, text=True).returncode == 0
+
+    runtime = private_runtime_directory()
+    path = os.path.join(runtime, "handed-over")
+    environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
+    environment["XDG_RUNTIME_DIR"] = runtime
+    activator = subprocess.Popen(
+        ["systemd-socket-activate", "--listen", path, "--fdname=control", str(lifecycled_bin.path()),
+         "--work-interval", "0"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
+    )
+    try:
+        wait_for(lambda: os.path.exists(path), timeout=10, message="systemd-socket-activate listening")
+        done = subprocess.run([ctl, "status", "--json", "--socket", path], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        status = json.loads(done.stdout)
+        assert status["state"] == "active"
+        assert status["control"]["socket"] == "fd 3 (control, from systemd)"
+        # systemd-socket-activate became the daemon (exec): its PID is the daemon's.
+        assert status["pid"] == activator.pid
+        # The socket of a run by hand was not made: only the one handed over is served.
+        assert not os.path.exists(os.path.join(runtime, "lifecycled", "control"))
+        activator.send_signal(signal.SIGTERM)
+        assert activator.wait(timeout=15) == 0
+        assert os.path.exists(path), "a socket handed over is systemd's: the daemon does not remove it"
+    finally:
+        if activator.poll() is None:
+            activator.kill()
+            activator.wait()
+        shutil.rmtree(runtime, ignore_errors=True)

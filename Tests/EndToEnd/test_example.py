@@ -349,7 +349,8 @@ def test_ctrl_z_in_a_terminal_drains_then_stops_refusing_connections_and_fg_serv
         assert slow.result() == (200, "done")
         wait_for(lambda: terminal.process_state() == "T", timeout=10, message="the process to stop (state T)")
         assert not connects(port), "a stopped server still accepts connections"
-        assert terminal.lines_with("stopped", "SIGTSTP"), terminal.output
+        # Written before the stop; the terminal's reader thread may not have taken it in yet.
+        wait_for(lambda: terminal.lines_with("stopped", "SIGTSTP"), timeout=3, message=f"the stop's line in {terminal.output!r}")
 
         os.kill(terminal.pid, signal.SIGCONT)  # what the shell's `fg` sends
         assert wait_for(lambda: answers(port), timeout=10, message="an answer after fg") == (200, "hello")

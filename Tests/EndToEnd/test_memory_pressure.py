@@ -49,7 +49,12 @@ def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
 
 def psi_warnings(sandbox: Sandbox, unit: str, cursor: str) -> list[list]:
     """Each memory warning the tree received from PSI: its events, in order."""
-    events = [e for e in lifecycle_events(sandbox.journal(unit, cursor)) if e.cause == "psi"]
+    return group_warnings(lifecycle_events(sandbox.journal(unit, cursor)))
+
+
+def group_warnings(all_events: list) -> list[list]:
+    """The PSI events grouped by memory warning, in order."""
+    events = [e for e in all_events if e.cause == "psi"]
     groups: list[list] = []
     for event in events:
         if not groups or len(groups[-1]) == len(MEMORY_WARNING):
@@ -81,12 +86,15 @@ def test_real_pressure_sends_rate_limited_memory_warnings_down_the_tree(
     # The stall was real: the service's own cgroup saw it.
     assert stall_ms > 100, stall_ms
 
-    warnings = psi_warnings(sandbox, unit, cursor)
+    # One reading of the journal for both counts: pressure goes on, and a later read can hold one more warning.
+    warnings = [w for w in group_warnings(lifecycle_events(records)) if len(w) == len(MEMORY_WARNING)]
     for warning in warnings:
         assert [(e.event, e.target) for e in warning] == MEMORY_WARNING
         assert {e.state for e in warning} == {"active"}
-    # The demo's cache controller emptied itself each time.
-    assert len(records_with(sandbox, unit, cursor, "cache emptied on memory warning")) == len(warnings)
+    # The demo's cache controller emptied itself each time (the trace lines of a warning follow its callbacks, so
+    # the one in progress when the journal was read may show its cache line without its events yet).
+    emptied = [r for r in records if "cache emptied on memory warning" in str(r.get("MESSAGE", ""))]
+    assert len(warnings) <= len(emptied) <= len(warnings) + 1, (len(emptied), len(warnings))
 
     # The rate limit: delegate deliveries at least the interval apart, and events dropped in between.
     delivered = [

@@ -1,0 +1,249 @@
+import ArgumentParser
+import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// lifecyclectl: see and drive a running LifecycleKit daemon through its control socket (docs/control.md).
+@main
+struct Lifecyclectl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        // Set explicitly: the generated completions and man page are named after it, whatever the binary is called.
+        commandName: "lifecyclectl",
+        abstract: "See and drive a running LifecycleKit daemon through its control socket.",
+        discussion: """
+            The daemon is found by its systemd unit (-u, default lifecycled.service: the socket is control in the \
+            unit's RuntimeDirectory=) or by --socket. It answers its own user, root and the group its [Control] \
+            Group= names. Requests go through the same path as signals and logind, with the cause `control`: the \
+            journal shows them with LIFECYCLE_CAUSE=control. Every command prints JSON with --json (the schemas are \
+            in docs/control.md). Exit status: 0 done, 1 the request was dropped, 64 usage, 69 the daemon cannot be \
+            reached, 75 it closed the connection or did not answer in time, 76 it answered an error, 77 permission \
+            denied.
+            """,
+        version: "0.2.0",
+        subcommands: [
+            Status.self, Tree.self, Tasks.self, Trace.self,
+            RequestCommand<Background>.self, RequestCommand<Foreground>.self, RequestCommand<Inactive>.self,
+            RequestCommand<Reload>.self, RequestCommand<MemoryWarning>.self, RequestCommand<Terminate>.self,
+        ],
+        defaultSubcommand: Status.self
+    )
+
+    /// Runs a command's body: failures print their message on stderr and exit with their status.
+    static func perform(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let failure as ControlFailure {
+            writeError("lifecyclectl: \(failure)")
+            throw ExitCode(failure.exitCode)
+        }
+    }
+
+    static func writeError(_ text: String) {
+        let line = Array((text + "\n").utf8)
+        _ = line.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+
+    /// Writes text to stdout at once (a follower's lines must not wait in a buffer).
+    static func write(_ text: String) {
+        guard !text.isEmpty else { return }
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let count = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += count
+            }
+        }
+    }
+
+    /// Colour for stdout: on a terminal, unless NO_COLOR is set.
+    static var style: TerminalStyle { .forDescriptor(STDOUT_FILENO) }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "The state, pid, uptime, tree size, background tasks, inhibitors, memory pressure and watchdog."
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            let reply = try connection.call("GetStatus")
+            Lifecyclectl.write(
+                connection.json ? JSONValue.object(reply).text + "\n"
+                    : Output.status(reply, unit: connection.socket == nil ? connection.unitName : nil, style: Lifecyclectl.style)
+            )
+        }
+    }
+}
+
+struct Tree: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tree",
+        abstract: "The live controller tree, as UIKit's hierarchy dump prints it (--views: with each controller's views)."
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(name: .customLong("views"), help: "List each controller's views too.")
+    var views = false
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            let reply = try connection.call("GetTree", ["views": .bool(views)])
+            Lifecyclectl.write(
+                connection.json ? JSONValue.object(reply).text + "\n" : Output.tree(reply, style: Lifecyclectl.style)
+            )
+        }
+    }
+}
+
+struct Tasks: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tasks",
+        abstract: "The background tasks, with the budget that bounds each and the time left."
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            let reply = try connection.call("GetBackgroundTasks")
+            Lifecyclectl.write(connection.json ? JSONValue.object(reply).text + "\n" : Output.tasks(reply))
+        }
+    }
+}
+
+struct Trace: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trace",
+        abstract: "The trace: the recent events the daemon kept, or (--follow) the live trace.",
+        discussion: """
+            One line per event: sequence number, state, the cause when it changes, the target indented by its depth \
+            in the tree, the event. Repeats of one event (a view redrawn on a timer) are folded into a count. \
+            With --json, one Event object per line.
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(name: [.customShort("f"), .customLong("follow")], help: "Keep printing events as they happen, until interrupted.")
+    var follow = false
+
+    @Option(
+        name: [.customShort("n"), .customLong("lines")],
+        help: ArgumentHelp("How many recent events to print first (default 50, or 10 with --follow).", valueName: "count")
+    )
+    var lines: Int?
+
+    func validate() throws {
+        if let lines, lines < 0 { throw ValidationError("--lines needs a count of 0 or more") }
+    }
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            var formatter = TraceFormatter(style: Lifecyclectl.style)
+            let json = connection.json
+            func print(_ events: [JSONValue]) {
+                var text = ""
+                for event in events.compactMap(\.objectValue) {
+                    if json {
+                        text += JSONValue.object(event).text + "\n"
+                    } else if let record = TraceRecord(json: event) {
+                        text += formatter.format(record)
+                    }
+                }
+                Lifecyclectl.write(text)
+            }
+            let backlog = Int64(lines ?? (follow ? 10 : 50))
+            guard follow else {
+                let reply = try connection.call("Trace", ["backlog": .integer(backlog)])
+                print(reply["events"]?.arrayValue ?? [])
+                Lifecyclectl.write(formatter.flush())
+                return
+            }
+            let client = try connection.connect(timeout: nil)
+            try ControlFailure.wrap(target: connection.target) { () throws(VarlinkClientError) in
+                try client.stream("io.lifecyclekit.Lifecycle.Trace", parameters: ["backlog": .integer(backlog)]) {
+                    reply in
+                    print(reply["events"]?.arrayValue ?? [])
+                    return true
+                }
+            }
+            Lifecyclectl.write(formatter.flush())
+        }
+    }
+}
+
+/// The requests lifecyclectl can make, one command each.
+protocol LifecycleRequest {
+    /// The request's name in the interface (and the command's name).
+    static var name: String { get }
+    static var abstract: String { get }
+}
+
+enum Background: LifecycleRequest {
+    static let name = "background"
+    static let abstract = "Enter the background (what SIGUSR1 asks for), and print the events it caused."
+}
+
+enum Foreground: LifecycleRequest {
+    static let name = "foreground"
+    static let abstract = "Return to the foreground, active (what SIGUSR2 asks for), and print the events it caused."
+}
+
+enum Inactive: LifecycleRequest {
+    static let name = "inactive"
+    static let abstract = "Become inactive, an interruption (what SIGRTMIN+3 asks for), and print the events it caused."
+}
+
+enum Reload: LifecycleRequest {
+    static let name = "reload"
+    static let abstract = "Reload the configuration (what SIGHUP asks for), and print the events it caused."
+}
+
+enum MemoryWarning: LifecycleRequest {
+    static let name = "memory-warning"
+    static let abstract = "Deliver a memory warning (what SIGRTMIN+2 asks for), and print the events it caused."
+}
+
+enum Terminate: LifecycleRequest {
+    static let name = "terminate"
+    static let abstract = "Terminate (what SIGTERM asks for): the daemon exits once its background tasks end."
+}
+
+/// A request command: submits the request with the cause `control`, waits for its transition, prints its events.
+struct RequestCommand<Request: LifecycleRequest>: ParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: Request.name,
+            abstract: Request.abstract,
+            discussion: """
+                Waits until the transition is over and prints the events it caused (the ones with the cause control), \
+                then the state reached. A request for the state the application is in changes nothing and succeeds; \
+                one the daemon drops (termination has started) exits 1 and says why.
+                """
+        )
+    }
+
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            let reply = try connection.call("Request", ["request": .string(Request.name)])
+            Lifecyclectl.write(
+                connection.json
+                    ? JSONValue.object(reply).text + "\n"
+                    : Output.request(reply, target: connection.target, style: Lifecyclectl.style)
+            )
+        }
+    }
+}

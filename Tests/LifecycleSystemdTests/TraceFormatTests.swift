@@ -1,0 +1,139 @@
+import Logging
+import Testing
+
+@testable import LifecycleSystemd
+
+@Suite struct TraceFormatTests {
+    private func record(_ sequence: Int, _ target: String, _ event: String, state: String = "active", cause: String = "signal:SIGUSR1")
+        -> TraceRecord
+    {
+        TraceRecord(sequence: sequence, event: event, target: target, state: state, cause: cause)
+    }
+
+    @Test func oneLinePerEventWithTheCauseWhenItChangesAndTheTargetIndentedByDepth() {
+        var formatter = TraceFormatter(style: TerminalStyle(colour: false))
+        let text = [
+            record(58, "root/modes/serving", "applicationWillResignActive"),
+            record(59, "root/modes", "applicationWillResignActive"),
+            record(63, "delegate", "applicationWillResignActive"),
+            record(64, "root/worker.view/progress", "draw", cause: "api"),
+        ].map { formatter.format($0) }.joined()
+        #expect(text == """
+                58 active     signal:SIGUSR1        root/modes/serving applicationWillResignActive
+                59 active                         root/modes applicationWillResignActive
+                63 active                     delegate applicationWillResignActive
+                64 active     api                     root/worker.view/progress draw
+
+            """)
+    }
+
+    @Test func theArgumentReadsAsPartOfTheCall() {
+        #expect(TraceFormatter.call("willMove(toWindow:)", detail: "nil") == "willMove(toWindow: nil)")
+        #expect(TraceFormatter.call("didAddSubview(_:)", detail: "progress") == "didAddSubview(progress)")
+        #expect(TraceFormatter.call("didMoveToWindow", detail: "window") == "didMoveToWindow(window)")
+        #expect(TraceFormatter.call("draw", detail: nil) == "draw")
+    }
+
+    @Test(arguments: [
+        ("delegate", 0), ("root", 1), ("root/worker", 2), ("root.view", 2), ("root/worker.view", 3),
+        ("root/worker.view/progress", 4), ("root/modes/serving", 3),
+    ])
+    func depthFollowsThePath(target: String, depth: Int) {
+        #expect(TraceFormatter.depth(of: target) == depth)
+    }
+
+    @Test func repeatsFoldIntoACountWhenSomethingElseHappens() {
+        var formatter = TraceFormatter(style: TerminalStyle(colour: false))
+        let start = ContinuousClock.now
+        var text = formatter.format(record(10, "root/worker.view/progress", "draw", cause: "api"), now: start)
+        for sequence in 11...14 {
+            text += formatter.format(record(sequence, "root/worker.view/progress", "draw", cause: "api"), now: start + .seconds(sequence - 10))
+        }
+        #expect(text.split(separator: "\n").count == 1)
+        text += formatter.format(record(15, "delegate", "applicationWillResignActive"), now: start + .seconds(6))
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[1].hasSuffix("⋯ root/worker.view/progress draw 4 times more (#11–#14)"))
+        #expect(lines[2].contains("delegate applicationWillResignActive"))
+    }
+
+    @Test func aRunThatGoesOnPrintsItsCountOncePerInterval() {
+        var formatter = TraceFormatter(style: TerminalStyle(colour: false), foldInterval: .seconds(60))
+        let start = ContinuousClock.now
+        var printed: [String] = []
+        for step in 0...25 {
+            let text = formatter.format(
+                record(step + 1, "root/worker.view/progress", "draw", cause: "api"), now: start + .seconds(step * 5)
+            )
+            if !text.isEmpty { printed.append(text) }
+        }
+        // The first draw, then a count at 60 s and at 120 s: three lines for 26 draws in two minutes.
+        #expect(printed.count == 3)
+        #expect(printed[1].contains("draw 12 times more (#2–#13)"))
+        #expect(printed[2].contains("draw 12 times more (#14–#25)"))
+        #expect(formatter.flush(now: start + .seconds(200)).contains("once more (#26)"))
+        #expect(formatter.flush(now: start + .seconds(200)).isEmpty)
+    }
+
+    @Test func colourOnlyWhenAskedAndNeverWithNO_COLOR() {
+        let plain = TraceFormatter(style: TerminalStyle(colour: false)).line(record(1, "root/worker", "viewDidLoad"), showCause: true)
+        #expect(!plain.contains("\u{1B}["))
+        let coloured = TraceFormatter(style: TerminalStyle(colour: true)).line(record(1, "root/worker", "viewDidLoad"), showCause: true)
+        #expect(coloured.contains("\u{1B}[32mactive\u{1B}[0m"))
+        #expect(coloured.contains("\u{1B}[1mviewDidLoad\u{1B}[0m"))
+        #expect(coloured.contains("\u{1B}[2mroot/\u{1B}[0mworker"))
+        // A pipe is not a terminal, and NO_COLOR wins even on one.
+        let pipe = try! Pipe()
+        #expect(!TerminalStyle.forDescriptor(pipe.writeEnd, environment: [:]).colour)
+        #expect(!TerminalStyle.forDescriptor(0, environment: ["NO_COLOR": "1"]).colour)
+    }
+
+    @Test func recordsComeFromLogMetadataAndFromControlReplies() {
+        let metadata: Logger.Metadata = [
+            "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
+            "lifecycle.seq": "12", "lifecycle.cause": "api", "lifecycle.detail": "nil",
+        ]
+        let fromLog = TraceRecord(metadata: metadata)
+        #expect(fromLog == TraceRecord(sequence: 12, event: "draw", target: "root.view", state: "active", cause: "api", detail: "nil"))
+        #expect(TraceRecord(json: fromLog!.json) == fromLog)
+        #expect(TraceRecord(metadata: ["pid": "1"]) == nil)
+    }
+
+    @Test func onATerminalTheStderrHandlerWritesTraceEventsInTheHumanFormatAndFoldsRepeats() throws {
+        let pipe = try Pipe()
+        let shared = SharedTraceFormatter(style: TerminalStyle(colour: false))
+        let handler = StderrLogHandler(
+            label: "t", identifier: "lifecycled", logLevel: .info, metadataProvider: nil, fileDescriptor: pipe.writeEnd,
+            terminalTrace: shared
+        )
+        let logger = Logger(label: "t") { _ in handler }
+        for sequence in 1...3 {
+            logger.info(
+                "draw root.view",
+                metadata: [
+                    "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
+                    "lifecycle.seq": "\(sequence)", "lifecycle.cause": "api",
+                ]
+            )
+        }
+        logger.info("worker paused after 3 jobs")
+        let lines = pipe.readAvailable().split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0] == "     1 active     api                 root.view draw")
+        #expect(lines[1].hasSuffix("⋯ root.view draw 2 times more (#2–#3)"))
+        #expect(lines[2].hasSuffix(" info lifecycled: worker paused after 3 jobs"))
+    }
+
+    @Test func theLevelOverrideReplacesTheLevelOfTheBackendsHandlersOnly() {
+        // The override itself is process-wide (SetLogLevel sets it; the end-to-end tests check that): here, the rule.
+        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: .debug) == .debug)
+        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: nil) == .info)
+        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: false, override: .debug) == .info)
+        #expect((LoggingBackend.stderr.makeHandler(label: "t", identifier: "x", level: .info) as? StderrLogHandler)?
+            .followsLevelOverride == true)
+        #expect(!StderrLogHandler(label: "t", identifier: "x", logLevel: .info).followsLevelOverride)
+        #expect(LoggingBackend.level(syslogPriority: 7) == .debug)
+        #expect(LoggingBackend.level(syslogPriority: 5) == .notice)
+        #expect(LoggingBackend.level(syslogPriority: 8) == nil)
+    }
+}

@@ -1,0 +1,291 @@
+import Logging
+import Synchronization
+import Testing
+
+@testable import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Lines shared between the server's thread and the test.
+final class SharedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+    private let finished = Mutex(false)
+
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+    func finish() { finished.withLock { $0 = true } }
+    var isFinished: Bool { finished.withLock { $0 } }
+}
+
+/// A server on a loop of its own thread, serving `test.Example`, while `client` runs on another thread with the
+/// socket's path; returns what the client returned, the server's statistics and what its handlers logged.
+func withVarlinkServer<T: Sendable>(
+    limits: VarlinkServer.Limits = VarlinkServer.Limits(),
+    refuse: Bool = false,
+    client: @escaping @Sendable (_ path: String) throws -> T
+) async throws -> (T, VarlinkServer.Statistics, [String]) {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/control"
+    let fd = try UnixSocket.listen(at: path)
+    let log = SharedLog()
+    async let served: VarlinkServer.Statistics = onDedicatedThread {
+        let loop = try MainLoop(onCurrentThread: ())
+        let server = VarlinkServer(
+            loop: loop,
+            listeningDescriptor: fd,
+            info: .init(vendor: "test", product: "example", version: "1", url: "https://example.invalid"),
+            limits: limits,
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+        server.authorize = { peer in
+            log.append("peer uid \(peer.uid)")
+            return !refuse
+        }
+        server.add(exampleInterface(loop: loop, log: log))
+        try server.start()
+        _ = try runLoop(loop, until: { log.isFinished }, timeout: .seconds(30))
+        server.stop()
+        return server.statistics
+    }
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await onDedicatedThread { try client(path) })
+    } catch {
+        result = .failure(error)
+    }
+    log.finish()
+    let statistics = try await served
+    return (try result.get(), statistics, log.all)
+}
+
+private func exampleInterface(loop: MainLoop, log: SharedLog) -> VarlinkServer.Interface {
+    VarlinkServer.Interface(
+        name: "test.Example",
+        description: "interface test.Example\nmethod Echo(text: string) -> (text: string)\n",
+        methods: [
+            .init(.init("Echo", parameters: [.init("text", .string)])) { request in
+                request.reply(["text": request.call.parameters["text"]!])
+            },
+            .init(.init("Later", parameters: [.init("ms", .int)])) { request in
+                let delay = Duration.milliseconds(request.call.parameters["ms"]!.integerValue!)
+                _ = try? loop.addTimer(after: delay) { request.reply(["late": true]) }
+            },
+            .init(.init("Count", parameters: [.init("n", .int)], requiresMore: true)) { request in
+                let count = request.call.parameters["n"]!.integerValue!
+                for index in 0..<count { request.send(["i": .integer(index)]) }
+                request.reply(["done": true])
+            },
+            .init(.init("Flood", requiresMore: true)) { request in
+                let chunk = JSONValue.string(String(repeating: "x", count: 65_536))
+                for _ in 0..<64 { request.send(["chunk": chunk]) }
+            },
+            .init(.init("Hold")) { request in
+                request.onDisconnect = { log.append("hold: peer gone") }
+            },
+        ]
+    )
+}
+
+/// A raw connection for tests that break the protocol.
+final class RawPeer {
+    let fd: Int32
+    private var collected: [UInt8] = []
+
+    init(_ path: String) throws {
+        fd = try UnixSocket.connect(to: path)
+        var timeout = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func send(_ text: String) { send(Array(text.utf8) + [0]) }
+
+    /// "closed", "timeout", or the first message (without its NUL).
+    func receive() -> String {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if let nul = collected.firstIndex(of: 0) {
+                let message = String(decoding: collected[..<nul], as: UTF8.self)
+                collected.removeFirst(nul + 1)
+                return message
+            }
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count == 0 { return "closed" }
+            if count < 0 { return errno == EAGAIN ? "timeout" : "closed" }
+            collected += buffer[..<count]
+        }
+    }
+}
+
+extension ProcessStateTests {
+    @Suite struct VarlinkServerTests {
+        @Test func callsAreAnsweredAndTheServiceDescribesItself() async throws {
+            let (replies, statistics, _) = try await withVarlinkServer { path in
+                let client = try VarlinkClient(path: path, timeout: .seconds(5))
+                var replies: [String] = []
+                replies.append(JSONValue.object(try client.call("test.Example.Echo", parameters: ["text": "hi"])).text)
+                let info = try client.call("org.varlink.service.GetInfo")
+                replies.append(info["interfaces"]!.text)
+                let description = try client.call(
+                    "org.varlink.service.GetInterfaceDescription", parameters: ["interface": "test.Example"]
+                )
+                replies.append(String(description["description"]!.stringValue!.split(separator: "\n")[0]))
+                replies.append(JSONValue.object(try client.call("test.Example.Later", parameters: ["ms": 30])).text)
+                var counted: [String] = []
+                try client.stream("test.Example.Count", parameters: ["n": 3]) { reply in
+                    counted.append(JSONValue.object(reply).text)
+                    return true
+                }
+                replies.append(counted.joined(separator: " "))
+                return replies
+            }
+            #expect(replies == [
+                #"{"text":"hi"}"#, #"["org.varlink.service","test.Example"]"#, "interface test.Example",
+                #"{"late":true}"#, #"{"i":0} {"i":1} {"i":2} {"done":true}"#,
+            ])
+            #expect(statistics.calls == 5)
+            #expect(statistics.accepted == 1)
+        }
+
+        @Test func unknownMistypedOrIncompleteCallsGetTheStandardErrors() async throws {
+            let (errors, statistics, _) = try await withVarlinkServer { path in
+                let client = try VarlinkClient(path: path, timeout: .seconds(5))
+                var errors: [String] = []
+                for (method, parameters) in [
+                    ("test.Nope.Echo", [:]), ("test.Example.Nope", [:]), ("test.Example.Echo", ["text": 3]),
+                    ("test.Example.Echo", [:] as JSONObject), ("test.Example.Echo", ["text": "a", "more": "b"]),
+                    ("test.Example.Count", ["n": 1]), ("org.varlink.service.GetInterfaceDescription", ["interface": "x.Y"]),
+                ] as [(String, JSONObject)] {
+                    do {
+                        _ = try client.call(method, parameters: parameters)
+                        errors.append("no error")
+                    } catch {
+                        errors.append("\(error)")
+                    }
+                }
+                // The connection survives every one of them.
+                errors.append(JSONValue.object(try client.call("test.Example.Echo", parameters: ["text": "ok"])).text)
+                return errors
+            }
+            #expect(errors == [
+                #"the service answered org.varlink.service.InterfaceNotFound {"interface":"test.Nope"}"#,
+                #"the service answered org.varlink.service.MethodNotFound {"method":"test.Example.Nope"}"#,
+                #"the service answered org.varlink.service.InvalidParameter {"parameter":"text"}"#,
+                #"the service answered org.varlink.service.InvalidParameter {"parameter":"text"}"#,
+                #"the service answered org.varlink.service.InvalidParameter {"parameter":"more"}"#,
+                "the service answered org.varlink.service.ExpectedMore",
+                #"the service answered org.varlink.service.InterfaceNotFound {"interface":"x.Y"}"#,
+                #"{"text":"ok"}"#,
+            ])
+            #expect(statistics.errorReplies == 7)
+        }
+
+        @Test func malformedAndOversizedInputClosesTheConnectionAndNothingElse() async throws {
+            var limits = VarlinkServer.Limits()
+            limits.maximumMessageSize = 1024
+            let (seen, statistics, _) = try await withVarlinkServer(limits: limits) { path in
+                var seen: [String] = []
+                for junk in ["not json", "[1,2]", String(repeating: "[", count: 500)] {
+                    let peer = try RawPeer(path)
+                    peer.send(junk)
+                    seen.append(peer.receive())
+                }
+                let big = try RawPeer(path)
+                big.send(Array(repeating: UInt8(ascii: "x"), count: 2000))
+                seen.append(big.receive())
+                let fine = try RawPeer(path)
+                fine.send(#"{"method":"test.Example.Echo","parameters":{"text":"still here"}}"#)
+                seen.append(fine.receive())
+                return seen
+            }
+            #expect(seen == ["closed", "closed", "closed", "closed", #"{"parameters":{"text":"still here"}}"#])
+            #expect(statistics.closedMalformed == 3)
+            #expect(statistics.closedOversized == 1)
+        }
+
+        @Test func aRefusedPeerIsToldSoBeforeAnythingIsRead() async throws {
+            let (outcome, statistics, log) = try await withVarlinkServer(refuse: true) { path in
+                let client = try VarlinkClient(path: path, timeout: .seconds(5))
+                do {
+                    _ = try client.call("test.Example.Echo", parameters: ["text": "hi"])
+                    return "answered"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(outcome == "the service answered org.varlink.service.PermissionDenied")
+            #expect(statistics.refused == 1)
+            #expect(statistics.calls == 0)
+            #expect(log == ["peer uid \(geteuid())"])
+        }
+
+        @Test func connectionsBeyondTheLimitAreClosedAtOnce() async throws {
+            var limits = VarlinkServer.Limits()
+            limits.maximumConnections = 2
+            let (seen, statistics, _) = try await withVarlinkServer(limits: limits) { path in
+                let first = try RawPeer(path)
+                let second = try RawPeer(path)
+                first.send(#"{"method":"test.Example.Echo","parameters":{"text":"1"}}"#)
+                second.send(#"{"method":"test.Example.Echo","parameters":{"text":"2"}}"#)
+                let third = try RawPeer(path)
+                third.send(#"{"method":"test.Example.Echo","parameters":{"text":"3"}}"#)
+                return [first.receive(), second.receive(), third.receive()]
+            }
+            #expect(seen == [#"{"parameters":{"text":"1"}}"#, #"{"parameters":{"text":"2"}}"#, "closed"])
+            #expect(statistics.overLimit == 1)
+        }
+
+        @Test func idleConnectionsAndSlowSendersAreClosedAfterTheTimeout() async throws {
+            var limits = VarlinkServer.Limits()
+            limits.idleTimeout = .milliseconds(200)
+            let (seen, statistics, _) = try await withVarlinkServer(limits: limits) { path in
+                let idle = try RawPeer(path)
+                let slow = try RawPeer(path)
+                slow.send(Array(#"{"method":"test.Exa"#.utf8))
+                let started = ContinuousClock.now
+                let results = [idle.receive(), slow.receive()]
+                return results + [ContinuousClock.now - started < .seconds(2) ? "in time" : "late"]
+            }
+            #expect(seen == ["closed", "closed", "in time"])
+            #expect(statistics.closedIdle == 2)
+        }
+
+        @Test func pipelinedCallsAreAnsweredInOrderAFewPerDispatch() async throws {
+            var limits = VarlinkServer.Limits()
+            limits.callsPerDispatch = 2
+            let (seen, _, _) = try await withVarlinkServer(limits: limits) { path in
+                let peer = try RawPeer(path)
+                var batch: [UInt8] = []
+                for index in 0..<10 {
+                    batch += Array(#"{"method":"test.Example.Echo","parameters":{"text":"\#(index)"}}"#.utf8) + [0]
+                }
+                peer.send(batch)
+                return (0..<10).map { _ in peer.receive() }
+            }
+            #expect(seen == (0..<10).map { #"{"parameters":{"text":"\#($0)"}}"# })
+        }
+
+        @Test func aPeerThatStopsReadingIsDisconnectedAndOneThatLeavesIsNoticed() async throws {
+            let (_, statistics, log) = try await withVarlinkServer { path in
+                let flooded = try RawPeer(path)
+                flooded.send(#"{"method":"test.Example.Flood","more":true}"#)
+                var holder: RawPeer? = try RawPeer(path)
+                holder?.send(#"{"method":"test.Example.Hold"}"#)
+                usleep(300_000)
+                holder = nil
+                usleep(300_000)
+                return 0
+            }
+            #expect(statistics.closedBacklog == 1)
+            #expect(log.contains("hold: peer gone"))
+        }
+    }
+}
