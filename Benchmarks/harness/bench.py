@@ -317,7 +317,12 @@ def measure_idle(bins, args, tmp, log):
         # Let start-up work finish (first display pass, pool threads) and the launch's busy period end: lifecycled's
         # stall detector wakes once more at its warning threshold after the last callback began (1 s without a
         # watchdog), finds the loop idle and parks without a timeout.
-        time.sleep(args.idle_delay)
+        # Read the notify sockets meanwhile: a datagram sent before the window must not be read (and timestamped)
+        # inside it.
+        settle_until = time.monotonic() + args.idle_delay
+        while time.monotonic() < settle_until:
+            for _, _, listener in running:
+                listener.poll(0.01)
         mappings = {name: rss_by_mapping(process.pid) for name, process, _ in running}
         before = {name: thread_counters(process.pid) for name, process, _ in running}
         window_start = time.monotonic()
@@ -326,6 +331,9 @@ def measure_idle(bins, args, tmp, log):
             for _, _, listener in running:
                 listener.poll(0.01)
         after = {name: thread_counters(process.pid) for name, process, _ in running}
+        # A ping sent just before the last snapshot is read now, still inside the window (a ping takes one wake-up).
+        for _, _, listener in running:
+            listener.poll(0.002)
         window_end = time.monotonic()
         results = {}
         for name, process, listener in running:
@@ -904,7 +912,8 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         "per round discarded), sends ≥ 1 ms apart, each after the previous one was seen. Receiver pinned to CPU 0; "
         "sender on CPU 0 (same CPU) or CPU 1 (other CPU). The daemon's first callback is the delegate's "
         "`applicationDidReceiveMemoryWarning` (SIGUSR1 mapped to memory-warning, empty window); its trace line "
-        "for that callback is written to stderr (`/dev/null`) before it, as on a terminal.")
+        "for that callback is written to stderr (`/dev/null`), as on a terminal, once the loop's dispatch returns "
+        "(after the stamp); its stall detector is told of the callback before it runs.")
     add("")
     add("| placement | receiver | signals (lost) | p50 µs | p99 µs | max µs | p50 × floor | p99 × floor "
         "| max × floor |")
