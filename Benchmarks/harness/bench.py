@@ -470,37 +470,61 @@ def parse_scaling_line(line):
 
 def measure_scaling(bins, args, tmp, log, raw):
     """lifecycle-bench-daemon with an empty window and with trees of each size, one process per run (the probe's
-    `scaling` command), the sizes interleaved run by run so every size sees the same machine; medians per size."""
+    `scaling` command), the sizes interleaved run by run so every size sees the same machine; medians per size.
+    Informative, in the same rounds: the same binary without its stall detector (`[Stall] Watch=no`) at
+    `--scaling-nostall-sizes`, against its own empty window."""
     sizes = [int(size) for size in args.scaling_sizes.split(",") if size.strip()]
-    plan = [0] + sizes
-    rows = {size: [] for size in plan}
+    nostall_sizes = [int(size) for size in args.scaling_nostall_sizes.split(",") if size.strip()]
+    config = os.path.join(tmp, "no-stall-detector.conf")
+    with open(config, "w") as handle:
+        handle.write("[Stall]\nWatch=no\n")
+    variants = {"": ([0] + sizes, lambda size: scaling_runs(args, size), [])}
+    if nostall_sizes:
+        variants["nostall"] = ([0] + nostall_sizes,
+                               lambda size: scaling_runs(args, size) if size == 0 else max(1, scaling_runs(args, size) - 1),
+                               ["--config", config])
+    rows = {(variant, size): [] for variant, (plan, _, _) in variants.items() for size in plan}
     loads = []
-    for round_index in range(max(scaling_runs(args, size) for size in plan)):
-        for size in plan:
-            if round_index >= scaling_runs(args, size):
-                continue
-            events = args.scaling_events if size < 1_000_000 else max(2, args.scaling_events - 2)
-            shm = f"/dev/shm/lifecycle-bench-{os.getpid()}-scaling"
-            command = [bins["daemon"], "--controllers", size]
-            argv = [bins["probe"], "scaling", "--shm", shm, "--events", events, "--settle-ms",
-                    args.scaling_settle_ms, "--"] + command
-            with open("/proc/loadavg") as handle:
-                loads.append(float(handle.read().split()[0]))
-            line = run(argv, log, shown=quoted(argv).replace(shm, "/dev/shm/lifecycle-bench-scaling"))
-            row = parse_scaling_line(line.strip())
-            if row.get("status") != 0 or row.get("lost"):
-                raise RuntimeError(f"scaling run with {size} controllers: {line.strip()}")
-            rows[size].append(row)
-            print(f"    {size:>9,} controllers: ready {row['ready_ns'] / 1e6:,.1f} ms, fan-out "
-                  f"{statistics.median(row['fanout_ns']) / 1e6:,.2f} ms, layout "
-                  f"{statistics.median(row['layout_ns']) / 1e6:,.2f} ms, terminate {row['terminate_ns'] / 1e6:,.1f} ms"
-                  f" (load {loads[-1]:.2f})", flush=True)
+    rounds = max(runs_of(size) for plan, runs_of, _ in variants.values() for size in plan)
+    for round_index in range(rounds):
+        for variant, (plan, runs_of, extra) in variants.items():
+            for size in plan:
+                if round_index >= runs_of(size):
+                    continue
+                events = args.scaling_events if size < 1_000_000 else max(2, args.scaling_events - 2)
+                shm = f"/dev/shm/lifecycle-bench-{os.getpid()}-scaling"
+                command = [bins["daemon"], "--controllers", size] + extra
+                argv = [bins["probe"], "scaling", "--shm", shm, "--events", events, "--settle-ms",
+                        args.scaling_settle_ms, "--"] + command
+                with open("/proc/loadavg") as handle:
+                    loads.append(float(handle.read().split()[0]))
+                shown = quoted(argv).replace(shm, "/dev/shm/lifecycle-bench-scaling").replace(
+                    config, "<[Stall] Watch=no>")
+                line = run(argv, log, shown=shown)
+                row = parse_scaling_line(line.strip())
+                if row.get("status") != 0 or row.get("lost"):
+                    raise RuntimeError(f"scaling run with {size} controllers {variant}: {line.strip()}")
+                rows[(variant, size)].append(row)
+                print(f"    {size:>9,} controllers{' (' + variant + ')' if variant else ''}: ready "
+                      f"{row['ready_ns'] / 1e6:,.1f} ms, fan-out {statistics.median(row['fanout_ns']) / 1e6:,.2f} ms, "
+                      f"layout {statistics.median(row['layout_ns']) / 1e6:,.2f} ms, terminate "
+                      f"{row['terminate_ns'] / 1e6:,.1f} ms (load {loads[-1]:.2f})", flush=True)
     with open(raw / "scaling.txt", "w") as handle:
-        for size in plan:
-            for row in rows[size]:
-                handle.write(f"controllers={size} " + " ".join(
+        for (variant, size), runs in rows.items():
+            for row in runs:
+                handle.write(f"variant={variant or 'default'} controllers={size} " + " ".join(
                     f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
                     for key, value in row.items()) + "\n")
+    results = summarize_scaling({size: rows[("", size)] for size in [0] + sizes}, sizes)
+    results["loads"] = loads
+    if nostall_sizes:
+        results["nostall"] = summarize_scaling({size: rows[("nostall", size)] for size in [0] + nostall_sizes},
+                                               nostall_sizes)
+    return results
+
+
+def summarize_scaling(rows, sizes):
+    """Medians per size and the per-controller costs against the empty window (size 0)."""
 
     def events_of(runs, key):
         # The first event of each run is a warm-up (the first after launch and the release of start-up pages).
@@ -509,9 +533,8 @@ def measure_scaling(bins, args, tmp, log, raw):
             values.extend(row[key][1:] if len(row[key]) > 2 else row[key])
         return values
 
-    results = {"sizes": sizes, "loads": loads, "by_size": {}}
-    for size in plan:
-        runs = rows[size]
+    results = {"sizes": sizes, "by_size": {}}
+    for size, runs in rows.items():
         results["by_size"][size] = {
             "runs": len(runs),
             "events": len(runs[0]["fanout_ns"]) if runs else 0,
@@ -621,6 +644,31 @@ def report_scaling(add, scaling, benchmarks, args, beside):
         add(f"| fan-out at 100,000 within 3× the plain loop (in-process, §2) | {fmt(lifecycle, 1)} ns ÷ "
             f"{fmt(plain, 1)} ns = {fmt(ratio(lifecycle, plain), 1)}× | {verdict(ratio(lifecycle, plain) <= 3)} |")
     add("")
+    nostall = scaling.get("nostall")
+    if nostall:
+        shown = [size for size in nostall["sizes"] if size in by_size]
+        add("What the stall detector costs (informative): the same binary with `[Stall] Watch=no` (no thread, no "
+            "callback monitor), in the same rounds, against its own empty window; runs: "
+            + ", ".join(f"{'empty window' if size == 0 else f'{size:,}'} {nostall['by_size'][size]['runs']}"
+                        for size in [0] + nostall["sizes"]) + ". Per controller, with the detector → without:")
+        add("")
+        add("| operation | " + " | ".join(f"n = {size:,}" for size in shown) + " |")
+        add("|---" * (len(shown) + 1) + "|")
+        for key, label in SCALING_OPERATIONS:
+            add(f"| {label.split(':')[0]} | " + " | ".join(
+                f"{fmt(by_size[size]['per_controller_ns'][key], 0)} → "
+                f"{fmt(nostall['by_size'][size]['per_controller_ns'][key], 0)} ns "
+                f"({fmt(ratio(by_size[size]['per_controller_ns'][key], nostall['by_size'][size]['per_controller_ns'][key]), 1)}×)"
+                for size in shown) + " |")
+        add("| RSS per controller + view | " + " | ".join(
+            f"{fmt(by_size[size]['rss_per_controller_b'], 0)} → {fmt(nostall['by_size'][size]['rss_per_controller_b'], 0)} B"
+            for size in shown) + " |")
+        add("")
+        if 1_000_000 in nostall["by_size"]:
+            ready = nostall["by_size"][1_000_000]["ready_ms"] / 1000
+            add(f"Without the detector, 1,000,000 controllers reach READY=1 in {fmt(ready, 2)} s "
+                f"({'under' if ready < 5 else 'over'} the 5 s of the goal).")
+            add("")
     if per_instance:
         add("Fan-out per controller at each size, the daemon (above) beside the in-process benchmark of §2 (no stall "
             "detector, nothing written) and its plain loop:")
@@ -657,6 +705,11 @@ def plot_scaling(path, scaling, benchmarks, machine, command):
     for key, (color, marker, label) in styles.items():
         values = [by_size[size]["per_controller_ns"][key] for size in sizes]
         axis.plot(sizes, values, color=color, marker=marker, label=label)
+    nostall = scaling.get("nostall")
+    if nostall:
+        axis.plot(nostall["sizes"], [nostall["by_size"][size]["per_controller_ns"]["fanout_ms"]
+                                     for size in nostall["sizes"]],
+                  color="#dd8452", linestyle="-.", marker="x", label="fan-out, daemon without its stall detector")
     per_instance = in_process_fanout_per_instance(benchmarks)
     shown = [size for size in sorted(per_instance) if size >= 1000]
     if shown:
@@ -1256,12 +1309,14 @@ def main():
     parser.add_argument("--example-settle-ms", type=int, default=30)
     parser.add_argument("--scaling-sizes", default="1000,10000,100000,1000000",
                         help="tree sizes of the scaling benchmark (the empty window is always measured)")
-    parser.add_argument("--scaling-runs", type=int, default=9, help="scaling runs per size up to 10,000 (and empty)")
+    parser.add_argument("--scaling-runs", type=int, default=15, help="scaling runs per size up to 10,000 (and empty)")
     parser.add_argument("--scaling-runs-100k", type=int, default=5, help="scaling runs per size up to 100,000")
     parser.add_argument("--scaling-runs-1m", type=int, default=3, help="scaling runs per larger size")
     parser.add_argument("--scaling-events", type=int, default=5,
                         help="memory warnings and reloads per scaling run (2 fewer at 1,000,000 and above)")
     parser.add_argument("--scaling-settle-ms", type=int, default=500)
+    parser.add_argument("--scaling-nostall-sizes", default="100000,1000000",
+                        help="sizes also measured without the stall detector ([Stall] Watch=no); empty: none")
     parser.add_argument("--rss-runs", type=int, default=5, help="runs of the RSS workload (lifecycled)")
     parser.add_argument("--rss-transitions", type=int, default=20, help="transitions of the RSS workload")
     parser.add_argument("--only", choices=["services", "scaling"], default=None,
