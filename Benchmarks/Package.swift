@@ -55,6 +55,7 @@ let package = Package(
             dependencies: [
                 "LifecycleBenchSupport",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
             ],
             path: "Sources/BenchProfile"
         ),
@@ -64,6 +65,7 @@ let package = Package(
             dependencies: [
                 "LifecycleBenchSupport",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],

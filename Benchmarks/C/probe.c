@@ -13,6 +13,17 @@
 //       R times: binds a NOTIFY_SOCKET, execs COMMAND with it, times exec -> READY=1, waits S ms (default 200),
 //       reads VmRSS (and its RssAnon/RssFile split), then times SIGTERM -> exit (waitpid). Prints one line per run:
 //       "ready_ns=… rss_kib=… rss_anon_kib=… rss_file_kib=… terminate_ns=… status=…".
+//   lifecycle-bench-probe scaling --shm PATH [--events E] [--settle-ms S] [--ready-timeout-ms T]
+//                                 [--timeout-ms T] -- COMMAND [ARG...]
+//       One run of the scaling benchmark (lifecycle-bench-daemon --controllers N): creates the shared memory PATH,
+//       execs COMMAND with $LIFECYCLE_BENCH_SHM=PATH and a NOTIFY_SOCKET, times exec -> READY=1, waits S ms (default
+//       500), reads the RSS, then E times (default 5) SIGUSR1 -> stamp (memory warning: the delegate stamps after the
+//       whole tree), then E times SIGHUP -> stamp (reload; the daemon marks every view for layout at bench_mark and
+//       stamps after the pass), reads the RSS again, then times SIGTERM -> exit. Each signal waits for the previous
+//       stamp (or T ms, default 60000: counted as lost), then for half as long again plus 10 ms, so the daemon has
+//       finished the dispatch. Prints one line: "ready_ns=… rss_kib=… rss_anon_kib=… rss_file_kib=…
+//       fanout_ns=A,B,… reload_ns=… layout_ns=… rss_after_kib=… terminate_ns=… lost=… status=…" (layout_ns: mark ->
+//       stamp of each reload).
 //
 // Built with cc by scripts/bench (no Swift runtime), like the floor.
 #define _GNU_SOURCE
@@ -279,11 +290,172 @@ static int command_launch(int argc, char **argv) {
     return status_code;
 }
 
+// The scaling benchmark (see the top of the file): one daemon, its launch, E memory warnings, E reloads with a
+// layout pass, its termination.
+
+static pid_t spawn_with_output(char **command, const char *child_output) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, child_output, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    pid_t pid;
+    int spawned = posix_spawn(&pid, command[0], &actions, NULL, command, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) {
+        errno = spawned;
+        die(command[0]);
+    }
+    return pid;
+}
+
+// Waits for a datagram with READY=1 on `sock`; returns its arrival time, or 0 after `timeout_ms`.
+static uint64_t wait_ready(int sock, uint64_t timeout_ms) {
+    uint64_t deadline = bench_monotonic_ns() + timeout_ms * 1000000ULL;
+    char message[4096];
+    for (;;) {
+        uint64_t now = bench_monotonic_ns();
+        if (now >= deadline) return 0;
+        struct pollfd watch = {.fd = sock, .events = POLLIN};
+        int polled = poll(&watch, 1, (int)((deadline - now) / 1000000ULL) + 1);
+        if (polled < 0 && errno == EINTR) continue;
+        if (polled < 0) die("poll");
+        if (polled == 0) continue;
+        ssize_t length = recv(sock, message, sizeof(message) - 1, 0);
+        if (length < 0) die("recv");
+        message[length] = '\0';
+        if (has_line(message, "READY=1")) return bench_monotonic_ns();
+    }
+}
+
+static void drain(int sock) {
+    char message[4096];
+    while (recv(sock, message, sizeof(message), MSG_DONTWAIT) > 0) {
+    }
+}
+
+// Sends `signo` with the next sequence number and waits for its stamp; returns the latency (0: lost). Waits
+// afterwards for half the latency plus 10 ms, so the dispatch that stamped has ended before the next signal.
+static uint64_t signal_and_wait(struct bench_shm *region, pid_t pid, int signo, uint64_t seq, uint64_t timeout_ms) {
+    uint64_t sent = bench_monotonic_ns();
+    __atomic_store_n(&region->sent_ns, sent, __ATOMIC_RELAXED);
+    __atomic_store_n(&region->seq, seq, __ATOMIC_RELEASE);
+    union sigval value = {.sival_int = (int)seq};
+    if (sigqueue(pid, signo, value) != 0) die("sigqueue");
+    uint64_t deadline = sent + timeout_ms * 1000000ULL;
+    while (__atomic_load_n(&region->seen, __ATOMIC_ACQUIRE) != seq) {
+        uint64_t now = bench_monotonic_ns();
+        if (now > deadline) return 0;
+        sleep_until(now + 50000ULL);
+    }
+    uint64_t latency = region->latency_ns[seq];
+    sleep_until(bench_monotonic_ns() + latency / 2 + 10000000ULL);
+    return latency;
+}
+
+static void print_list(const char *name, const uint64_t *values, int count) {
+    printf(" %s=", name);
+    for (int i = 0; i < count; i++) printf("%s%llu", i ? "," : "", (unsigned long long)values[i]);
+}
+
+static int command_scaling(int argc, char **argv) {
+    const char *shm_path = NULL, *child_output = "/dev/null";
+    int events = 5;
+    long settle_ms = 500;
+    uint64_t ready_timeout_ms = 60000, timeout_ms = 60000;
+    int i = 0;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (i + 1 >= argc) usage("an option needs a value");
+        if (strcmp(argv[i], "--shm") == 0) shm_path = argv[++i];
+        else if (strcmp(argv[i], "--events") == 0) events = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--settle-ms") == 0) settle_ms = atol(argv[++i]);
+        else if (strcmp(argv[i], "--ready-timeout-ms") == 0) ready_timeout_ms = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--child-output") == 0) child_output = argv[++i];
+        else usage("unknown scaling option");
+    }
+    if (i >= argc - 1 || shm_path == NULL || events <= 0 || events > 1000) {
+        usage("scaling needs --shm PATH [--events 1..1000] -- COMMAND");
+    }
+    char **command = argv + i + 1;
+    struct bench_shm *region = map_shm(shm_path, 1, (uint64_t)(2 * events + 16));
+    if (setenv(BENCH_SHM_ENVIRONMENT, shm_path, 1) != 0) die("setenv");
+
+    char directory[] = "/tmp/lifecycle-bench.XXXXXX";
+    if (mkdtemp(directory) == NULL) die("mkdtemp");
+    char socket_path[sizeof(directory) + 16];
+    snprintf(socket_path, sizeof(socket_path), "%s/notify", directory);
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sock < 0) die("socket");
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    strncpy(address.sun_path, socket_path, sizeof(address.sun_path) - 1);
+    if (bind(sock, (struct sockaddr *)&address, sizeof(address)) != 0) die("bind");
+    if (setenv("NOTIFY_SOCKET", socket_path, 1) != 0) die("setenv");
+
+    uint64_t start = bench_monotonic_ns();
+    pid_t pid = spawn_with_output(command, child_output);
+    uint64_t ready = wait_ready(sock, ready_timeout_ms);
+    if (ready == 0) {
+        fprintf(stderr, "lifecycle-bench-probe: no READY=1 from %s within %llu ms\n", command[0],
+                (unsigned long long)ready_timeout_ms);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return 70;
+    }
+    sleep_until(ready + (uint64_t)settle_ms * 1000000ULL);
+    struct memory_kib memory = read_memory_kib(pid);
+    drain(sock);
+
+    uint64_t fanout[1000], reload[1000], layout[1000];
+    uint64_t seq = 0, lost = 0;
+    for (int e = 0; e < events; e++) {
+        fanout[e] = signal_and_wait(region, pid, SIGUSR1, ++seq, timeout_ms);
+        if (fanout[e] == 0) lost++;
+        drain(sock);
+    }
+    for (int e = 0; e < events; e++) {
+        uint64_t sent_seq = ++seq;
+        reload[e] = signal_and_wait(region, pid, SIGHUP, sent_seq, timeout_ms);
+        layout[e] = 0;
+        if (reload[e] == 0) {
+            lost++;
+        } else if (__atomic_load_n(&region->mark_seq, __ATOMIC_ACQUIRE) == sent_seq) {
+            uint64_t stamped = __atomic_load_n(&region->sent_ns, __ATOMIC_RELAXED) + reload[e];
+            uint64_t marked = __atomic_load_n(&region->mark_ns, __ATOMIC_RELAXED);
+            layout[e] = stamped > marked ? stamped - marked : 0;
+        }
+        drain(sock);
+    }
+    struct memory_kib after = read_memory_kib(pid);
+
+    uint64_t kill_at = bench_monotonic_ns();
+    if (kill(pid, SIGTERM) != 0) die("kill");
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) die("waitpid");
+    }
+    uint64_t exited = bench_monotonic_ns();
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    printf("ready_ns=%llu rss_kib=%ld rss_anon_kib=%ld rss_file_kib=%ld", (unsigned long long)(ready - start),
+           memory.rss, memory.anon, memory.file);
+    print_list("fanout_ns", fanout, events);
+    print_list("reload_ns", reload, events);
+    print_list("layout_ns", layout, events);
+    printf(" rss_after_kib=%ld terminate_ns=%llu lost=%llu status=%d\n", after.rss,
+           (unsigned long long)(exited - kill_at), (unsigned long long)lost, code);
+    close(sock);
+    unlink(socket_path);
+    rmdir(directory);
+    unlink(shm_path);
+    return code == 0 && lost == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) usage("missing command: shm-create, latency or launch");
+    if (argc < 2) usage("missing command: shm-create, latency, launch or scaling");
     if (strcmp(argv[1], "shm-create") == 0) return command_shm_create(argc - 2, argv + 2);
     if (strcmp(argv[1], "latency") == 0) return command_latency(argc - 2, argv + 2);
     if (strcmp(argv[1], "launch") == 0) return command_launch(argc - 2, argv + 2);
+    if (strcmp(argv[1], "scaling") == 0) return command_scaling(argc - 2, argv + 2);
     usage("unknown command");
     return 64;
 }

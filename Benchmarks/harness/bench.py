@@ -283,6 +283,16 @@ def rss_by_mapping(pid, top=10):
     return [(name, kib, anon.get(name, 0)) for name, kib in ranked[:top]], sum(rss.values())
 
 
+def per_thread_switches(pid, before, after):
+    """Context switches per thread between two snapshots: [("main" or "thread N", switches)], the main thread
+    first."""
+    rows = []
+    for index, tid in enumerate(sorted(after, key=lambda tid: (int(tid) != pid, int(tid)))):
+        label = "main" if int(tid) == pid else f"thread {index + 1}"
+        rows.append((label, after[tid][0] - before.get(tid, (0, 0))[0]))
+    return rows
+
+
 def measure_idle(bins, args, tmp, log):
     watchdog_usec = 2_000_000
     subjects = [
@@ -303,7 +313,16 @@ def measure_idle(bins, args, tmp, log):
             running.append((name, process, listener))
         for _, _, listener in running:
             listener.wait_for("READY=1")
-        time.sleep(1.0)  # let start-up work (first display pass, pool threads) finish
+        at_ready = {name: thread_counters(process.pid) for name, process, _ in running}
+        # Let start-up work finish (first display pass, pool threads) and the launch's busy period end: lifecycled's
+        # stall detector wakes once more at its warning threshold after the last callback began (1 s without a
+        # watchdog), finds the loop idle and parks without a timeout.
+        # Read the notify sockets meanwhile: a datagram sent before the window must not be read (and timestamped)
+        # inside it.
+        settle_until = time.monotonic() + args.idle_delay
+        while time.monotonic() < settle_until:
+            for _, _, listener in running:
+                listener.poll(0.01)
         mappings = {name: rss_by_mapping(process.pid) for name, process, _ in running}
         before = {name: thread_counters(process.pid) for name, process, _ in running}
         window_start = time.monotonic()
@@ -312,6 +331,9 @@ def measure_idle(bins, args, tmp, log):
             for _, _, listener in running:
                 listener.poll(0.01)
         after = {name: thread_counters(process.pid) for name, process, _ in running}
+        # A ping sent just before the last snapshot is read now, still inside the window (a ping takes one wake-up).
+        for _, _, listener in running:
+            listener.poll(0.002)
         window_end = time.monotonic()
         results = {}
         for name, process, listener in running:
@@ -323,6 +345,8 @@ def measure_idle(bins, args, tmp, log):
                 "exited": exited,
                 "started": started,
                 "pings": listener.count("WATCHDOG=1", window_start, window_end),
+                "by_thread": per_thread_switches(process.pid, before[name], after[name]),
+                "settling_by_thread": per_thread_switches(process.pid, at_ready[name], before[name]),
             }
         results["mappings"] = mappings
         results["watchdog_usec"] = watchdog_usec
@@ -415,6 +439,413 @@ def measure_services(args, tmp, log, raw):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# 9. Scaling: launch, fan-out, layout pass and terminate per controller, 1,000 to 1,000,000 controllers
+
+
+SCALING_OPERATIONS = [
+    ("ready_ms", "launch: exec → READY=1"),
+    ("fanout_ms", "fan-out of one application event (memory warning): signal → the delegate's stamp after the tree"),
+    ("layout_ms", "layout pass: every view marked, one pass (mark → stamp after the pass)"),
+    ("terminate_ms", "terminate: SIGTERM → exit"),
+]
+
+
+def scaling_runs(args, size):
+    """Runs per size: more for small trees (cheap, noisier relative to their cost), a few at 1,000,000."""
+    if size <= 10_000:
+        return args.scaling_runs
+    if size <= 100_000:
+        return args.scaling_runs_100k
+    return args.scaling_runs_1m
+
+
+def parse_scaling_line(line):
+    """The probe's `key=value` line; the per-event keys hold comma-separated lists."""
+    row = {}
+    for item in line.split():
+        key, value = item.split("=", 1)
+        row[key] = [int(v) for v in value.split(",")] if key in ("fanout_ns", "reload_ns", "layout_ns") else int(value)
+    return row
+
+
+def measure_scaling(bins, args, tmp, log, raw):
+    """lifecycle-bench-daemon with an empty window and with trees of each size, one process per run (the probe's
+    `scaling` command), the sizes interleaved run by run so every size sees the same machine; medians per size.
+    Informative, in the same rounds: the same binary without its stall detector (`[Stall] Watch=no`) at
+    `--scaling-nostall-sizes`, against its own empty window."""
+    sizes = [int(size) for size in args.scaling_sizes.split(",") if size.strip()]
+    nostall_sizes = [int(size) for size in args.scaling_nostall_sizes.split(",") if size.strip()]
+    config = os.path.join(tmp, "no-stall-detector.conf")
+    with open(config, "w") as handle:
+        handle.write("[Stall]\nWatch=no\n")
+    variants = {"": ([0] + sizes, lambda size: scaling_runs(args, size), [])}
+    if nostall_sizes:
+        variants["nostall"] = ([0] + nostall_sizes,
+                               lambda size: scaling_runs(args, size) if size == 0 else max(1, scaling_runs(args, size) - 1),
+                               ["--config", config])
+    rows = {(variant, size): [] for variant, (plan, _, _) in variants.items() for size in plan}
+    loads = []
+    rounds = max(runs_of(size) for plan, runs_of, _ in variants.values() for size in plan)
+    for round_index in range(rounds):
+        for variant, (plan, runs_of, extra) in variants.items():
+            for size in plan:
+                if round_index >= runs_of(size):
+                    continue
+                events = args.scaling_events if size < 1_000_000 else max(2, args.scaling_events - 2)
+                shm = f"/dev/shm/lifecycle-bench-{os.getpid()}-scaling"
+                command = [bins["daemon"], "--controllers", size] + extra
+                argv = [bins["probe"], "scaling", "--shm", shm, "--events", events, "--settle-ms",
+                        args.scaling_settle_ms, "--"] + command
+                with open("/proc/loadavg") as handle:
+                    loads.append(float(handle.read().split()[0]))
+                shown = quoted(argv).replace(shm, "/dev/shm/lifecycle-bench-scaling").replace(
+                    config, "<[Stall] Watch=no>")
+                line = run(argv, log, shown=shown)
+                row = parse_scaling_line(line.strip())
+                if row.get("status") != 0 or row.get("lost"):
+                    raise RuntimeError(f"scaling run with {size} controllers {variant}: {line.strip()}")
+                rows[(variant, size)].append(row)
+                print(f"    {size:>9,} controllers{' (' + variant + ')' if variant else ''}: ready "
+                      f"{row['ready_ns'] / 1e6:,.1f} ms, fan-out {statistics.median(row['fanout_ns']) / 1e6:,.2f} ms, "
+                      f"layout {statistics.median(row['layout_ns']) / 1e6:,.2f} ms, terminate "
+                      f"{row['terminate_ns'] / 1e6:,.1f} ms (load {loads[-1]:.2f})", flush=True)
+    with open(raw / "scaling.txt", "w") as handle:
+        for (variant, size), runs in rows.items():
+            for row in runs:
+                handle.write(f"variant={variant or 'default'} controllers={size} " + " ".join(
+                    f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
+                    for key, value in row.items()) + "\n")
+    results = summarize_scaling({size: rows[("", size)] for size in [0] + sizes}, sizes)
+    results["loads"] = loads
+    if nostall_sizes:
+        results["nostall"] = summarize_scaling({size: rows[("nostall", size)] for size in [0] + nostall_sizes},
+                                               nostall_sizes)
+    return results
+
+
+def summarize_scaling(rows, sizes):
+    """Medians per size and the per-controller costs against the empty window (size 0)."""
+
+    def events_of(runs, key):
+        # The first event of each run is a warm-up (the first after launch and the release of start-up pages).
+        values = []
+        for row in runs:
+            values.extend(row[key][1:] if len(row[key]) > 2 else row[key])
+        return values
+
+    results = {"sizes": sizes, "by_size": {}}
+    for size, runs in rows.items():
+        results["by_size"][size] = {
+            "runs": len(runs),
+            "events": len(runs[0]["fanout_ns"]) if runs else 0,
+            "ready_ms": statistics.median(row["ready_ns"] for row in runs) / 1e6,
+            "fanout_ms": statistics.median(events_of(runs, "fanout_ns")) / 1e6,
+            "reload_ms": statistics.median(events_of(runs, "reload_ns")) / 1e6,
+            "layout_ms": statistics.median(events_of(runs, "layout_ns")) / 1e6,
+            "terminate_ms": statistics.median(row["terminate_ns"] for row in runs) / 1e6,
+            "rss_mib": statistics.median(row["rss_kib"] for row in runs) / 1024.0,
+            "rss_after_mib": statistics.median(row["rss_after_kib"] for row in runs) / 1024.0,
+        }
+    empty = results["by_size"][0]
+    for size in sizes:
+        row = results["by_size"][size]
+        row["per_controller_ns"] = {key: (row[key] - empty[key]) * 1e6 / size
+                                    for key, _ in SCALING_OPERATIONS + [("reload_ms", "")]}
+        row["rss_per_controller_b"] = (row["rss_after_mib"] - empty["rss_after_mib"]) * 1024 * 1024 / size
+    return results
+
+
+def in_process_fanout_per_instance(benchmarks):
+    """n -> (ns per controller, ns per plain instance) of the in-process fan-out benchmark."""
+    fanout = benchmarks.get("fanout", {})
+    plain = {params["n"]: params_metrics for params, params_metrics in
+             ((params, (params, metrics)) for params, metrics in fanout.get("plain", []))}
+    per = {}
+    for params, metrics in fanout.get("lifecycle", []):
+        n = params["n"]
+        if n not in plain:
+            continue
+        base_params, base_metrics = plain[n]
+        per[n] = (metrics["Time(wallclock)"] / (n * params["events"]),
+                  base_metrics["Time(wallclock)"] / (base_params["n"] * base_params["events"]))
+    return per
+
+
+def report_scaling(add, scaling, benchmarks, args, beside):
+    sizes = scaling["sizes"]
+    by_size = scaling["by_size"]
+    empty = by_size[0]
+    loads = scaling["loads"]
+    add("## 9. Scaling")
+    add("")
+    add("`lifecycle-bench-daemon --controllers N` (the daemon's real main loop, its stall detector and trace as in "
+        "`lifecycled`, stderr to `/dev/null`): a tree of N controllers (10 children each, every one embedded with its "
+        "view) built in `configure` and shown in the window at launch, against the same binary with an empty window "
+        "in the same run. One process per run (`lifecycle-bench-probe scaling`): exec → `READY=1`; "
+        f"{args.scaling_settle_ms} ms later the RSS; then SIGUSR1 (memory warning: the tree hears it first, in reverse "
+        "pre-order, then the delegate, which stamps) and SIGHUP (reload: the delegate's `applicationDidReload` "
+        "schedules end-of-turn work that records the time, marks every view with `setNeedsLayout` and schedules a "
+        "stamp, which runs after the one layout pass: `viewWillLayoutSubviews`, `layoutSubviews`, "
+        "`viewDidLayoutSubviews` per view), each signal once the previous stamp is in; then the RSS again and "
+        "SIGTERM → exit. Runs per size: "
+        + ", ".join(f"{'empty window' if size == 0 else f'{size:,}'} {by_size[size]['runs']}" for size in [0] + sizes)
+        + f", the sizes interleaved run by run; {by_size[sizes[0]]['events']} events of each kind per run "
+        f"({by_size[sizes[-1]]['events']} at {sizes[-1]:,}), the first of each run discarded as a warm-up; "
+        "medians. **Per controller = (median at N − median with the empty window) / N.** Load average (1 min) "
+        f"during these runs: {min(loads):.2f}–{max(loads):.2f}.")
+    add("")
+    header = "| operation | " + " | ".join(f"n = {size:,}" for size in sizes) + \
+        f" | {sizes[-1]:,} ÷ {sizes[0]:,} | goal | met |"
+    add(header)
+    add("|---" * (len(sizes) + 4) + "|")
+    verdicts = {}
+    for key, label in SCALING_OPERATIONS:
+        costs = [by_size[size]["per_controller_ns"][key] for size in sizes]
+        growth = ratio(costs[-1], costs[0])
+        verdicts[key] = growth <= 2.0
+        add(f"| {label} | " + " | ".join(f"{fmt(cost, 0)} ns" for cost in costs) +
+            f" | {fmt(growth, 2)}× | ≤ 2× | {verdict(growth <= 2.0)} |")
+    reload_costs = [by_size[size]["per_controller_ns"]["reload_ms"] for size in sizes]
+    add("| (informative) the whole reload with its layout pass: signal → stamp | " +
+        " | ".join(f"{fmt(cost, 0)} ns" for cost in reload_costs) +
+        f" | {fmt(ratio(reload_costs[-1], reload_costs[0]), 2)}× | — | |")
+    rss_costs = [by_size[size]["rss_per_controller_b"] for size in sizes]
+    add("| (informative) RSS per controller + view after the events: (RSS at N − empty) / N | " +
+        " | ".join(f"{fmt(cost, 0)} B" for cost in rss_costs) +
+        f" | {fmt(ratio(rss_costs[-1], rss_costs[0]), 2)}× | — | |")
+    add("")
+    add("The medians themselves (ms; RSS in MiB after the settle and after the events):")
+    add("")
+    add("| controllers | runs | exec → READY=1 | memory warning: signal → stamp | reload: signal → stamp | "
+        "mark → stamp (layout pass) | SIGTERM → exit | RSS | RSS after the events |")
+    add("|---|---|---|---|---|---|---|---|---|")
+    for size in [0] + sizes:
+        row = by_size[size]
+        label = "empty window (baseline)" if size == 0 else f"{size:,}"
+        add(f"| {label} | {row['runs']} | {fmt(row['ready_ms'], 2)} | {fmt(row['fanout_ms'], 3)} | "
+            f"{fmt(row['reload_ms'], 3)} | {fmt(row['layout_ms'], 3)} | {fmt(row['terminate_ms'], 2)} | "
+            f"{fmt(row['rss_mib'], 1)} | {fmt(row['rss_after_mib'], 1)} |")
+    add("")
+    add("| goal | value | met |")
+    add("|---|---|---|")
+    largest = sizes[-1]
+    ready = by_size[largest]["ready_ms"] / 1000.0
+    if largest == 1_000_000:
+        add(f"| 1,000,000 controllers launched to READY=1 in under 5 s | {fmt(ready, 2)} s | {verdict(ready < 5)} |")
+    else:
+        add(f"| 1,000,000 controllers launched to READY=1 in under 5 s | not measured (largest: {largest:,}) | |")
+    for key, label in SCALING_OPERATIONS:
+        add(f"| {label.split(':')[0]}: cost per controller at {largest:,} within 2× of {sizes[0]:,} | "
+            f"{fmt(ratio(by_size[largest]['per_controller_ns'][key], by_size[sizes[0]]['per_controller_ns'][key]), 2)}× "
+            f"| {verdict(verdicts[key])} |")
+    per_instance = in_process_fanout_per_instance(benchmarks)
+    if 100_000 in per_instance:
+        lifecycle, plain = per_instance[100_000]
+        add(f"| fan-out at 100,000 within 3× the plain loop (in-process, §2) | {fmt(lifecycle, 1)} ns ÷ "
+            f"{fmt(plain, 1)} ns = {fmt(ratio(lifecycle, plain), 1)}× | {verdict(ratio(lifecycle, plain) <= 3)} |")
+    add("")
+    nostall = scaling.get("nostall")
+    if nostall:
+        shown = [size for size in nostall["sizes"] if size in by_size]
+        add("What the stall detector costs (informative): the same binary with `[Stall] Watch=no` (no thread, no "
+            "callback monitor), in the same rounds, against its own empty window; runs: "
+            + ", ".join(f"{'empty window' if size == 0 else f'{size:,}'} {nostall['by_size'][size]['runs']}"
+                        for size in [0] + nostall["sizes"]) + ". Per controller, with the detector → without:")
+        add("")
+        add("| operation | " + " | ".join(f"n = {size:,}" for size in shown) + " |")
+        add("|---" * (len(shown) + 1) + "|")
+        for key, label in SCALING_OPERATIONS:
+            add(f"| {label.split(':')[0]} | " + " | ".join(
+                f"{fmt(by_size[size]['per_controller_ns'][key], 0)} → "
+                f"{fmt(nostall['by_size'][size]['per_controller_ns'][key], 0)} ns "
+                f"({fmt(ratio(by_size[size]['per_controller_ns'][key], nostall['by_size'][size]['per_controller_ns'][key]), 1)}×)"
+                for size in shown) + " |")
+        add("| RSS per controller + view | " + " | ".join(
+            f"{fmt(by_size[size]['rss_per_controller_b'], 0)} → {fmt(nostall['by_size'][size]['rss_per_controller_b'], 0)} B"
+            for size in shown) + " |")
+        add("")
+        if 1_000_000 in nostall["by_size"]:
+            ready = nostall["by_size"][1_000_000]["ready_ms"] / 1000
+            add(f"Without the detector, 1,000,000 controllers reach READY=1 in {fmt(ready, 2)} s "
+                f"({'under' if ready < 5 else 'over'} the 5 s of the goal).")
+            add("")
+    if per_instance:
+        add("Fan-out per controller at each size, the daemon (above) beside the in-process benchmark of §2 (no stall "
+            "detector, nothing written) and its plain loop:")
+        add("")
+        shown = [size for size in sizes if size in per_instance]
+        add("| fan-out per controller | " + " | ".join(f"n = {size:,}" for size in shown) + " |")
+        add("|---" * (len(shown) + 1) + "|")
+        add("| daemon: (signal → stamp at n − empty) / n | " +
+            " | ".join(f"{fmt(by_size[size]['per_controller_ns']['fanout_ms'], 0)} ns" for size in shown) + " |")
+        add("| in-process `requestMemoryWarning()` | " +
+            " | ".join(f"{fmt(per_instance[size][0], 1)} ns" for size in shown) + " |")
+        add("| plain loop, overridden method on n instances | " +
+            " | ".join(f"{fmt(per_instance[size][1], 1)} ns" for size in shown) + " |")
+        add("| in-process ÷ plain | " +
+            " | ".join(f"{fmt(ratio(*per_instance[size]), 1)}×" for size in shown) + " |")
+        add("")
+    add(f"Plot: [scaling.png](scaling.png). {beside}")
+    add("")
+
+
+def plot_scaling(path, scaling, benchmarks, machine, command):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = scaling["sizes"]
+    by_size = scaling["by_size"]
+    figure, axis = plt.subplots(figsize=(9, 5.6))
+    styles = {"ready_ms": ("#4c72b0", "o", "launch (exec → READY=1)"),
+              "fanout_ms": ("#dd8452", "s", "fan-out of a memory warning (daemon)"),
+              "layout_ms": ("#55a868", "^", "layout pass (mark every view + one pass)"),
+              "terminate_ms": ("#c44e52", "D", "terminate (SIGTERM → exit)")}
+    for key, (color, marker, label) in styles.items():
+        values = [by_size[size]["per_controller_ns"][key] for size in sizes]
+        axis.plot(sizes, values, color=color, marker=marker, label=label)
+    nostall = scaling.get("nostall")
+    if nostall:
+        axis.plot(nostall["sizes"], [nostall["by_size"][size]["per_controller_ns"]["fanout_ms"]
+                                     for size in nostall["sizes"]],
+                  color="#dd8452", linestyle="-.", marker="x", label="fan-out, daemon without its stall detector")
+    per_instance = in_process_fanout_per_instance(benchmarks)
+    shown = [size for size in sorted(per_instance) if size >= 1000]
+    if shown:
+        axis.plot(shown, [per_instance[size][0] for size in shown], color="#dd8452", linestyle="--", marker="s",
+                  markerfacecolor="none", label="fan-out in-process, no stall detector (§2)")
+        axis.plot(shown, [per_instance[size][1] for size in shown], color="#8c8c8c", linestyle=":", marker=".",
+                  label="plain loop: overridden method on n instances (§2)")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("controllers in the window (each with its view)")
+    axis.set_ylabel("cost per controller (ns, log scale)")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=8, loc="best")
+    figure.suptitle("Cost per controller against tree size: (time at n − empty window) / n, medians", fontsize=11)
+    figure.text(0.5, 0.005, f"{machine['short']} · {command} · commit {machine['commit']}", ha="center", fontsize=7)
+    figure.tight_layout(rect=(0, 0.03, 1, 0.96))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. RSS of the demo daemon after a steady-state workload, with the smaps breakdown
+
+
+def read_status_kib(pid):
+    values = {}
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            for key in ("VmRSS", "RssAnon", "RssFile"):
+                if line.startswith(key + ":"):
+                    values[key] = int(line.split()[1])
+    return values
+
+
+def measure_rss_workload(bins, args, tmp, log):
+    """`lifecycled --work-interval 0`: RSS and its smaps breakdown `--settle-ms` after READY=1 (the pages only
+    starting needed are released by then), then after a workload of transitions (SIGUSR1 background, SIGUSR2
+    foreground, each once the STATUS= of the previous one arrived) and the same settle. Medians of the runs; the
+    breakdown is the last run's."""
+    command = [bins["lifecycled"], "--work-interval", "0"]
+    cycles = max(1, args.rss_transitions // 2)
+    samples = {"ready": [], "workload": []}
+    breakdown = {}
+    for _ in range(args.rss_runs):
+        listener = NotifyListener(tmp)
+        process = start(command, {"NOTIFY_SOCKET": listener.path})
+        log.append(f"NOTIFY_SOCKET=<harness socket> {quoted(command)} &   # then {cycles} × (SIGUSR1, SIGUSR2), each "
+                   "after the STATUS= of the previous transition")
+        try:
+            listener.wait_for("READY=1")
+            time.sleep(args.settle_ms / 1000.0)
+            samples["ready"].append(read_status_kib(process.pid))
+            breakdown["ready"] = rss_by_mapping(process.pid, top=12)
+            for _ in range(cycles):
+                for signal_number in (signal.SIGUSR1, signal.SIGUSR2):
+                    before = len(listener.messages)
+                    os.kill(process.pid, signal_number)
+                    deadline = time.monotonic() + 5
+                    while not any(any(line.startswith("STATUS=") for line in lines)
+                                  for _, lines in listener.messages[before:]):
+                        if time.monotonic() > deadline:
+                            raise RuntimeError("lifecycled sent no STATUS= within 5 s of a transition's signal")
+                        listener.poll(0.01)
+                    listener.poll(0.02)  # the turn ends, the trace lines go out
+            time.sleep(args.settle_ms / 1000.0)
+            samples["workload"].append(read_status_kib(process.pid))
+            breakdown["workload"] = rss_by_mapping(process.pid, top=12)
+        finally:
+            status = stop(process)
+            listener.close()
+        if status != 0:
+            raise RuntimeError(f"lifecycled exited with {status} after the RSS workload")
+    results = {"runs": args.rss_runs, "transitions": 2 * cycles, "breakdown": breakdown}
+    for point, values in samples.items():
+        results[point] = {key: statistics.median(value[key] for value in values) / 1024.0
+                          for key in ("VmRSS", "RssAnon", "RssFile")}
+    return results
+
+
+def report_rss_workload(add, rss, args, launches):
+    ready, workload = rss["ready"], rss["workload"]
+    add(f"| RSS of the demo daemon after a steady-state workload: {rss['transitions']} transitions (SIGUSR1 → "
+        f"background, SIGUSR2 → foreground, each after the previous one's STATUS=), {args.settle_ms} ms later, "
+        f"median of {rss['runs']} | {fmt(workload['VmRSS'], 1)} MiB ({fmt(workload['RssAnon'], 1)} anonymous + "
+        f"{fmt(workload['RssFile'], 1)} file-backed); the same processes {args.settle_ms} ms after READY=1: "
+        f"{fmt(ready['VmRSS'], 1)} MiB | C floor {fmt(launches['floor']['rss_mib'], 1)} MiB; peer "
+        f"{fmt(launches['peer']['rss_mib'], 1)} MiB | {fmt(ratio(workload['VmRSS'], ready['VmRSS']), 2)}× after "
+        f"READY=1 | ≤ 10 MiB | {verdict(workload['VmRSS'] <= 10)} |")
+
+
+def report_rss_breakdown(add, rss, args):
+    (top_ready, total_ready) = rss["breakdown"]["ready"]
+    (top_work, total_work) = rss["breakdown"]["workload"]
+    ready = {name: (kib, anonymous) for name, kib, anonymous in top_ready}
+    work = {name: (kib, anonymous) for name, kib, anonymous in top_work}
+    names = sorted(set(ready) | set(work), key=lambda name: -max(ready.get(name, (0, 0))[0],
+                                                                  work.get(name, (0, 0))[0]))
+    add(f"Where the demo daemon's RSS is (`/proc/PID/smaps` of one `lifecycled --work-interval 0`, {args.settle_ms} ms "
+        f"after READY=1: {fmt(total_ready / 1024, 1)} MiB; after the {rss['transitions']} transitions: "
+        f"{fmt(total_work / 1024, 1)} MiB). After READY=1 the daemon drops the pages of its clean read-only file "
+        "mappings and trims the heap (`[Memory] ReleaseStartupPages=yes`); what the running daemon touches again "
+        "faults back in from the page cache. File-backed pages of shared libraries count in full although other "
+        "processes share them:")
+    add("")
+    add("| mapping | after READY=1: RSS KiB | of which anonymous | after the transitions: RSS KiB | of which anonymous |")
+    add("|---|---|---|---|---|")
+    for name in names:
+        kib_ready, anon_ready = ready.get(name, (None, None))
+        kib_work, anon_work = work.get(name, (None, None))
+        cell = lambda value: "—" if value is None else f"{value:,}"  # noqa: E731
+        add(f"| {name} | {cell(kib_ready)} | {cell(anon_ready)} | {cell(kib_work)} | {cell(anon_work)} |")
+    add("")
+
+
+def report_memory_attached(add, memory, held_base):
+    """The memory rows of a live tree: attached to a launched application's window (the in-process benchmarks
+    `memory lifecycle-attached` and `memory lifecycle-attached-detector`)."""
+    labels = [("lifecycle-attached", "bytes held per controller + view, a live tree: {n:,} embedded controllers shown "
+               "in a launched, active application's window (joined, appeared, laid out and displayed, one event "
+               "delivered: the fan-out's list kept); malloc interposer, requested bytes, net of frees", "≤ 1 KiB"),
+              ("lifecycle-attached-detector", "the same as `lifecycled` runs it: its stall detector told of every "
+               "callback, so each controller's and each view's path is built and kept", "≤ 1 KiB")]
+    for variant, label, goal in labels:
+        if variant not in memory:
+            continue
+        params, metrics = memory[variant][0]
+        n = params["n"]
+        held = metrics["Malloc/freeΔ(bytes)"] / n
+        allocations = metrics["Malloc/freeΔ"] / n
+        gross = metrics["Malloc(bytestotal)"] / n
+        add(f"| {label.format(n=n)} | {fmt(held, 0)} B ({fmt(allocations, 1)} live allocations; {fmt(gross, 0)} B "
+            f"allocated in all) | {fmt(held_base, 0)} B (plain class pair, same links) | "
+            f"{fmt(ratio(held, held_base), 1)}× | {goal} | {verdict(held <= 1024)} |")
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # 2, 3. In-process benchmarks (ordo-one/benchmark)
 
 
@@ -463,7 +894,7 @@ def in_process(medians):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 9. Signal latency with the control socket under load
+# 10. Signal latency with the control socket under load
 
 
 # Requests the load generator sends as fast as they are answered: each gets an error reply (unknown method, mistyped
@@ -648,7 +1079,7 @@ def measure_control_load(bins, args, tmp, log, raw):
 
 
 def report_control_load(add, control, args, beside):
-    add("## 9. Signal latency with the control socket under load")
+    add("## 10. Signal latency with the control socket under load")
     add("")
 
     def rate_of(condition):
@@ -729,7 +1160,8 @@ def machine_description(args):
 # Report
 
 
-def write_report(path, machine, args, latency, launches, idle, benchmarks, logs, services=None, control=None):
+def write_report(path, machine, args, latency, launches, idle, benchmarks, logs, services=None, scaling=None,
+                 rss_workload=None, control=None):
     command = args.command_line
     lines = []
     add = lines.append
@@ -755,7 +1187,8 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         "per round discarded), sends ≥ 1 ms apart, each after the previous one was seen. Receiver pinned to CPU 0; "
         "sender on CPU 0 (same CPU) or CPU 1 (other CPU). The daemon's first callback is the delegate's "
         "`applicationDidReceiveMemoryWarning` (SIGUSR1 mapped to memory-warning, empty window); its trace line "
-        "for that callback is written to stderr (`/dev/null`) before it, as on a terminal.")
+        "for that callback is written to stderr (`/dev/null`), as on a terminal, once the loop's dispatch returns "
+        "(after the stamp); its stall detector is told of the callback before it runs.")
     add("")
     add("| placement | receiver | signals (lost) | p50 µs | p99 µs | max µs | p50 × floor | p99 × floor "
         "| max × floor |")
@@ -821,6 +1254,14 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         add(f"| fan-out, {n:,} controllers, every event rendered for the log (the daemon's level under journald) | "
             f"{fmt(per, 1)} ns/controller | {fmt(base, 2)} ns/instance | {fmt(ratio(per, base), 0)}× | "
             f"(informative) | |")
+    for params, metrics in fanout.get("lifecycle-detector", []):
+        n, events = params["n"], params["events"]
+        per = metrics["Time(wallclock)"] / (n * events)
+        base_params, base_metrics = plain[n]
+        base = base_metrics["Time(wallclock)"] / (base_params["n"] * base_params["events"])
+        add(f"| fan-out, {n:,} controllers, with the daemon's stall detector told of every callback (as in "
+            f"`lifecycled`) | {fmt(per, 1)} ns/controller | {fmt(base, 2)} ns/instance | {fmt(ratio(per, base), 1)}× | "
+            f"(informative) | |")
     pushpop = benchmarks.get("pushpop", {})
     if pushpop:
         params, metrics = pushpop["lifecycle"][0]
@@ -859,10 +1300,11 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         held_base = base_metrics["Malloc/freeΔ(bytes)"] / base_params["n"]
         allocations = metrics["Malloc/freeΔ"] / n
         gross = metrics["Malloc(bytestotal)"] / n
-        add(f"| bytes held per controller + view ({n:,} embedded in a tree; malloc interposer, requested bytes, "
-            f"net of frees) | {fmt(held, 0)} B ({fmt(allocations, 1)} live allocations; {fmt(gross, 0)} B "
-            f"allocated in all) | {fmt(held_base, 0)} B (plain class pair, same links) | "
-            f"{fmt(ratio(held, held_base), 1)}× | ≤ 1 KiB | {verdict(held <= 1024)} |")
+        report_memory_attached(add, memory, held_base)
+        add(f"| (the previous figure) a tree built apart, never attached ({n:,} embedded): it also holds the trace "
+            f"events a detached node keeps until it joins an application's tree, which a live tree never holds | "
+            f"{fmt(held, 0)} B ({fmt(allocations, 1)} live allocations; {fmt(gross, 0)} B allocated in all) | "
+            f"{fmt(held_base, 0)} B (plain class pair, same links) | {fmt(ratio(held, held_base), 1)}× | — | |")
     rss = launches["lifecycled"]["rss_mib"]
     add(f"| RSS of the demo daemon (`lifecycled --work-interval 0`) {args.settle_ms} ms after READY=1, median of "
         f"{launches['lifecycled']['runs']} | {fmt(rss, 1)} MiB ({fmt(launches['lifecycled']['anon_mib'], 1)} "
@@ -870,30 +1312,28 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         f"C floor {fmt(launches['floor']['rss_mib'], 1)} MiB; "
         f"peer {fmt(launches['peer']['rss_mib'], 1)} MiB | {fmt(ratio(rss, launches['floor']['rss_mib']), 1)}× floor; "
         f"{fmt(ratio(rss, launches['peer']['rss_mib']), 2)}× peer | ≤ 10 MiB | {verdict(rss <= 10)} |")
-    add("")
-    top, total = idle["mappings"]["lifecycled"]
-    add(f"Where the demo daemon's RSS is ({fmt(total / 1024, 1)} MiB in `/proc/PID/smaps` of the idle run's "
-        "`lifecycled --work-interval 0`, 1 s after READY=1; file-backed pages of shared libraries count in full):")
-    add("")
-    add("| mapping | RSS KiB | of which anonymous KiB |")
-    add("|---|---|---|")
-    for name, kib, anonymous in top:
-        add(f"| {name} | {kib:,} | {anonymous:,} |")
-    add("")
-    add(beside)
-    add("")
+    if rss_workload is not None:
+        report_rss_workload(add, rss_workload, args, launches)
+        add("")
+        report_rss_breakdown(add, rss_workload, args)
+        add(beside)
+        add("")
+    else:
+        report_idle_mappings(add, idle, beside)
 
     # 4. Idle
     add("## 4. Idle")
     add("")
     add(f"Context switches (voluntary + involuntary) and CPU time summed over every thread "
-        f"(`/proc/PID/task/*/status`, `schedstat`) over a {fmt(idle['seconds'], 1)} s idle window that starts 1 s "
-        "after READY=1; all four processes idle side by side in the same window. A thread that exits within the "
-        "window takes its last counts with it (`+`: at least this many).")
+        f"(`/proc/PID/task/*/status`, `schedstat`) over a {fmt(idle['seconds'], 1)} s idle window that starts "
+        f"{fmt(args.idle_delay, 1)} s after READY=1; all four processes idle side by side in the same window. A thread "
+        "that exits within the window takes its last counts with it (`+`: at least this many). Per thread: in the "
+        "window, and (settling) from READY=1 to the window's start; lifecycled's second thread is its stall "
+        "detector.")
     add("")
-    add("| process | threads (started, exited in the window) | context switches | CPU µs | watchdog pings received "
-        "| goal | met |")
-    add("|---|---|---|---|---|---|---|")
+    add("| process | threads (started, exited in the window) | context switches | per thread (settling) | CPU µs | "
+        "watchdog pings received | goal | met |")
+    add("|---|---|---|---|---|---|---|---|")
     labels = {"floor": "C floor (baseline)", "peer": "peer (baseline)",
               "lifecycled": "lifecycled, watchdog off",
               "lifecycled-watchdog": f"lifecycled, WATCHDOG_USEC={idle['watchdog_usec']}"}
@@ -908,8 +1348,10 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         if row["exited"]:
             ok = False if ok is not None else None  # an exited thread's last switches are unknown
         plus = "+" if row["exited"] else ""
+        settling = dict(row["settling_by_thread"])
+        threads = ", ".join(f"{label} {count} ({settling.get(label, '—')})" for label, count in row["by_thread"])
         add(f"| {labels[name]} | {row['threads']} ({row['started']}, {row['exited']}) | {row['switches']}{plus} | "
-            f"{fmt(row['cpu_us'], 0)}{plus} | {row['pings']} | {goal} | {'' if ok is None else verdict(ok)} |")
+            f"{threads} | {fmt(row['cpu_us'], 0)}{plus} | {row['pings']} | {goal} | {'' if ok is None else verdict(ok)} |")
     add("")
     add(beside)
     add("")
@@ -987,6 +1429,8 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
     add(beside)
     add("")
 
+    if scaling is not None:
+        report_scaling(add, scaling, benchmarks, args, beside)
     if control:
         report_control_load(add, control, args, beside)
 
@@ -1008,6 +1452,22 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
     add("```")
     add("")
     path.write_text("\n".join(lines))
+
+
+def report_idle_mappings(add, idle, beside):
+    """Without the RSS workload: where the idle run's lifecycled has its RSS."""
+    add("")
+    top, total = idle["mappings"]["lifecycled"]
+    add(f"Where the demo daemon's RSS is ({fmt(total / 1024, 1)} MiB in `/proc/PID/smaps` of the idle run's "
+        "`lifecycled --work-interval 0`, 1 s after READY=1; file-backed pages of shared libraries count in full):")
+    add("")
+    add("| mapping | RSS KiB | of which anonymous KiB |")
+    add("|---|---|---|")
+    for name, kib, anonymous in top:
+        add(f"| {name} | {kib:,} | {anonymous:,} |")
+    add("")
+    add(beside)
+    add("")
 
 
 def plot(path, latency, machine, command):
@@ -1071,12 +1531,26 @@ def main():
                         help="connections sending malformed requests to the control socket")
     parser.add_argument("--control-rate", type=float, default=1000,
                         help="requests/s of the paced load (the other loaded run sends as fast as answered)")
+    parser.add_argument("--idle-delay", type=float, default=2.0,
+                        help="seconds from READY=1 to the idle window (after the stall detector's 1 s threshold)")
     parser.add_argument("--hello-service", type=Path, default=None,
                         help="the example's binary (Examples/HelloService), for the services figures")
     parser.add_argument("--example-cycles", type=int, default=200)
     parser.add_argument("--example-warmup", type=int, default=10)
     parser.add_argument("--example-settle-ms", type=int, default=30)
-    parser.add_argument("--only", choices=["services"], default=None,
+    parser.add_argument("--scaling-sizes", default="1000,10000,100000,1000000",
+                        help="tree sizes of the scaling benchmark (the empty window is always measured)")
+    parser.add_argument("--scaling-runs", type=int, default=15, help="scaling runs per size up to 10,000 (and empty)")
+    parser.add_argument("--scaling-runs-100k", type=int, default=5, help="scaling runs per size up to 100,000")
+    parser.add_argument("--scaling-runs-1m", type=int, default=3, help="scaling runs per larger size")
+    parser.add_argument("--scaling-events", type=int, default=5,
+                        help="memory warnings and reloads per scaling run (2 fewer at 1,000,000 and above)")
+    parser.add_argument("--scaling-settle-ms", type=int, default=500)
+    parser.add_argument("--scaling-nostall-sizes", default="100000,1000000",
+                        help="sizes also measured without the stall detector ([Stall] Watch=no); empty: none")
+    parser.add_argument("--rss-runs", type=int, default=5, help="runs of the RSS workload (lifecycled)")
+    parser.add_argument("--rss-transitions", type=int, default=20, help="transitions of the RSS workload")
+    parser.add_argument("--only", choices=["services", "scaling"], default=None,
                         help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
     parser.add_argument("--command-line", default="scripts/bench")
@@ -1103,6 +1577,14 @@ def main():
     for name, path in bins.items():
         if not path.exists():
             sys.exit(f"bench.py: {path} is missing; scripts/bench builds it")
+    if args.only == "scaling":
+        with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
+            scaling = measure_scaling(bins, args, tmp, [], args.raw)
+        for size in scaling["sizes"]:
+            costs = scaling["by_size"][size]["per_controller_ns"]
+            print(f"{size:>9,}: " + ", ".join(f"{key[:-3]} {value:,.0f} ns" for key, value in costs.items())
+                  + f", RSS {scaling['by_size'][size]['rss_per_controller_b']:,.0f} B per controller")
+        return
     env = dict(os.environ)
     if args.smoke:
         env["LIFECYCLE_BENCH_SMOKE"] = "1"
@@ -1114,26 +1596,38 @@ def main():
         # Every daemon started here serves its control socket in $XDG_RUNTIME_DIR (run by hand): keep them in the
         # run's own folder, never the machine's /run.
         os.environ["XDG_RUNTIME_DIR"] = tmp
-        print(f"1/6 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
+        print(f"1/8 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
         latency = measure_latency(bins, args, tmp, logs, args.raw)
-        print(f"2/6 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 5", flush=True)
+        print(f"2/8 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 5", flush=True)
         launches = measure_launches(bins, args, logs)
-        print(f"3/6 idle: {args.idle_seconds} s", flush=True)
+        print(f"3/8 RSS of lifecycled after READY=1 and after {args.rss_transitions} transitions, "
+              f"{args.rss_runs} runs", flush=True)
+        rss_workload = measure_rss_workload(bins, args, tmp, logs)
+        print(f"4/8 idle: {args.idle_seconds} s", flush=True)
         idle = measure_idle(bins, args, tmp, logs)
         services = None
         if args.hello_service is not None:
-            print(f"4/6 services: hello-service, {args.example_cycles} × SIGUSR1 → refused, SIGUSR2 → accepted",
+            print(f"5/8 services: hello-service, {args.example_cycles} × SIGUSR1 → refused, SIGUSR2 → accepted",
                   flush=True)
             services = measure_services(args, tmp, logs, args.raw)
-        print(f"5/6 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
+        print(f"6/8 scaling: {args.scaling_sizes} controllers against an empty window", flush=True)
+        scaling = measure_scaling(bins, args, tmp, logs, args.raw)
+        print(f"7/8 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
               flush=True)
         control = measure_control_load(bins, args, tmp, logs, args.raw)
-    print("6/6 in-process benchmarks (ordo-one/benchmark)", flush=True)
+    print("8/8 in-process benchmarks (ordo-one/benchmark)", flush=True)
     benchmarks = in_process(run_benchmark_tool(args, args.raw, logs, env))
 
     results = args.out / "results.md"
-    write_report(results, machine, args, latency, launches, idle, benchmarks, logs, services, control)
+    write_report(results, machine, args, latency, launches, idle, benchmarks, logs, services, scaling=scaling,
+                 rss_workload=rss_workload, control=control)
     print(f"wrote {results}")
+    try:
+        plot_scaling(args.out / "scaling.png", scaling, benchmarks, machine, args.command_line)
+        print(f"wrote {args.out / 'scaling.png'}")
+    except ImportError:
+        if not args.smoke:
+            raise
     try:
         plot(args.out / "latency.png", latency, machine, args.command_line)
         print(f"wrote {args.out / 'latency.png'}")

@@ -1,5 +1,6 @@
 @preconcurrency import Benchmark
 import LifecycleBenchSupport
+import LifecycleDaemon
 import LifecycleKit
 import Logging
 
@@ -14,8 +15,9 @@ import Glibc
 // Every measured region runs on the main actor (LifecycleKit's objects live there), between explicit
 // startMeasurement/stopMeasurement calls, so the hop onto the main actor is not measured.
 
-/// The fan-out sizes of the issue: 10, 1,000, 10,000 and 100,000 controllers.
-let fanOutSizes = [10, 1_000, 10_000, 100_000]
+/// The fan-out sizes of the issue: 10, 1,000, 10,000 and 100,000 controllers, and 1,000,000 (the scaling
+/// benchmark's largest tree, measured in the daemon by scripts/bench).
+let fanOutSizes = [10, 1_000, 10_000, 100_000, 1_000_000]
 /// Controller-events per iteration: small trees repeat the event so an iteration is long enough to time well.
 func eventsPerIteration(_ size: Int) -> Int { max(1, 100_000 / size) }
 let pushPopCycles = 100
@@ -82,8 +84,11 @@ let benchmarks: @Sendable () -> Void = {
     // Informative rows, not the issue's figures: the same event with nothing logged at all (what the tree costs
     // without the delegate's trace line), and with every controller event rendered for the log, as the daemon
     // does under journald (its level there is debug).
-    for (variant, level, size, events) in [("lifecycle-quiet", Logger.Level.notice, 10, 10_000),
-                                           ("lifecycle-traced", Logger.Level.debug, 1_000, 100)] {
+    // The third: the event as the daemon delivers it, with its stall detector (a started `StallDetector`) told of
+    // every callback, which reads each controller's path.
+    for (variant, level, size, events, detector) in [("lifecycle-quiet", Logger.Level.notice, 10, 10_000, false),
+                                                     ("lifecycle-traced", Logger.Level.debug, 1_000, 100, false),
+                                                     ("lifecycle-detector", Logger.Level.info, 100_000, 1, true)] {
         Benchmark(
             "fanout \(variant) n=\(size) events=\(events)",
             configuration: timing,
@@ -95,7 +100,12 @@ let benchmarks: @Sendable () -> Void = {
                     benchmark.stopMeasurement()
                 }
             },
-            setup: { await MainActor.run { Fixture.current = Fixture(tree: size, logLevel: level) } },
+            setup: {
+                await MainActor.run {
+                    Fixture.current = Fixture(tree: size, logLevel: level)
+                    if detector { Fixture.current!.watchStalls() }
+                }
+            },
             teardown: { await MainActor.run { Fixture.current = nil } }
         )
     }
@@ -195,6 +205,9 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: Memory: bytes held per controller + view (net of what is freed within the region)
 
+    // Built apart: the tree is never attached, so it holds what a detached node keeps until it joins an
+    // application's tree (the trace events of its subtree, waiting for their path). A live tree never holds those.
+
     Benchmark(
         "memory lifecycle n=\(memoryControllers)",
         configuration: memory,
@@ -209,6 +222,39 @@ let benchmarks: @Sendable () -> Void = {
         setup: { await MainActor.run { Fixture.current = Fixture(memory: ()) } },
         teardown: { await MainActor.run { Fixture.current = nil } }
     )
+    // Attached: the steady state of a tree shown in a launched, active application's window. The region builds the
+    // tree, makes it the window's root (it joins the application, appears, is laid out and displayed), ends the turn,
+    // delivers one application event (the fan-out keeps its list from then on) and ends the turn again; what it still
+    // holds at the end is what the live tree costs. `-detector`: the same with the daemon's stall detector told of
+    // every callback, as in `lifecycled` (each controller's and view's path is then built and kept).
+    for (variant, detector) in [("lifecycle-attached", false), ("lifecycle-attached-detector", true)] {
+        Benchmark(
+            "memory \(variant) n=\(memoryControllers)",
+            configuration: memory,
+            closure: { benchmark in
+                await MainActor.run {
+                    let application = Fixture.current!.application!
+                    let window = application.window!
+                    benchmark.startMeasurement()
+                    window.rootViewController = ControllerTree.make(count: memoryControllers)
+                    application.runEndOfTurn()
+                    application.requestMemoryWarning()
+                    application.runEndOfTurn()
+                    benchmark.stopMeasurement()
+                    // Not measured: the tree leaves the window and is released, so every iteration starts empty.
+                    window.rootViewController = nil
+                    application.runEndOfTurn()
+                }
+            },
+            setup: {
+                await MainActor.run {
+                    Fixture.current = Fixture(emptyWindow: ())
+                    if detector { Fixture.current!.watchStalls() }
+                }
+            },
+            teardown: { await MainActor.run { Fixture.current = nil } }
+        )
+    }
     Benchmark(
         "memory plain n=\(memoryControllers)",
         configuration: memory,
@@ -235,6 +281,7 @@ final class Fixture {
     private(set) var plainList: [PlainNode] = []
     private(set) var plainTree: PlainNode?
     private(set) var callbacksPerPushPop = 0
+    private var stallDetector: StallDetector?
 
     /// A launched, active application showing a tree of `size` controllers.
     init(tree size: Int, logLevel: Logger.Level) {
@@ -281,6 +328,28 @@ final class Fixture {
     /// An application that traces like the daemon's (so tree building pays what it pays there), no window.
     init(memory: Void) {
         application = Application(delegate: TreeDelegate(root: nil), logger: droppingLogger(level: .info))
+    }
+
+    /// A launched, active application whose window is empty.
+    init(emptyWindow: Void) {
+        let application = Application(delegate: TreeDelegate(root: nil), logger: droppingLogger(level: .info))
+        application.launch()
+        application.runEndOfTurn()
+        precondition(application.applicationState == .active, "the fixture's application did not become active")
+        self.application = application
+    }
+
+    /// Tells a started stall detector of every callback, as the daemon does (its default thresholds: 1 s, no
+    /// watchdog).
+    func watchStalls() {
+        let detector = StallDetector(thresholds: .forWatchdog(nil), logger: droppingLogger(level: .info))
+        try! detector.start()
+        application!.trace.monitor = detector
+        stallDetector = detector
+    }
+
+    isolated deinit {
+        stallDetector?.stop()
     }
 
     private static func launch(root: ViewController, logLevel: Logger.Level) -> Application {

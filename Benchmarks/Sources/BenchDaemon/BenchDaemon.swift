@@ -17,6 +17,18 @@ import Glibc
 ///
 /// `--controllers N` shows a tree of N controllers (each with a view) instead of an empty window (for the terminate
 /// and scaling benchmarks). `$LIFECYCLE_BENCH_SHM` names the latency benchmark's shared memory.
+///
+/// What each signal measures (the stamps go to the shared memory; `lifecycle-bench-probe` sends and reads them):
+///
+/// - SIGUSR1 (memory-warning): a leaving event, so the tree hears it first (reverse pre-order) and the delegate
+///   last: with an empty window the stamp is the signal latency; with a tree, the signal latency plus the fan-out.
+/// - SIGHUP (reload, the default map): the reload runs as any reload does (`applicationWillReload` through the tree,
+///   the configuration re-read, `applicationDidReload`: the delegate, then the tree). The delegate's
+///   `applicationDidReload` schedules end-of-turn work that records the time (`bench_mark`), marks every view of the
+///   window for layout (`setNeedsLayout`, a walk over the view tree) and schedules more end-of-turn work that stamps.
+///   The end of turn runs its passes before each batch of that work, so the stamp comes after the one layout pass
+///   over the whole tree (every view with a controller: `viewWillLayoutSubviews`, `layoutSubviews`,
+///   `viewDidLayoutSubviews`): mark → stamp is the marking walk plus the pass, signal → stamp the whole reload too.
 @main
 final class BenchDelegate: ApplicationMain {
     struct Options: ParsableArguments {
@@ -33,6 +45,8 @@ final class BenchDelegate: ApplicationMain {
     }
 
     private var root: ViewController?
+    /// `configure` runs again after every valid reload: the tree is built once, before launch.
+    private var built = false
 
     /// SIGUSR1 asks for a memory warning, ahead of whatever the command line maps.
     static func main() {
@@ -40,8 +54,25 @@ final class BenchDelegate: ApplicationMain {
     }
 
     func configure(options: Options, settings: NoSettings) {
-        guard root == nil, options.controllers > 0 else { return }
+        guard !built else { return }
+        built = true
+        guard options.controllers > 0 else { return }
         root = ControllerTree.make(count: options.controllers)
+    }
+
+    /// The scaling benchmark's layout pass (see the type's comment): mark, then every view marked, then the stamp
+    /// after the pass.
+    func applicationDidReload(_ application: Application) {
+        application.scheduleTurnEndWork { [unowned application] in
+            bench_mark()
+            if let view = application.window?.rootViewController?.viewIfLoaded { Self.markForLayout(view) }
+            application.scheduleTurnEndWork { bench_stamp() }
+        }
+    }
+
+    private static func markForLayout(_ view: View) {
+        view.setNeedsLayout()
+        for subview in view.subviews { markForLayout(subview) }
     }
 
     func applicationDidReceiveMemoryWarning(_ application: Application) {

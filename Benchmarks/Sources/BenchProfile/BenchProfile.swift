@@ -1,4 +1,5 @@
 import LifecycleBenchSupport
+import LifecycleDaemon
 import LifecycleKit
 
 #if canImport(Glibc)
@@ -8,6 +9,8 @@ import Glibc
 /// The in-process benchmarks' loops without the benchmark tool, for a profiler (docs/benchmarks.md, "Profiling"):
 ///
 ///     lifecycle-bench-profile fanout CONTROLLERS EVENTS    memory warnings through a tree of CONTROLLERS
+///     lifecycle-bench-profile fanout-detector CONTROLLERS EVENTS
+///                                                          the same with the daemon's stall detector watching
 ///     lifecycle-bench-profile fanout-plain COUNT EVENTS    the plain-Swift baseline of the same
 ///     lifecycle-bench-profile pushpop CYCLES               push + pop on a visible navigation controller
 ///     lifecycle-bench-profile layout VIEWS PASSES          layout passes over VIEWS marked views
@@ -24,6 +27,7 @@ enum BenchProfile {
         MainActor.assumeIsolated {
             switch (mode, numbers.count) {
             case ("fanout", 2): fanOut(controllers: numbers[0], events: numbers[1])
+            case ("fanout-detector", 2): fanOut(controllers: numbers[0], events: numbers[1], detector: true)
             case ("fanout-plain", 2): fanOutPlain(count: numbers[0], events: numbers[1])
             case ("pushpop", 1): pushPop(cycles: numbers[0])
             case ("layout", 2): layout(views: numbers[0], passes: numbers[1])
@@ -33,7 +37,8 @@ enum BenchProfile {
     }
 
     static func usage() -> Never {
-        let text = "usage: lifecycle-bench-profile fanout N EVENTS | fanout-plain N EVENTS | pushpop CYCLES"
+        let text = "usage: lifecycle-bench-profile fanout N EVENTS | fanout-detector N EVENTS | fanout-plain N EVENTS"
+            + " | pushpop CYCLES"
             + " | layout VIEWS PASSES\n"
         _ = Array(text.utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
         exit(64)
@@ -48,10 +53,19 @@ enum BenchProfile {
     }
 
     @MainActor
-    static func fanOut(controllers: Int, events: Int) {
+    static func fanOut(controllers: Int, events: Int, detector: Bool = false) {
         let root = ControllerTree.make(count: controllers)
         let application = launch(root: root)
+        var stallDetector: StallDetector?
+        if detector {
+            // As the daemon does: a started detector (default thresholds: 1 s, no watchdog) told of every callback.
+            let watching = StallDetector(thresholds: .forWatchdog(nil), logger: droppingLogger(level: .info))
+            try! watching.start()
+            application.trace.monitor = watching
+            stallDetector = watching
+        }
         for _ in 0..<events { application.requestMemoryWarning() }
+        stallDetector?.stop()
         report("events delivered to the root", root.events)
     }
 

@@ -62,6 +62,14 @@ void bench_stamp(void) {
     __atomic_store_n(&region->seen, seq, __ATOMIC_RELEASE);
 }
 
+void bench_mark(void) {
+    uint64_t now = bench_monotonic_ns();
+    struct bench_shm *region = shared;
+    if (region == NULL) return;
+    __atomic_store_n(&region->mark_ns, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&region->mark_seq, __atomic_load_n(&region->seq, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
 int bench_notify(const char *message) {
     const char *path = getenv("NOTIFY_SOCKET");
     if (path == NULL || path[0] == '\0') return 1;

@@ -21,7 +21,8 @@ struct bench_shm {
     uint64_t sent_ns;        // CLOCK_MONOTONIC when `seq` was sent
     uint64_t seen;           // the last sequence number a receiver stamped
     uint64_t stamps;         // how many stamps the receiver made (duplicates included)
-    uint64_t reserved[2];
+    uint64_t mark_ns;        // bench_mark: CLOCK_MONOTONIC of an intermediate point of the work `seq` caused
+    uint64_t mark_seq;       // bench_mark: the sequence number mark_ns belongs to
     uint64_t latency_ns[];   // by sequence number; 0 = not seen
 };
 
@@ -34,6 +35,10 @@ int bench_attach_from_environment(void);
 
 /// Records the latency of the signal being handled. Call it first thing in the callback.
 void bench_stamp(void);
+
+/// Records the time of an intermediate point of the work the signal being handled caused (the scaling benchmark's
+/// layout pass starts here; bench_stamp then marks its end). Does not publish `seen`.
+void bench_mark(void);
 
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t bench_monotonic_ns(void);
