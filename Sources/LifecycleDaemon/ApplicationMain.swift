@@ -116,8 +116,8 @@ public struct StandardOptions: ParsableArguments, Sendable {
         if let launchInto, LaunchTarget(rawValue: launchInto) == nil {
             throw ValidationError("--launch-into \(launchInto) is not a launch target; use active or background")
         }
-        if let delay = stateWriteDelayMilliseconds, !(delay >= 0 && delay.isFinite) {
-            throw ValidationError("--state-write-delay-ms \(delay) is not a non-negative number of milliseconds")
+        if let delay = stateWriteDelayMilliseconds, Duration(setting: delay, unit: .milliseconds(1)) == nil {
+            throw ValidationError("--state-write-delay-ms \(delay) is not a non-negative number of milliseconds (at most 292 years)")
         }
     }
 
@@ -131,7 +131,7 @@ public struct StandardOptions: ParsableArguments, Sendable {
         options.hangIn = hangIn
         options.storyboardPath = storyboard
         options.stateDirectory = stateDirectory
-        options.stateWriteDelay = stateWriteDelayMilliseconds.map { .microseconds(Int64($0 * 1000)) }
+        options.stateWriteDelay = stateWriteDelayMilliseconds.flatMap { Duration(setting: $0, unit: .milliseconds(1)) }
         options.applyEnvironment(environment)
         return options
     }

@@ -41,7 +41,8 @@ public struct ConfigurationKey<Root>: Sendable {
         }
     }
 
-    /// A non-negative number of `unit`s (seconds by default): `BudgetSec=2.5`.
+    /// A non-negative number of `unit`s (seconds by default), at most ``Swift/Duration/longestSetting``:
+    /// `BudgetSec=2.5`.
     public static func duration(
         _ name: String,
         _ keyPath: WritableKeyPath<Root, Duration> & Sendable,
@@ -49,7 +50,7 @@ public struct ConfigurationKey<Root>: Sendable {
     ) -> Self {
         Self(name) { root, value throws(ConfigurationValueError) in
             guard let duration = ConfigurationParsing.duration(value, unit: unit) else {
-                throw ConfigurationValueError("\(name)=\(value) is not a non-negative number")
+                throw ConfigurationValueError("\(name)=\(value) is not a non-negative number (at most 292 years)")
             }
             root[keyPath: keyPath] = duration
         }
@@ -137,7 +138,23 @@ enum ConfigurationParsing {
     }
 
     static func duration(_ text: String, unit: Duration) -> Duration? {
-        guard let number = Double(text), number >= 0, number.isFinite else { return nil }
-        return unit * number
+        Double(text).flatMap { Duration(setting: $0, unit: unit) }
+    }
+}
+
+extension Duration {
+    /// The longest duration a configuration key or a standard flag takes: what a signed 64-bit count of nanoseconds
+    /// holds, about 292 years. Every duration read converts to nanoseconds, microseconds and timers without overflow.
+    public static var longestSetting: Duration { .nanoseconds(Int64.max) }
+
+    /// `number` of `unit`s, as a duration key or flag reads it; nil unless `number` is finite, non-negative and the
+    /// duration at most ``longestSetting``. An application's own duration flags can read their values with it.
+    public init?(setting number: Double, unit: Duration = .seconds(1)) {
+        // Compared before multiplying: `unit * number` traps past Duration's range (BudgetSec=1e300, a fuzzing
+        // finding), and a value past 292 years would trap later, converted to nanoseconds.
+        guard number >= 0, number.isFinite, unit > .zero, number <= Duration.longestSetting / unit else { return nil }
+        let duration = unit * number
+        guard duration <= Duration.longestSetting else { return nil }
+        self = duration
     }
 }

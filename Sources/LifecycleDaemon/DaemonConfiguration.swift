@@ -68,7 +68,7 @@ public struct DaemonConfiguration: Sendable {
                 .boolean("Watch", \.watchStalls),
                 ConfigurationKey("WarningSec") { configuration, value throws(ConfigurationValueError) in
                     guard let duration = ConfigurationParsing.duration(value, unit: .seconds(1)), duration > .zero else {
-                        throw ConfigurationValueError("WarningSec=\(value) is not a positive number of seconds")
+                        throw ConfigurationValueError("WarningSec=\(value) is not a positive number of seconds (at most 292 years)")
                     }
                     configuration.stallWarning = duration
                 },

@@ -44,11 +44,16 @@ public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
             var offset: Int32 = 0
             if !rest.isEmpty {
                 let expectedSign: Character = sign > 0 ? "+" : "-"
-                guard rest.first == expectedSign, let n = Int32(rest.dropFirst()), n >= 0 else { return nil }
+                // Digits only: Int32(_:) would also take a second sign (`SIGRTMIN++2`).
+                let digits = rest.dropFirst()
+                guard rest.first == expectedSign, !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }),
+                    let n = Int32(digits)
+                else { return nil }
                 offset = n * sign
             }
-            let number = value + offset
-            guard number >= Self.realTimeMin, number <= Self.realTimeMax else { return nil }
+            // An offset past the range is no signal, never an overflow (`SIGRTMIN+2147483647`: a fuzzing finding).
+            let (number, overflow) = value.addingReportingOverflow(offset)
+            guard !overflow, number >= Self.realTimeMin, number <= Self.realTimeMax else { return nil }
             self.rawValue = number
             return
         }

@@ -61,16 +61,16 @@ struct DemoOptions: ParsableArguments {
     var terminationTaskSeconds: Double?
 
     func validate() throws {
-        for value in [workInterval, terminationTaskSeconds].compactMap({ $0 }) where !(value >= 0 && value.isFinite) {
-            throw ValidationError("durations must be non-negative numbers of seconds, not \(value)")
+        for value in [workInterval, terminationTaskSeconds].compactMap({ $0 }) where Duration(setting: value) == nil {
+            throw ValidationError("durations must be non-negative numbers of seconds (at most 292 years), not \(value)")
         }
     }
 
     /// The settings with these options applied over them.
     func applied(to settings: DemoSettings) -> DemoSettings {
         var settings = settings
-        if let workInterval { settings.workInterval = .milliseconds(Int64(workInterval * 1000)) }
-        if let terminationTaskSeconds { settings.terminationTask = .milliseconds(Int64(terminationTaskSeconds * 1000)) }
+        if let interval = workInterval.flatMap({ Duration(setting: $0) }) { settings.workInterval = interval }
+        if let task = terminationTaskSeconds.flatMap({ Duration(setting: $0) }) { settings.terminationTask = task }
         return settings
     }
 }

@@ -40,6 +40,18 @@ import Glibc
         }
     }
 
+    /// Fuzzing finding (fuzz-signal-name, Fuzzing/Corpus/signal-name/finding-rtmin-overflow): an offset near Int32.max
+    /// overflowed `SIGRTMIN + offset` and trapped; offsets take digits only.
+    @Test func offsetsPastTheRangeAreRejectedNotOverflowed() {
+        for name in [
+            "RTMIN+2147483647", "SIGRTMIN+2147483647", "SIGRTMIN+2147483614", "SIGRTMIN+2147483648", "SIGRTMAX-2147483647",
+            "SIGRTMAX-2147483648", "SIGRTMIN+99999999999999999999", "SIGRTMIN++2", "SIGRTMAX--1", "SIGRTMIN+-0", "SIGRTMIN+ 2",
+        ] {
+            #expect(UnixSignal(name: name) == nil, "\(name) should not parse")
+        }
+        #expect(UnixSignal(name: "SIGRTMIN+002")?.name == "SIGRTMIN+2")
+    }
+
     @Test func onlyKillAndStopAreUncatchable() {
         #expect(UnixSignal(name: "SIGKILL")?.isUncatchable == true)
         #expect(UnixSignal(name: "SIGSTOP")?.isUncatchable == true)

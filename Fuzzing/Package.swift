@@ -1,0 +1,47 @@
+// swift-tools-version: 6.2
+// The libFuzzer targets (docs/testing.md, "Fuzzing"): one executable per decoder, built with -sanitize=fuzzer,address
+// by `make fuzz` (scripts/fuzz) in .build-fuzz. Its own package, so the main package gains no target, flag or
+// dependency.
+//
+// Adding a target: Sources/fuzz-NAME/Fuzz.swift (a @main type conforming to FuzzTarget, whose `test` takes one input)
+// and one line in `fuzzers` below; seeds go under Corpus/NAME/, a dictionary in
+// Dictionaries/NAME.dict (both optional). scripts/fuzz runs every Sources/fuzz-*.
+import PackageDescription
+
+/// Each fuzz target and the LifecycleKit products it reaches.
+let fuzzers: [(name: String, products: [String])] = [
+    ("configuration", ["LifecycleDaemon"]),
+    ("signal-name", ["LifecycleDaemon", "LifecycleSystemd"]),
+    ("state-archive", ["LifecycleKit"]),
+    ("state-payload", ["LifecycleKit"]),
+    ("storyboard", ["LifecycleKit"]),
+]
+
+let package = Package(
+    name: "LifecycleFuzzing",
+    dependencies: [.package(name: "LifecycleKit", path: "..")],
+    targets: [
+        // libFuzzer's driver, declared (the toolchain's libclang_rt.fuzzer defines it).
+        .systemLibrary(name: "CLibFuzzer"),
+        // What every target shares: the entry point, checks that fail loudly, the application section.
+        .target(
+            name: "FuzzSupport",
+            dependencies: [
+                "CLibFuzzer",
+                .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
+            ]
+        ),
+    ]
+        + fuzzers.map { fuzzer in
+            .executableTarget(
+                name: "fuzz-\(fuzzer.name)",
+                dependencies: ["FuzzSupport"] + fuzzer.products.map { .product(name: $0, package: "LifecycleKit") },
+                // The entry point is a @main type (FuzzTarget) in a file not called main.swift.
+                swiftSettings: [.unsafeFlags(["-parse-as-library"])],
+                // The toolchain's lld: Debian's gold fails on the sanitizer runtimes (an internal error in
+                // format_file_lineno, after "Cannot export local symbol '__asan_extra_spill_area'").
+                linkerSettings: [.unsafeFlags(["-use-ld=lld"])]
+            )
+        }
+)

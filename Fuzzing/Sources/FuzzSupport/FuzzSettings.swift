@@ -1,0 +1,47 @@
+import LifecycleDaemon
+
+/// An application's own configuration section, as an application writes one: the demo's `[Demo]` (so the repository's
+/// lifecycled.conf reads whole) with a key of every kind `ConfigurationKey` has and a whole-section check.
+public struct FuzzSettings: ConfigurationSection {
+    public enum ModeChange: String, Sendable, CaseIterable {
+        case replace, push
+    }
+
+    public static let name = "Demo"
+    public static let keys: [ConfigurationKey<Self>] = [
+        .duration("WorkIntervalSec", \.workInterval),
+        ConfigurationKey("Mode") { settings, value throws(ConfigurationValueError) in
+            guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
+                throw ConfigurationValueError("Mode=\(value) is not a mode name (letters, digits, '-')")
+            }
+            settings.mode = value
+        },
+        .duration("TerminationTaskSec", \.terminationTask),
+        .duration("BackgroundTaskSec", \.backgroundTask),
+        .duration("JobMSec", \.job, unit: .milliseconds(1)),
+        .integer("AllocateMiB", \.allocateMiB),
+        .integer("Port", \.port, in: 1...65535),
+        .boolean("Verbose", \.verbose),
+        .text("Greeting", \.greeting),
+        .choice("ModeChange", \.modeChange, what: "a way to change modes"),
+    ]
+
+    public var workInterval = Duration.seconds(5)
+    public var mode = "serving"
+    public var terminationTask = Duration.zero
+    public var backgroundTask = Duration.zero
+    public var job = Duration.milliseconds(10)
+    public var allocateMiB = 0
+    public var port = 8080
+    public var verbose = false
+    public var greeting: String?
+    public var modeChange = ModeChange.replace
+
+    public init() {}
+
+    public func validate() throws(ConfigurationValueError) {
+        if backgroundTask > terminationTask, terminationTask > .zero {
+            throw ConfigurationValueError("BackgroundTaskSec= must not exceed TerminationTaskSec=")
+        }
+    }
+}

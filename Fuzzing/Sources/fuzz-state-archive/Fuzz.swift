@@ -1,0 +1,18 @@
+// The saved state's file, whole: bytes → Archive.decodeState (the format 2 header with length and CRC-32, or a bare
+// format 1 tree), as StateStore reads the state file and the file descriptor store's copy at launch.
+import FuzzSupport
+import LifecycleKit
+
+@main
+enum StateArchiveFuzzer: FuzzTarget {
+    static func test(_ bytes: [UInt8]) {
+        let archive: Archive
+        do throws(StateArchiveError) {
+            archive = try Archive.decodeState(bytes, source: "fuzz.state")
+        } catch {
+            check(!error.reason.isEmpty, "a refusal without a reason")
+            return
+        }
+        checkStateRoundTrip(archive, from: bytes)
+    }
+}

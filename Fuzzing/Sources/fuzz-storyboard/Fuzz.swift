@@ -1,0 +1,19 @@
+// Storyboards: text → StoryboardFormat.parse, as the daemon reads --storyboard / [Launch] Storyboard= at launch and
+// on every reload.
+import FuzzSupport
+import LifecycleKit
+
+@main
+enum StoryboardFuzzer: FuzzTarget {
+    static func test(_ bytes: [UInt8]) {
+        let text = text(bytes)
+        let archive: Archive
+        do throws(ArchiveError) {
+            archive = try StoryboardFormat.parse(text, source: "fuzz.storyboard")
+        } catch {
+            check(error.location != nil, "a storyboard error without a place: \(error)")
+            return
+        }
+        checkStoryboard(archive)
+    }
+}
