@@ -95,6 +95,7 @@ final class ControlServer {
             try server.start()
         } catch {
             logger.warning("no control socket: \(error)")
+            service.hub.stop()
             server.stop()
             if let boundPath { unlink(boundPath) }
             return nil

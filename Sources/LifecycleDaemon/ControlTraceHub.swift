@@ -129,7 +129,8 @@ final class ControlTraceHub {
     private func updateObservation() {
         let needed = capacity > 0 || !followers.isEmpty || requestsInFlight > 0
         if needed, observation == nil {
-            observation = trace.observe { [unowned self] event in record(event) }
+            // Weak: a hub whose server never started (or stopped) is released without a word to the trace.
+            observation = trace.observe { [weak self] event in self?.record(event) }
         } else if !needed, let observation {
             observation.cancel()
             self.observation = nil

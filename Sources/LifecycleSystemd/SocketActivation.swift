@@ -17,11 +17,14 @@ public enum SocketActivation {
         }
     }
 
-    /// The descriptors passed to this process (none when `LISTEN_PID` names another), in order. The variables are
-    /// removed from the environment, so that a child does not take them for its own.
+    /// The listening stream sockets passed to this process (none when `LISTEN_PID` names another), in order.
+    ///
+    /// Other descriptors among `LISTEN_FDS` are left alone, and so are the variables: the file descriptor store's
+    /// memfds come back the same way (``FileDescriptorStore/takeStored(prefix:)`` reads them), and a memfd is not a
+    /// socket to serve on. A child cannot take them for its own: `LISTEN_PID` names this process.
     public static func take() -> [Socket] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        let count = sd_listen_fds_with_names(1, &names)
+        let count = sd_listen_fds_with_names(0, &names)
         guard count > 0 else { return [] }
         defer {
             if let names {
@@ -29,9 +32,11 @@ public enum SocketActivation {
                 free(names)
             }
         }
-        return (0..<count).map { index in
+        return (0..<count).compactMap { index in
+            let descriptor = SD_LISTEN_FDS_START + index
+            guard sd_is_socket(descriptor, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1) > 0 else { return nil }
             let name = names?[Int(index)].map { String(cString: $0) } ?? "unknown"
-            return Socket(name: name, descriptor: SD_LISTEN_FDS_START + index)
+            return Socket(name: name, descriptor: descriptor)
         }
     }
 }

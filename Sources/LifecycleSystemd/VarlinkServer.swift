@@ -161,8 +161,8 @@ public final class VarlinkServer {
         let flags = fcntl(listeningDescriptor, F_GETFL)
         if flags >= 0, flags & O_NONBLOCK == 0 { _ = fcntl(listeningDescriptor, F_SETFL, flags | O_NONBLOCK) }
         let source = try loop.addIO(fd: listeningDescriptor, events: .readable) { [unowned self] _ in acceptPending() }
+        listener = source  // before anything else can throw: stop() cancels it
         try source.setPriority(priority)
-        listener = source
     }
 
     /// Closes every connection (calls in progress are told their peer is gone) and the listening socket.

@@ -6,6 +6,7 @@ configured group is not), a dropped request says why, the live trace streams, an
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -70,7 +71,8 @@ def test_tree_prints_the_demo_tree_and_status_its_state(
         depth = path.count("/")
         assert line.startswith("   | " * depth + "<"), line
         assert f": {path}>, state: appeared, view: (0 0; 0 0)" in line, line
-    assert 'status: "mode serving"' in lines[-1]
+    # The mode's status counts its generations since the first launch (the saved state carries the count).
+    assert 'status: "mode serving #1"' in lines[-1], lines[-1]
 
     views = ctl("tree", "--views").stdout
     assert "<LabelView: root/worker.view/progress; frame = (0 0; 0 0)>" in views, views
@@ -105,7 +107,17 @@ def test_background_prints_the_transition_and_the_journal_has_it_with_cause_cont
     journal = [e for e in lifecycle_events(sandbox.journal(unit, cursor)) if e.cause == "control"]
     assert pairs(journal) == BACKGROUND
     assert printed_events(done.stdout) == BACKGROUND, done.stdout
-    assert done.stdout.splitlines()[-1].startswith("background: done (12 events"), done.stdout
+    # The 12 lifecycle events, then the state preserved within the same transition (docs/restoration.md): the
+    # delegate's shouldSaveApplicationState and willEncodeRestorableStateWith, each controller's
+    # encodeRestorableState(with:) in pre-order: 18 events, numbered without a gap.
+    printed = done.stdout.splitlines()
+    assert [line.split()[-1] for line in printed[-7:-1]] == [
+        "application(_:shouldSaveApplicationState:)", "application(_:willEncodeRestorableStateWith:)",
+    ] + ["encodeRestorableState(with:)"] * 4, done.stdout
+    summary = re.fullmatch(r"background: done \((\d+) events, #(\d+)–#(\d+)\); now background", printed[-1])
+    assert summary, done.stdout
+    count, first, last = map(int, summary.groups())
+    assert count == 18 == last - first + 1, done.stdout
     assert "control" in done.stdout.splitlines()[0]
 
     # JSON: the same events, numbered as the journal numbers them.

@@ -162,7 +162,7 @@ def test_a_read_only_state_directory_with_an_older_archive_restores_from_the_fd_
     assert saved.startswith("saved state generation 3 (") and saved.endswith("to the file descriptor store (lifecycle-state-3)"), saved
     warnings = [m for m in daemon_messages(sandbox, unit, cursor) if m.startswith("cannot save the state to")]
     assert len(warnings) == 1 and "Read-only file system" in warnings[0], warnings
-    assert warnings[0].endswith("the file descriptor store keeps it")
+    assert warnings[0].endswith("the previous save stays there, and the file descriptor store keeps this one"), warnings
 
     cursor, restarted = sigkill_and_wait_for_the_restart(sandbox, unit, sandbox.show(unit))
     events = launch_events(sandbox, unit, cursor, restarted["MainPID"])

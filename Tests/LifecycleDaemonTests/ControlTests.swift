@@ -76,6 +76,21 @@ struct ControlServiceTests {
         #expect(RecordedCall.events(again.result).isEmpty)
     }
 
+    /// A control socket that could not be served (a descriptor the loop refused) releases its service; the trace it
+    /// observed must not call into it afterwards. It did: the daemon aborted at the next traced event after a
+    /// restart whose `LISTEN_FDS` held only the file descriptor store's memfd.
+    @Test func aServiceReleasedWithoutServingLeavesTheTraceWorking() {
+        let harness = DaemonHarness()
+        harness.launch()
+        do {
+            let released = service(harness)
+            released.hub.stop()
+        }
+        do { _ = service(harness) }
+        harness.application.submit(.enterBackground, cause: RequestSource.memoryPressure.cause)
+        #expect(harness.application.applicationState == .background)
+    }
+
     @Test func aDroppedRequestFailsWithItsReasonAndAnUnknownOneIsAnInvalidParameter() {
         let harness = DaemonHarness()
         harness.launch()
