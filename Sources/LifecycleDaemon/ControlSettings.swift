@@ -74,8 +74,8 @@ public struct ControlSettings: Sendable, Hashable {
     }
 }
 
-/// Where the control socket listens, in order of precedence: a socket systemd handed over (`LISTEN_FDS`, named
-/// `control` or the only one), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
+/// Where the control socket listens, in order of precedence: a listening socket systemd handed over (`LISTEN_FDS`,
+/// named `control` or the only one), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
 /// `$XDG_RUNTIME_DIR/<program>/control` (run by hand), `/run/<program>/control` (run by hand as root).
 public enum ControlSocketLocation: Hashable, Sendable {
     /// A listening socket systemd passed.
