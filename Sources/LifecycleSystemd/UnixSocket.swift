@@ -1,3 +1,4 @@
+import CSystemd
 import SystemPackage
 
 #if canImport(Glibc)
