@@ -20,8 +20,9 @@ public struct ControlSettings: Sendable, Hashable {
     public var socketPath: String?
     /// A group whose members may use it besides the service's own user and root (`Group=`).
     public var group: Group?
-    /// How many recent trace events the daemon keeps for `lifecyclectl trace` (`TraceBacklog=`, 0 to 10,000);
-    /// 0 keeps none, and then the trace is only watched while someone follows it or waits for a request.
+    /// How many of the delegate's recent trace events (the application's transitions) the daemon keeps for
+    /// `lifecyclectl trace` (`TraceBacklog=`, 0 to 10,000); 0 keeps none, and then the trace is only watched while
+    /// someone follows it or waits for a request.
     public var traceBacklog = 256
 
     public init() {}

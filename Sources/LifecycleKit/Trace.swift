@@ -108,12 +108,15 @@ public final class Trace {
         /// Stops delivering events to the observer.
         public func cancel() {
             trace?.observers.removeAll { $0.id == id }
+            trace?.delegateObservers.removeAll { $0.id == id }
         }
     }
 
     // Read before every traced callback (isObserved): no dynamic exclusivity checks on these (main actor only, no
     // access held across a call).
     @exclusivity(unchecked) private var observers: [(id: Int, body: @MainActor (TraceEvent) -> Void)] = []
+    /// Observers of the delegate's events only: they cost nothing per controller.
+    @exclusivity(unchecked) private var delegateObservers: [(id: Int, body: @MainActor (TraceEvent) -> Void)] = []
     private var nextObserverID = 0
     @exclusivity(unchecked) private var continuations: [Int: AsyncStream<TraceEvent>.Continuation] = [:]
 
@@ -160,6 +163,16 @@ public final class Trace {
         return Observation(trace: self, id: nextObserverID)
     }
 
+    /// Calls `body` with every event of the application delegate from now on (the events whose target is
+    /// `delegate`), in order, until the returned observation is cancelled. The tree's events are neither built nor
+    /// passed for it: an observer of this kind adds a cost per transition, not per controller.
+    @discardableResult
+    public func observeDelegateEvents(_ body: @escaping @MainActor (TraceEvent) -> Void) -> Observation {
+        nextObserverID += 1
+        delegateObservers.append((nextObserverID, body))
+        return Observation(trace: self, id: nextObserverID)
+    }
+
     /// Every event from now on, as an asynchronous sequence that ends when the trace (its application) goes.
     public func events() -> AsyncStream<TraceEvent> {
         let (stream, continuation) = AsyncStream<TraceEvent>.makeStream(bufferingPolicy: .unbounded)
@@ -174,7 +187,7 @@ public final class Trace {
 
     /// Whether recording an event at this level would reach anybody; lets hot paths skip building paths.
     func isObserved(delegateEvent: Bool) -> Bool {
-        if !observers.isEmpty || !continuations.isEmpty { return true }
+        if !observers.isEmpty || !continuations.isEmpty || (delegateEvent && !delegateObservers.isEmpty) { return true }
         let level: Logger.Level = delegateEvent || logsEverythingAtInfo ? .info : .debug
         return logger.logLevel <= level
     }
@@ -225,6 +238,11 @@ public final class Trace {
         }
         for observer in observers {
             observer.body(traced)
+        }
+        if isDelegate {
+            for observer in delegateObservers {
+                observer.body(traced)
+            }
         }
         for continuation in continuations.values {
             continuation.yield(traced)

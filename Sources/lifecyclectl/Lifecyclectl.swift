@@ -125,7 +125,9 @@ struct Tasks: ParsableCommand {
 struct Trace: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trace",
-        abstract: "The trace: the recent events the daemon kept, or (--follow) the live trace.",
+        abstract:
+            "The trace: the application's recent transitions the daemon kept (its delegate's events), or (--follow) "
+            + "the live trace, the tree's events too.",
         discussion: """
             One line per event: sequence number, state, the cause when it changes, the target indented by its depth \
             in the tree, the event. Repeats of one event (a view redrawn on a timer) are folded into a count. \

@@ -171,19 +171,32 @@ struct ControlServiceTests {
         harness.launch()
         let recent = RecordedCall("io.lifecyclekit.Lifecycle.Trace", ["backlog": 10])
         control.handle(recent)
+        // The backlog keeps the delegate's events: the application's transitions, whatever the size of the tree.
         let kept = RecordedCall.events(recent.result)
-        #expect(kept.count == 4)
-        #expect(kept.last == "root applicationDidBecomeActive launch")
+        #expect(kept == [
+            "delegate willFinishLaunching launch", "delegate didFinishLaunching launch",
+            "delegate applicationDidBecomeActive launch",
+        ])
+        #expect(kept.last == "delegate applicationDidBecomeActive launch")
 
         let follower = RecordedCall("io.lifecyclekit.Lifecycle.Trace", ["backlog": 1], more: true)
         control.handle(follower)
-        #expect(follower.replies.map { RecordedCall.events($0) } == [["root applicationDidBecomeActive launch"]])
+        #expect(follower.replies.map { RecordedCall.events($0) } == [["delegate applicationDidBecomeActive launch"]])
         harness.signal(.user1)
         // Nothing is sent from inside the transition: the batch goes when the dispatch ends.
         #expect(follower.replies.count == 1)
         control.hub.flush()
         #expect(follower.replies.count == 2)
-        #expect(RecordedCall.events(follower.replies.last).count == 4)
+        // A follower gets the whole trace, the tree's events too.
+        #expect(RecordedCall.events(follower.replies.last) == [
+            "root applicationWillResignActive signal:SIGUSR1", "delegate applicationWillResignActive signal:SIGUSR1",
+            "root applicationDidEnterBackground signal:SIGUSR1", "delegate applicationDidEnterBackground signal:SIGUSR1",
+        ])
+        let keptAfter = RecordedCall("io.lifecyclekit.Lifecycle.Trace", ["backlog": 2])
+        control.handle(keptAfter)
+        #expect(RecordedCall.events(keptAfter.result) == [
+            "delegate applicationWillResignActive signal:SIGUSR1", "delegate applicationDidEnterBackground signal:SIGUSR1",
+        ])
         // Gone: no more events for it.
         follower.isConnected = false
         follower.onDisconnect?()

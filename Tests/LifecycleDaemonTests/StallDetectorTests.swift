@@ -64,7 +64,11 @@ struct StallDetectorTests {
         detector.dispatchDidEnd()
         let records = log.all
         #expect(records.map(\.level) == [.warning, .error, .notice])
-        #expect(records[0].message.hasPrefix("viewDidAppear root/modes/serving has run for 100 ms"))
+        // 100 ms, or a little more when the detector's thread wakes late on a loaded machine.
+        let prefix = "viewDidAppear root/modes/serving has run for "
+        #expect(records[0].message.hasPrefix(prefix))
+        let reported = Int(records[0].message.dropFirst(prefix.count).prefix { $0.isNumber }) ?? 0
+        #expect(reported >= 100 && reported < 250, "\(records[0].message)")
         #expect(records[0].metadata["lifecycle.stall_target"] == "root/modes/serving")
         #expect(records[0].metadata["lifecycle.stall_event"] == "viewDidAppear")
         #expect(records[0].metadata["lifecycle.stall_seq"] == "41")

@@ -56,15 +56,17 @@ extension ProcessStateTests {
                 let loop = try MainLoop(onCurrentThread: ())
                 let pipe = try Pipe()
                 var seen: [String] = []
-                let io = try loop.addIO(fd: pipe.readEnd, events: .readable) { events in
+                var io: MainLoop.Source?
+                // Each step is scheduled by the one before, so a descheduled test thread cannot reorder them.
+                io = try loop.addIO(fd: pipe.readEnd, events: .readable) { [unowned loop] events in
                     seen.append("\(events == .readable) \(pipe.readAvailable())")
+                    _ = try? loop.addTimer(after: .milliseconds(5)) {
+                        io?.cancel()
+                        pipe.write("unseen")
+                        _ = try? loop.addTimer(after: .milliseconds(30)) { loop.exit(code: 3) }
+                    }
                 }
                 try loop.addTimer(after: .milliseconds(5)) { pipe.write("hello") }
-                try loop.addTimer(after: .milliseconds(30)) {
-                    io.cancel()
-                    pipe.write("unseen")
-                }
-                try loop.addTimer(after: .milliseconds(60)) { [unowned loop] in loop.exit(code: 3) }
                 let code = try loop.run()
                 return (code, seen, pipe.readAvailable())
             }

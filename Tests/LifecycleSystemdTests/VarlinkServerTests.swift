@@ -24,6 +24,7 @@ final class SharedLog: Sendable {
 func withVarlinkServer<T: Sendable>(
     limits: VarlinkServer.Limits = VarlinkServer.Limits(),
     refuse: Bool = false,
+    settled: @escaping @Sendable (_ log: [String]) -> Bool = { _ in true },
     client: @escaping @Sendable (_ path: String) throws -> T
 ) async throws -> (T, VarlinkServer.Statistics, [String]) {
     let directory = try TemporaryDirectory()
@@ -56,6 +57,11 @@ func withVarlinkServer<T: Sendable>(
     } catch {
         result = .failure(error)
     }
+    // What the server does after the client is done (notice a peer that left) takes a loop iteration on another
+    // thread: wait for it, up to 10 s on a loaded machine.
+    let clock = ContinuousClock()
+    let deadline = clock.now + .seconds(10)
+    while !settled(log.all), clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
     log.finish()
     let statistics = try await served
     return (try result.get(), statistics, log.all)
@@ -274,7 +280,7 @@ extension ProcessStateTests {
         }
 
         @Test func aPeerThatStopsReadingIsDisconnectedAndOneThatLeavesIsNoticed() async throws {
-            let (_, statistics, log) = try await withVarlinkServer { path in
+            let (_, statistics, log) = try await withVarlinkServer(settled: { $0.contains("hold: peer gone") }) { path in
                 let flooded = try RawPeer(path)
                 flooded.send(#"{"method":"test.Example.Flood","more":true}"#)
                 var holder: RawPeer? = try RawPeer(path)
