@@ -7,6 +7,7 @@
 #   make man      lifecyclectl's man page, docs/man/lifecyclectl.1 (generated, committed)
 #   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
+#   make fuzz     every libFuzzer target of Fuzzing/ for FUZZ_SECONDS each (default 60); FUZZ_TARGETS=json picks some
 
 SWIFT      ?= swift
 PYTHON     ?= /usr/bin/python3
@@ -23,7 +24,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread install uninstall bench man clean
+.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread fuzz install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -65,6 +66,12 @@ sanitize-address: deps
 
 sanitize-thread: deps
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --disable-xctest --sanitize=thread --scratch-path .build-tsan
+
+# The fuzz targets (docs/testing.md, "Fuzzing"), built with -sanitize=fuzzer,address in .build-fuzz, each run for
+# FUZZ_SECONDS; a crash or a failed check is kept in .build-fuzz/findings/TARGET and fails the run once all have run.
+# scripts/fuzz reads FUZZ_SECONDS, FUZZ_TIMEOUT, FUZZ_MAX_LEN, FUZZ_ARGS ... from the environment or this command line.
+fuzz: deps
+	SWIFT="$(SWIFT)" scripts/fuzz $(FUZZ_TARGETS)
 
 # The installed binary links the Swift runtime statically: it runs without a toolchain on the machine, starts
 # faster and maps fewer pages (docs/benchmarks.md).

@@ -15,21 +15,30 @@ let fuzzers: [(name: String, products: [String])] = [
     ("state-archive", ["LifecycleKit"]),
     ("state-payload", ["LifecycleKit"]),
     ("storyboard", ["LifecycleKit"]),
+    ("json", ["LifecycleSystemd"]),
+    ("varlink", ["LifecycleSystemd", "LifecycleDaemon"]),
 ]
 
 let package = Package(
     name: "LifecycleFuzzing",
-    dependencies: [.package(name: "LifecycleKit", path: "..")],
+    dependencies: [
+        .package(name: "LifecycleKit", path: ".."),
+        // The main package's own (same URL and bound, so one resolution): fuzz-varlink gives its server a Logger.
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
     targets: [
         // libFuzzer's driver, declared (the toolchain's libclang_rt.fuzzer defines it).
         .systemLibrary(name: "CLibFuzzer"),
-        // What every target shares: the entry point, checks that fail loudly, the application section.
+        // What every target shares: the entry point, checks that fail loudly, the application section, the JSON
+        // checks (a reference reading of RFC 8259 and the round trip).
         .target(
             name: "FuzzSupport",
             dependencies: [
                 "CLibFuzzer",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleSystemd", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ]

@@ -192,8 +192,9 @@ public enum ControlInterface {
 
         """
 
-    /// The methods of `io.lifecyclekit.Lifecycle`, as declared to the server.
-    static let methods: [VarlinkMethodDeclaration] = [
+    /// The methods of `io.lifecyclekit.Lifecycle`, as declared to the server (public for the fuzz target of the control
+    /// protocol, which checks the server's answers against them).
+    public static let methods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration("GetStatus"),
         VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
         VarlinkMethodDeclaration("GetBackgroundTasks"),
@@ -201,8 +202,8 @@ public enum ControlInterface {
         VarlinkMethodDeclaration("Trace", parameters: [.init("backlog", .int, optional: true)]),
     ]
 
-    /// The methods of `io.systemd.service`.
-    static let serviceMethods: [VarlinkMethodDeclaration] = [
+    /// The methods of `io.systemd.service`, as declared to the server.
+    public static let serviceMethods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration("Ping"),
         VarlinkMethodDeclaration("Reload"),
         VarlinkMethodDeclaration("SetLogLevel", parameters: [.init("level", .int)]),

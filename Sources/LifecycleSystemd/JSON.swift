@@ -233,6 +233,11 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Se
         }
     }
 
+    /// Appends a member whose key the caller knows is new (the parser, which checks with a set): no search.
+    mutating func appendNewMember(_ key: String, _ value: JSONValue) {
+        members.append((key, value))
+    }
+
     /// The keys, in order.
     public var keys: [String] { members.map(\.key) }
 
@@ -243,8 +248,15 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Se
         members.makeIterator()
     }
 
+    /// The same members with equal values, in any order. Linear: a large object is compared through a dictionary
+    /// (a search of the members per member made it quadratic).
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.members.count == rhs.members.count && lhs.members.allSatisfy { rhs[$0.key] == $0.value }
+        guard lhs.members.count == rhs.members.count else { return false }
+        guard lhs.members.count > 16 else { return lhs.members.allSatisfy { rhs[$0.key] == $0.value } }
+        var values: [String: JSONValue] = [:]
+        values.reserveCapacity(rhs.members.count)
+        for member in rhs.members { values[member.key] = member.value }
+        return lhs.members.allSatisfy { values[$0.key] == $0.value }
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -336,6 +348,9 @@ public struct JSONParser {
         try enter()
         offset += 1
         var object = JSONObject()
+        // The names so far, for the duplicate check: a search of the members instead made an object of n members
+        // cost n² string comparisons (seconds for the 64 KiB a control message may have).
+        var names = Set<String>()
         skipWhitespace()
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
             offset += 1
@@ -346,12 +361,12 @@ public struct JSONParser {
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
             let key = try parseString()
-            if object[key] != nil { throw fail("duplicate member \"\(key)\"") }
+            guard names.insert(key).inserted else { throw fail("duplicate member \"\(key)\"") }
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             offset += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            object.appendNewMember(key, try parseValue())
             skipWhitespace()
             guard offset < bytes.count else { throw fail("unexpected end of input") }
             if bytes[offset] == UInt8(ascii: ",") {

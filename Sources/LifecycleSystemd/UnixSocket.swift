@@ -1,3 +1,5 @@
+// CSystemd's shim names glibc's SOCK_* constants too; once the target compiles it, those constants may resolve through
+// CSystemd only (as in the release build with sanitizers), so this file imports it, as MemoryPressureMonitor.swift does.
 import CSystemd
 import SystemPackage
 
