@@ -200,17 +200,28 @@ public final class VarlinkExchange {
 
     let loop: MainLoop
     let server: VarlinkServer
-    let path: String
-    let directory: String
+    /// The socket's address, in the abstract namespace (it goes with the process, even one a finding ends).
+    let address: sockaddr_un
+    let addressLength: socklen_t
 
     public init() {
-        guard let made = mkdtemp(strdup("/tmp/fuzz-varlink.XXXXXX")) else { fatalError("mkdtemp: \(errno)") }
-        directory = String(cString: made)
-        free(made)
-        path = directory + "/control"
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let name = Array("lifecyclekit-fuzz-varlink-\(getpid())".utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw[0] = 0
+            for (index, byte) in name.enumerated() { raw[index + 1] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + 1 + name.count)
+        self.address = address
+        addressLength = length
         do {
             loop = try MainLoop()
-            let fd = try UnixSocket.listen(at: path)
+            let fd = Self.socket(nonBlocking: true)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            }
+            guard bound == 0, listen(fd, SOMAXCONN) == 0 else { fatalError("cannot listen: errno \(errno)") }
             var limits = VarlinkServer.Limits()
             limits.maximumMessageSize = Self.maximumMessageSize
             server = VarlinkServer(
@@ -244,10 +255,12 @@ public final class VarlinkExchange {
         }
     }
 
-    /// Removes the socket and its directory (the process is about to end).
-    public func remove() {
-        unlink(path)
-        rmdir(directory)
+    /// An AF_UNIX stream socket, close-on-exec (SOCK_STREAM, SOCK_NONBLOCK, SOCK_CLOEXEC: Linux's values, which
+    /// Glibc's module may not show here; see UnixSocket.swift).
+    static func socket(nonBlocking: Bool) -> Int32 {
+        let fd = Glibc.socket(AF_UNIX, 1 | 0o2_000_000 | (nonBlocking ? 0o4000 : 0), 0)
+        guard fd >= 0 else { fatalError("socket: errno \(errno)") }
+        return fd
     }
 
     /// How the model expects the connection to end.
@@ -356,13 +369,15 @@ public final class VarlinkExchange {
         let (expected, ending) = expectedReplies(for: stream)
         let before = server.statistics
 
-        let fd: Int32
-        do {
-            fd = try UnixSocket.connect(to: path)
-        } catch {
-            fatalError("cannot connect: \(error)")
-        }
+        // A blocking connect, as clients make them (the listen backlog takes it; the server accepts on the loop),
+        // then non-blocking for the exchange.
+        let fd = Self.socket(nonBlocking: false)
         defer { close(fd) }
+        var address = address
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, addressLength) }
+        }
+        check(connected == 0, "cannot connect: errno \(errno)")
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var sent = 0
         var received: [UInt8] = []
