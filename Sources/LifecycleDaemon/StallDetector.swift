@@ -91,23 +91,12 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     /// Starts the watcher thread. It inherits the caller's signal mask (start it after the mapped signals are
     /// blocked, so no signal is ever delivered to it).
     public func start() throws(SystemdError) {
-        let unmanaged = Unmanaged.passRetained(self)
-        var created = pthread_t()
-        let result = pthread_create(
-            &created,
-            nil,
-            { context in
-                let detector = Unmanaged<StallDetector>.fromOpaque(context!).takeRetainedValue()
-                detector.watch()
-                return nil
-            },
-            unmanaged.toOpaque()
-        )
-        guard result == 0 else {
-            unmanaged.release()
-            throw SystemdError(operation: "pthread_create(stall detector)", errno: .init(rawValue: result))
+        switch SystemThread.start(blockingSignals: false, { [self] in watch() }) {
+        case .success(let created):
+            thread = created
+        case .failure(let errno):
+            throw SystemdError(operation: "pthread_create(stall detector)", errno: errno)
         }
-        thread = created
     }
 
     /// Stops and joins the watcher thread.

@@ -33,24 +33,10 @@ public struct FileDescriptorStore: Sendable {
     /// The stored files passed to this process whose names start with `prefix`, read and closed; other passed
     /// descriptors are left open (and `LISTEN_FDS` set) for whoever else reads them.
     public static func takeStored(prefix: String) -> [Entry] {
-        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        let count = sd_listen_fds_with_names(0, &names)
-        guard count > 0 else { return [] }
-        defer {
-            if let names {
-                for index in 0..<Int(count) { free(names[index]) }
-                free(names)
-            }
+        SocketActivation.passed().filter { $0.name.hasPrefix(prefix) }.map { passed in
+            defer { close(passed.descriptor) }
+            return Entry(name: passed.name, contents: readAll(passed.descriptor))
         }
-        var entries: [Entry] = []
-        for index in 0..<Int(count) {
-            let descriptor = SD_LISTEN_FDS_START + Int32(index)
-            let name = names?[index].map { String(cString: $0) } ?? ""
-            guard name.hasPrefix(prefix) else { continue }
-            entries.append(Entry(name: name, contents: readAll(descriptor)))
-            close(descriptor)
-        }
-        return entries
     }
 
     /// Reads a memfd from its start (its offset is wherever the writer left it).

@@ -362,27 +362,8 @@ public final class JournalWriter: @unchecked Sendable {
     /// Starts the writer thread, once, with every signal blocked (so that none is delivered to it). Lock held.
     private func startThread() {
         guard state.thread == nil, !state.stopping else { return }
-        var all = sigset_t()
-        sigfillset(&all)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_SETMASK, &all, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        let unmanaged = Unmanaged.passRetained(self)
-        var created = pthread_t()
-        let result = pthread_create(
-            &created,
-            nil,
-            { context in
-                let writer = Unmanaged<JournalWriter>.fromOpaque(context!).takeRetainedValue()
-                writer.run()
-                return nil
-            },
-            unmanaged.toOpaque()
-        )
-        guard result == 0 else {
-            unmanaged.release()
-            return
-        }
+        // On failure no thread: entries keep waiting in the bounded queue, and the next one tries again.
+        guard case .success(let created) = SystemThread.start(blockingSignals: true, { [self] in run() }) else { return }
         state.thread = created
     }
 

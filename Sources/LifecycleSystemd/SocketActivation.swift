@@ -23,6 +23,13 @@ public enum SocketActivation {
     /// memfds come back the same way (``FileDescriptorStore/takeStored(prefix:)`` reads them), and a memfd is not a
     /// socket to serve on. A child cannot take them for its own: `LISTEN_PID` names this process.
     public static func take() -> [Socket] {
+        passed().filter { sd_is_socket($0.descriptor, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1) > 0 }
+    }
+
+    /// Every descriptor passed to this process with its name (`LISTEN_FDNAMES`; "unknown" without one), in order,
+    /// none when `LISTEN_PID` names another. The variables stay: each reader takes the descriptors that are its own
+    /// (the control socket its listening socket, the state store its memfds).
+    static func passed() -> [Socket] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(0, &names)
         guard count > 0 else { return [] }
@@ -32,11 +39,8 @@ public enum SocketActivation {
                 free(names)
             }
         }
-        return (0..<count).compactMap { index in
-            let descriptor = SD_LISTEN_FDS_START + index
-            guard sd_is_socket(descriptor, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1) > 0 else { return nil }
-            let name = names?[Int(index)].map { String(cString: $0) } ?? "unknown"
-            return Socket(name: name, descriptor: descriptor)
+        return (0..<count).map { index in
+            Socket(name: names?[Int(index)].map { String(cString: $0) } ?? "unknown", descriptor: SD_LISTEN_FDS_START + index)
         }
     }
 }

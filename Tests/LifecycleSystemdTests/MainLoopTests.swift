@@ -62,6 +62,7 @@ extension ProcessStateTests {
                     seen.append("\(events == .readable) \(pipe.readAvailable())")
                     _ = try? loop.addTimer(after: .milliseconds(5)) {
                         io?.cancel()
+                        io = nil  // the source's handler holds this variable: no cycle left behind
                         pipe.write("unseen")
                         _ = try? loop.addTimer(after: .milliseconds(30)) { loop.exit(code: 3) }
                     }
