@@ -61,31 +61,39 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     /// deferred, so the journal has every callback that completed before the stall (and the stuck one's).
     private let beforeWarning: @Sendable () -> Void
     private let thresholds: Thresholds
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var slot = Slot()
-    private var watcherParked = false
-    private var stopping = false
-    private var thread: pthread_t?
+    // The lock and the condition live at addresses of their own (never a class property passed inout, which the
+    // compiler may check for exclusivity at run time, or move); the fields they guard are read and written per
+    // callback without dynamic exclusivity checks, which cost more than the lock itself (the mutex is what keeps
+    // them exclusive).
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    @exclusivity(unchecked) private var slot = Slot()
+    @exclusivity(unchecked) private var watcherParked = false
+    @exclusivity(unchecked) private var stopping = false
+    @exclusivity(unchecked) private var thread: pthread_t?
 
     /// A detector that warns at `thresholds`; ``start()`` starts the watcher thread.
     public init(thresholds: Thresholds, logger: Logger, beforeWarning: @escaping @Sendable () -> Void = {}) {
         self.thresholds = thresholds
         self.logger = logger
         self.beforeWarning = beforeWarning
-        pthread_mutex_init(&mutex, nil)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         // Timed waits on the monotonic clock, which a change of the wall clock cannot stretch.
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(&condition, &attributes)
+        condition.initialize(to: pthread_cond_t())
+        pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
     }
 
     deinit {
         stop()
-        pthread_cond_destroy(&condition)
-        pthread_mutex_destroy(&mutex)
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     /// Starts the watcher thread. It inherits the caller's signal mask (start it after the mapped signals are
@@ -102,10 +110,10 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     /// Stops and joins the watcher thread.
     public func stop() {
         guard let thread else { return }
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         stopping = true
-        pthread_cond_signal(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
         pthread_join(thread, nil)
         self.thread = nil
     }
@@ -114,25 +122,25 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
 
     public func callbackWillStart(sequence: Int, event: String, target: String) {
         let now = Self.monotonicNanoseconds()
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         let late = slot.warnings > 0 ? slot : nil
         slot = Slot(active: true, sequence: sequence, event: event, target: target, started: now, warnings: 0)
-        if watcherParked { pthread_cond_signal(&condition) }
-        pthread_mutex_unlock(&mutex)
+        if watcherParked { pthread_cond_signal(condition) }
+        pthread_mutex_unlock(mutex)
         if let late { returnedLate(late, at: now) }
     }
 
     /// The loop's dispatch returned: no callback runs any more.
     public func dispatchDidEnd() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         guard slot.active else {
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             return
         }
         let late = slot.warnings > 0 ? slot : nil
         slot.active = false
         slot.warnings = 0
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
         if let late { returnedLate(late, at: Self.monotonicNanoseconds()) }
     }
 
@@ -147,11 +155,11 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     // MARK: The watcher thread
 
     private func watch() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         while !stopping {
             guard slot.active else {
                 watcherParked = true
-                pthread_cond_wait(&condition, &mutex)
+                pthread_cond_wait(condition, mutex)
                 watcherParked = false
                 continue
             }
@@ -168,9 +176,9 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
                 report = (slot, .error)
             }
             if let report {
-                pthread_mutex_unlock(&mutex)
+                pthread_mutex_unlock(mutex)
                 stalled(report.0, running: running, level: report.level)
-                pthread_mutex_lock(&mutex)
+                pthread_mutex_lock(mutex)
                 continue
             }
             // Sleep until the next threshold of this callback, or until the slot changes.
@@ -178,14 +186,14 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
                 slot.warnings == 0 ? slot.started &+ warningAt : slot.warnings == 1 ? urgentAt.map { slot.started &+ $0 } : nil
             if let next {
                 var deadline = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
-                pthread_cond_timedwait(&condition, &mutex, &deadline)
+                pthread_cond_timedwait(condition, mutex, &deadline)
             } else {
                 watcherParked = true
-                pthread_cond_wait(&condition, &mutex)
+                pthread_cond_wait(condition, mutex)
                 watcherParked = false
             }
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 
     private func stalled(_ stuck: Slot, running nanoseconds: UInt64, level: Logger.Level) {
