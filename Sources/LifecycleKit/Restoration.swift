@@ -183,8 +183,7 @@ struct StateRestorer {
             }
             reconcile(root, node, restorationPath: [rootIdentifier])
         } else {
-            let tracePath = ArchiveInstantiation.path(of: node, type: instantiation.registry.type(named: node.className), under: nil)
-            guard let root = materialize(node, tracePath: tracePath, restorationPath: [rootIdentifier]) else { return }
+            guard let root = materialize(node, under: nil, restorationPath: [rootIdentifier]) else { return }
             application.window = Window(rootViewController: root)
             reconcile(root, node, restorationPath: [rootIdentifier])
         }
@@ -229,12 +228,7 @@ struct StateRestorer {
                 pairs.append((existing, child, childPath))
                 continue
             }
-            let tracePath = ArchiveInstantiation.path(
-                of: child,
-                type: instantiation.registry.type(named: child.className),
-                under: controller.path
-            )
-            guard let made = materialize(child, tracePath: tracePath, restorationPath: childPath) else { continue }
+            guard let made = materialize(child, under: controller.path, restorationPath: childPath) else { continue }
             stack.append(made)
             pairs.append((made, child, childPath))
             if !(controller is NavigationController) {
@@ -262,18 +256,19 @@ struct StateRestorer {
             }
             return
         }
-        let tracePath = ArchiveInstantiation.path(
-            of: presentedNode,
-            type: instantiation.registry.type(named: presentedNode.className),
-            under: controller.path
-        )
-        guard let made = materialize(presentedNode, tracePath: tracePath, restorationPath: presentedPath) else { return }
+        guard let made = materialize(presentedNode, under: controller.path, restorationPath: presentedPath) else { return }
         reconcile(made, presentedNode, restorationPath: presentedPath)
         presentations.append((controller, made))
     }
 
     /// Makes the controller for a node the tree lacks: the delegate's, or its registered class's `init(coder:)`.
-    private mutating func materialize(_ node: Archive.Node, tracePath: String, restorationPath: [String]) -> ViewController? {
+    /// `parentPath`: the trace path of the controller it joins (nil for the window's root).
+    private mutating func materialize(_ node: Archive.Node, under parentPath: String?, restorationPath: [String]) -> ViewController? {
+        let tracePath = ArchiveInstantiation.path(
+            of: node,
+            type: instantiation.registry.type(named: node.className),
+            under: parentPath
+        )
         let coder = Coder(node: node, application: application, destinationPath: tracePath)
         application.traceDelegateEvent(
             "application(_:viewControllerWithRestorationIdentifierPath:coder:)",

@@ -509,24 +509,14 @@ public final class JournalWriter: @unchecked Sendable {
             case 6: .info
             default: .debug
             }
-        var line = StderrLogHandler.line(
+        let line = StderrLogHandler.line(
             timestamp: StderrLogHandler.timestamp(),
             level: level,
             identifier: item.identifier,
             message: message,
             metadata: metadata
         )
-        line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
+        StderrLogHandler.writeFully(line, to: STDERR_FILENO)
     }
 
     private static func seconds(_ milliseconds: Int) -> String {
