@@ -146,12 +146,14 @@ def test_a_restart_of_dbus_daemon_is_one_warning_then_the_connection_the_subscri
     assert sandbox.show("dbus.service", "MainPID")["MainPID"] != dbus_before, "dbus-daemon did not restart"
 
     notice = restored_notice(sandbox, unit, cursor)
-    time.sleep(1)
     # A new connection on the new bus, subscribed again: PrepareForSleep, PrepareForShutdown, NameOwnerChanged.
     after = bus_connection(sandbox, pid)
-    assert after and match_rules(sandbox, after) == 3
-    # Exactly the two locks: the ones the old logind held were closed, none taken twice.
-    assert daemon_locks(sandbox, pid) == BOTH_DELAY_LOCKS
+    assert after
+    wait_for(lambda: match_rules(sandbox, after) == 3, timeout=10, message=f"the 3 match rules of {after}")
+    # Exactly the two locks: the ones the old logind held were closed, none taken twice. (logind reads the old ones
+    # back from /run/systemd/inhibit at start and drops each once it sees its descriptor closed, at idle priority:
+    # wait for that, not for a fixed time; a lock taken twice stays listed twice.)
+    wait_for(lambda: daemon_locks(sandbox, pid) == BOTH_DELAY_LOCKS, timeout=10, message="exactly the two locks")
     warnings = daemon_warnings(sandbox, unit, cursor)
     assert len(warnings) == 1, messages(warnings)
     # Which comes first depends on dbus-daemon's order: logind's connection closing, or the daemon's own.
@@ -231,8 +233,7 @@ def test_a_restart_of_logind_is_one_warning_then_both_locks_are_held_again_once_
     # moment: the daemon closes them and takes new ones. What must hold in the end: each lock once.
     notice = restored_notice(sandbox, unit, cursor)
     seen_back = time.monotonic() - began
-    time.sleep(1)
-    assert daemon_locks(sandbox, pid) == BOTH_DELAY_LOCKS
+    wait_for(lambda: daemon_locks(sandbox, pid) == BOTH_DELAY_LOCKS, timeout=10, message="exactly the two locks")
     warnings = daemon_warnings(sandbox, unit, cursor)
     assert len(warnings) == 1, messages(warnings)
     assert str(warnings[0]["MESSAGE"]).startswith("logind left the system bus"), warnings[0]["MESSAGE"]
@@ -334,10 +335,18 @@ def save_latencies(sandbox: Sandbox, pid: str, rounds: int) -> list[float]:
     return [float(x) for x in output.split()]
 
 
-def watchdog_age(sandbox: Sandbox, unit: str) -> float:
-    """Seconds since systemd last heard WATCHDOG=1 (both clocks are CLOCK_MONOTONIC: the sandbox has no time namespace)."""
+def watchdog_ping(sandbox: Sandbox, unit: str) -> tuple[float, int]:
+    """How long before the question systemd had last heard WATCHDOG=1, in seconds, and when that was (systemd's
+    WatchdogTimestampMonotonic, µs; both clocks are CLOCK_MONOTONIC: the sandbox has no time namespace). Measured
+    from the moment the question was asked, not answered: the time `systemctl show` takes (more on a slow machine)
+    is not counted against the daemon, and an age over a bound proves a gap between pings at least that long."""
+    asked = time.monotonic()
     last = int(sandbox.show(unit, "WatchdogTimestampMonotonic")["WatchdogTimestampMonotonic"])
-    return time.monotonic() - last / 1e6
+    return asked - last / 1e6, last
+
+
+def watchdog_age(sandbox: Sandbox, unit: str) -> float:
+    return watchdog_ping(sandbox, unit)[0]
 
 
 @pytest.mark.parametrize(
@@ -390,7 +399,7 @@ def test_while_journald_is_down_the_loop_never_blocks_and_the_journal_learns_wha
     ), down
     during = sandbox.show(unit)
     assert (during["ActiveState"], during["MainPID"], during["NRestarts"]) == ("active", pid, "0"), during
-    # systemd heard WATCHDOG=1 every second or so throughout (WatchdogSec=2: pings at half of it).
+    # systemd heard WATCHDOG=1 throughout (WatchdogSec=2: sd-event pings between half and three quarters of it).
     assert max(ages) < 1.8, ages
     # The loop did not wait for journald: no save took longer than the first one's wait for a stalled journald
     # (JournalWriter's 250 ms), and the median is the same as with journald up.
@@ -474,15 +483,18 @@ def test_after_daemon_reexec_the_daemon_is_still_supervised_its_watchdog_fed_and
     began = time.monotonic()
     # Four WatchdogSec periods: a daemon whose pings were lost would have been killed twice over.
     while time.monotonic() - began < 8:
-        ages.append(watchdog_age(sandbox, unit))
-        pings.add(sandbox.show(unit, "WatchdogTimestampMonotonic")["WatchdogTimestampMonotonic"])
+        age, last = watchdog_ping(sandbox, unit)
+        ages.append(age)
+        pings.add(last)
         time.sleep(0.25)
     shown_after = sandbox.show(unit)
     assert (shown_after["ActiveState"], shown_after["SubState"]) == ("active", "running")
     assert (shown_after["MainPID"], shown_after["NRestarts"]) == (pid, "0")
+    # Pings keep arriving after the reexec: whenever asked, systemd had heard one less than 1.8 s before (sd-event
+    # pings between half and three quarters of WatchdogSec=2). How many distinct pings the samples catch depends on
+    # how fast `systemctl show` answers, so that is a figure, not a bound; the age at every sample is the bound.
     assert max(ages) < 1.8, ages
-    # Pings keep arriving after the reexec (at least one per second).
-    assert len(pings) >= 6, pings
+    assert max(pings) / 1e6 > began, (sorted(pings), began)
     assert "active" in shown_after["StatusText"]
     # Notifications still reach the re-executed manager: a signal's STATUS=, a reload's RELOADING=1/READY=1.
     kill_main(sandbox, unit, "SIGUSR1")
