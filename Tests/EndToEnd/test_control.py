@@ -18,6 +18,7 @@ from harness import (
     SANDBOX_BIN,
     SANDBOX_CTL,
     CtlBinary,
+    LifecycleEvent,
     Sandbox,
     lifecycle_events,
     pairs,
@@ -46,6 +47,19 @@ def ctl(sandbox: Sandbox, lifecyclectl_bin: CtlBinary) -> Callable[..., object]:
 def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
     yield lambda text: with_config(sandbox, text)
     remove_config(sandbox)
+
+
+def control_events_through(sandbox: Sandbox, unit: str, cursor: str, last_seq: int) -> list[LifecycleEvent]:
+    """The trace events with the cause `control` after the cursor, read once the journal holds event `last_seq`.
+
+    The daemon hands a request's trace lines to its journal writer before it replies, but a line journald does not
+    take at once waits in the writer's queue: the reply may reach lifecyclectl before journald has the last lines.
+    """
+    return wait_for(
+        lambda: (e := lifecycle_events(sandbox.journal(unit, cursor))) and max(x.seq for x in e) >= last_seq
+        and [x for x in e if x.cause == "control"],
+        message=f"trace event {last_seq} in the journal",
+    )
 
 
 def printed_events(output: str) -> list[tuple[str, str]]:
@@ -103,9 +117,6 @@ def test_background_prints_the_transition_and_the_journal_has_it_with_cause_cont
     start(sandbox, unit)
     cursor = sandbox.cursor()
     done = ctl("background")
-    # The command returned after the transition: the journal has all of it already, with the cause control.
-    journal = [e for e in lifecycle_events(sandbox.journal(unit, cursor)) if e.cause == "control"]
-    assert pairs(journal) == BACKGROUND
     assert printed_events(done.stdout) == BACKGROUND, done.stdout
     # The 12 lifecycle events, then the state preserved within the same transition (docs/restoration.md): the
     # delegate's shouldSaveApplicationState and willEncodeRestorableStateWith, each controller's
@@ -119,12 +130,16 @@ def test_background_prints_the_transition_and_the_journal_has_it_with_cause_cont
     count, first, last = map(int, summary.groups())
     assert count == 18 == last - first + 1, done.stdout
     assert "control" in done.stdout.splitlines()[0]
+    # The journal has the same transition, with the cause control, numbered as printed.
+    journal = control_events_through(sandbox, unit, cursor, last)
+    assert pairs(journal) == BACKGROUND
+    assert [e.seq for e in journal] == list(range(first, last + 1))
 
     # JSON: the same events, numbered as the journal numbers them.
     cursor = sandbox.cursor()
     reply = json.loads(ctl("foreground", "--json").stdout)
-    journal = [e for e in lifecycle_events(sandbox.journal(unit, cursor)) if e.cause == "control"]
-    assert reply["outcome"] == "performed" and reply["state"] == "active"
+    assert reply["outcome"] == "performed" and reply["state"] == "active" and reply["events"], reply
+    journal = control_events_through(sandbox, unit, cursor, reply["events"][-1]["seq"])
     assert [(e["event"], e["target"], e["seq"]) for e in reply["events"]] == [(e.event, e.target, e.seq) for e in journal]
     assert pairs(journal) == FOREGROUND
 
@@ -178,8 +193,12 @@ def test_a_dropped_request_exits_1_and_says_why(
     assert dropped.stderr.strip() == "lifecyclectl: foreground was dropped: the application has terminated"
     tasks = json.loads(ctl("tasks", "--json").stdout)["tasks"]
     assert [t["name"] for t in tasks] == ["flush"] and tasks[0]["budget"] == "termination", tasks
-    events = lifecycle_events(sandbox.journal(unit, cursor))
-    assert ("applicationWillTerminate", "delegate", "control") in [(e.event, e.target, e.cause) for e in events]
+    # In the journal too (once journald has taken the transition's lines: see control_events_through).
+    wait_for(
+        lambda: ("applicationWillTerminate", "delegate", "control")
+        in [(e.event, e.target, e.cause) for e in lifecycle_events(sandbox.journal(unit, cursor))],
+        message="applicationWillTerminate on the delegate, cause control, in the journal",
+    )
     # The task ends, the daemon exits 0 and the unit is inactive, not failed.
     wait_for(lambda: sandbox.show(unit)["ActiveState"] == "inactive", timeout=20, message="the unit to stop")
     assert sandbox.show(unit)["Result"] == "success"
@@ -196,11 +215,21 @@ def test_trace_follow_streams_the_live_trace(
     recent = ctl("trace", "-n", "200").stdout
     assert ("applicationDidBecomeActive", "delegate") in printed_events(recent), recent
     sandbox.remove("/run/trace.out")
+    # The daemon counts each call it serves, then serves it at once: once the calls counted include the follower's
+    # Trace besides every GetStatus asked here, the follower is registered, and the signal's events reach it live.
+    calls = json.loads(ctl("status", "--json").stdout)["control"]["calls"]
     sandbox.run(
         "systemd-run", "--unit=lifecycle-e2e-trace", "--collect", "--property=Type=exec",
         "/bin/sh", "-c", f"exec {SANDBOX_CTL} trace --follow --json -n 0 >/run/trace.out",
     )
-    time.sleep(1)
+    asked = 0
+
+    def follower_registered() -> bool:
+        nonlocal asked
+        asked += 1
+        return json.loads(ctl("status", "--json").stdout)["control"]["calls"] >= calls + asked + 1
+
+    wait_for(follower_registered, timeout=15, message="the follower's Trace call served")
     kill_main(sandbox, unit, "SIGUSR1")
 
     def followed() -> list[dict]:
