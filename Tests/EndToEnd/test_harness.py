@@ -32,21 +32,27 @@ def test_sandbox_is_isolated_from_the_machine(sandbox: Sandbox) -> None:
         assert Path(marker.name).exists()
 
 
+SELFTEST_GO = "/run/e2e-selftest-go"
+
+
 def test_notify_unit_is_active_only_after_ready(sandbox: Sandbox) -> None:
+    sandbox.remove(SELFTEST_GO)
     sandbox.write_file(
         f"/etc/systemd/system/{SELFTEST_UNIT}",
         "[Service]\n"
         "Type=notify\n"
         "NotifyAccess=all\n"
-        "ExecStart=/bin/sh -c 'echo selftest-starting; sleep 1; systemd-notify --ready --status=hi; "
-        "exec sleep infinity'\n",
+        f"ExecStart=/bin/sh -c 'echo selftest-starting; while [ ! -e {SELFTEST_GO} ]; do sleep 0.05; done; "
+        "systemd-notify --ready --status=hi; exec sleep infinity'\n",
     )
     sandbox.daemon_reload()
     try:
         cursor = sandbox.cursor()
         sandbox.systemctl("start", "--no-block", SELFTEST_UNIT)
-        # The shell sleeps a second before READY=1: until then the unit is activating, not active.
-        assert wait_for(lambda: sandbox.show(SELFTEST_UNIT)["ActiveState"] == "activating", timeout=0.8)
+        # The shell sends READY=1 only once the test says so: until then the unit is activating, not active.
+        wait_for(lambda: sandbox.show(SELFTEST_UNIT)["ActiveState"] != "inactive", timeout=10)
+        assert sandbox.show(SELFTEST_UNIT)["ActiveState"] == "activating"
+        sandbox.write_file(SELFTEST_GO, "")
         wait_for(lambda: sandbox.show(SELFTEST_UNIT)["ActiveState"] == "active", timeout=10)
         shown = sandbox.show(SELFTEST_UNIT)
         assert shown["SubState"] == "running"
@@ -77,7 +83,7 @@ def test_notify_unit_is_active_only_after_ready(sandbox: Sandbox) -> None:
         assert len(stopped) == 1
     finally:
         sandbox.systemctl("stop", SELFTEST_UNIT, check=False)
-        sandbox.remove(f"/etc/systemd/system/{SELFTEST_UNIT}")
+        sandbox.remove(f"/etc/systemd/system/{SELFTEST_UNIT}", SELFTEST_GO)
         sandbox.daemon_reload()
 
 
