@@ -71,6 +71,20 @@ class Daemon:
         self.reader.join(timeout=10)
 
 
+# The share of kills timed from the start of the write rather than from the signal.
+WRITE_ANCHORED_SHARE = 0.25
+
+
+def write_began(directory: str, daemon: "Daemon") -> None:
+    """Returns once the save's temporary file is there (the write has begun), or once the save is over (seen late)."""
+    deadline = time.monotonic() + 10
+    while not any(name.startswith(".state.archive.tmp-") for name in os.listdir(directory)):
+        if any(SAVED.search(line) for line in daemon.text()) or daemon.popen.poll() is not None:
+            return
+        assert time.monotonic() < deadline, "no save began within 10 s of SIGUSR1:\n" + "\n".join(daemon.text())
+        time.sleep(0.0005)
+
+
 def damage(path: Path, rng: random.Random) -> str:
     data = path.read_bytes()
     how = rng.choice(["truncate", "flip", "garbage", "newer"])
@@ -151,9 +165,15 @@ def test_sigkill_at_random_moments_of_a_save_never_leaves_a_partial_tree(lifecyc
                     figures["fresh_starts"] += 1
                     figures["fresh_starts_without_an_archive"] += 1
                     base = 0
-                # A save, and SIGKILL at a random moment around it (the write takes WRITE_DELAY_MS).
+                # A save, and SIGKILL at a random moment around it (the write takes WRITE_DELAY_MS): timed from the
+                # signal, or (one kill in four) from the moment the write began, so that some kills land in writes
+                # however long the transition before the save takes on this machine.
                 daemon.popen.send_signal(signal.SIGUSR1)
-                time.sleep(rng.uniform(0, 1.5 * WRITE_DELAY_MS / 1000))
+                if rng.random() < WRITE_ANCHORED_SHARE:
+                    write_began(directory, daemon)
+                    time.sleep(rng.uniform(0, WRITE_DELAY_MS / 1000))
+                else:
+                    time.sleep(rng.uniform(0, 1.5 * WRITE_DELAY_MS / 1000))
                 before = set(os.listdir(directory))
                 daemon.kill()
                 figures["kills"] += 1
