@@ -108,8 +108,10 @@ final class ControlService {
         hub.requestStarted()
         daemon.router.route(action, from: .control) { [hub] outcome in
             let (events, omitted) = hub.requestFinished(range: outcome.events)
-            // The journal has the transition's lines before the caller hears it is over.
+            // journald has taken the transition's lines before the caller hears it is over (as before a notification
+            // to systemd: unless journald has stalled, which delays no reply).
             application.trace.flush()
+            JournalWriter.shared.waitForDelivery()
             let name: String
             switch outcome {
             case .performed: name = "performed"

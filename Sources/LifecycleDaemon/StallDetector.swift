@@ -9,7 +9,8 @@ import Glibc
 /// Names a callback that hangs the main loop, before systemd's watchdog fires.
 ///
 /// The main thread writes, just before every callback, which one it is (sequence, event, target, start) into one slot,
-/// and clears the slot when the loop's dispatch returns. One thread — the only one the daemon adds, besides the journal
+/// and clears the slot when the loop's dispatch returns. The target is the node itself, unretained: its path is
+/// neither built nor touched per callback, only read, through ``RunningCallback``, when a warning names it. One thread — the only one the daemon adds, besides the journal
 /// writer's, made only once journald falls behind (``JournalWriter``) — watches the slot:
 /// when the same callback has run past ``Thresholds/warning`` it logs a warning naming the callback, its target and
 /// how long it has run, and another at ``Thresholds/urgent`` (half the watchdog interval), so the journal names the
@@ -22,8 +23,8 @@ import Glibc
 /// A callback is what the trace calls one: "runs past" is measured from its start to the next callback or the end of
 /// the dispatch, whichever comes first.
 public final class StallDetector: CallbackMonitor, @unchecked Sendable {
-    // @unchecked Sendable: every mutable field below is guarded by `mutex`, taken by the main thread (per callback,
-    // briefly) and by the watcher thread.
+    // @unchecked Sendable: every mutable field below is guarded by RunningCallback.mutex, taken by the main thread
+    // (per callback, briefly) and by the watcher thread.
 
     /// When to warn, measured from the start of the callback that still runs.
     public struct Thresholds: Hashable, Sendable {
@@ -49,7 +50,10 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
         var active = false
         var sequence = 0
         var event = ""
-        var target = ""
+        var target: CallbackTarget = ""
+        /// The target's publication (``RunningCallback/publish(_:)``): its path can be read while it is the latest.
+        var publication: UInt64 = 0
+        /// On the coarse monotonic clock (a tick late at most: thresholds are hundreds of milliseconds).
         var started: UInt64 = 0
         /// Warnings logged for this callback: 0, 1, 2.
         var warnings = 0
@@ -61,11 +65,11 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     /// deferred, so the journal has every callback that completed before the stall (and the stuck one's).
     private let beforeWarning: @Sendable () -> Void
     private let thresholds: Thresholds
-    // The lock and the condition live at addresses of their own (never a class property passed inout, which the
-    // compiler may check for exclusivity at run time, or move); the fields they guard are read and written per
-    // callback without dynamic exclusivity checks, which cost more than the lock itself (the mutex is what keeps
-    // them exclusive).
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    // The lock is RunningCallback's, which also guards the paths of the nodes a warning names; the condition lives at
+    // an address of its own (never a class property passed inout, which the compiler may check for exclusivity at run
+    // time, or move). The fields they guard are read and written per callback without dynamic exclusivity checks,
+    // which cost more than the lock itself (the mutex is what keeps them exclusive).
+    private var mutex: UnsafeMutablePointer<pthread_mutex_t> { RunningCallback.mutex }
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     @exclusivity(unchecked) private var slot = Slot()
     @exclusivity(unchecked) private var watcherParked = false
@@ -77,8 +81,6 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
         self.thresholds = thresholds
         self.logger = logger
         self.beforeWarning = beforeWarning
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         // Timed waits on the monotonic clock, which a change of the wall clock cannot stretch.
@@ -91,9 +93,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     deinit {
         stop()
         pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
         condition.deallocate()
-        mutex.deallocate()
     }
 
     /// Starts the watcher thread. It inherits the caller's signal mask (start it after the mapped signals are
@@ -120,14 +120,21 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
 
     // MARK: The main thread's side
 
-    public func callbackWillStart(sequence: Int, event: String, target: String) {
-        let now = Self.monotonicNanoseconds()
+    public func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
+        let now = Self.coarseMonotonicNanoseconds()
         pthread_mutex_lock(mutex)
-        let late = slot.warnings > 0 ? slot : nil
-        slot = Slot(active: true, sequence: sequence, event: event, target: target, started: now, warnings: 0)
+        // The one before returned late: named now, while its publication is still the latest.
+        let late = slot.warnings > 0 ? (slot, path: Self.path(of: slot)) : nil
+        slot.active = true
+        slot.sequence = sequence
+        slot.event = event
+        slot.target = target
+        slot.publication = RunningCallback.publish(target)
+        slot.started = now
+        slot.warnings = 0
         if watcherParked { pthread_cond_signal(condition) }
         pthread_mutex_unlock(mutex)
-        if let late { returnedLate(late, at: now) }
+        if let late { returnedLate(late.0, path: late.path, at: Self.monotonicNanoseconds()) }
     }
 
     /// The loop's dispatch returned: no callback runs any more.
@@ -137,19 +144,24 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             return
         }
-        let late = slot.warnings > 0 ? slot : nil
+        let late = slot.warnings > 0 ? (slot, path: Self.path(of: slot)) : nil
         slot.active = false
         slot.warnings = 0
         pthread_mutex_unlock(mutex)
-        if let late { returnedLate(late, at: Self.monotonicNanoseconds()) }
+        if let late { returnedLate(late.0, path: late.path, at: Self.monotonicNanoseconds()) }
     }
 
-    private func returnedLate(_ late: Slot, at now: UInt64) {
+    private func returnedLate(_ late: Slot, path: String, at now: UInt64) {
         let ran = Duration.nanoseconds(Int64(now &- late.started))
         logger.notice(
-            "\(late.event) \(late.target) returned after \(Self.rounded(ran)): the main loop was blocked that long",
-            metadata: Self.metadata(late, running: ran)
+            "\(late.event) \(path) returned after \(Self.rounded(ran)): the main loop was blocked that long",
+            metadata: Self.metadata(late, path: path, running: ran)
         )
+    }
+
+    /// The path of the slot's target, with the mutex held: a node released since its callback started is named so.
+    private static func path(of slot: Slot) -> String {
+        RunningCallback.path(of: slot.target, publication: slot.publication) ?? "(\(slot.target), released)"
     }
 
     // MARK: The watcher thread
@@ -167,17 +179,17 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
             let running = now &- slot.started
             let warningAt = UInt64(thresholds.warning.wholeNanoseconds)
             let urgentAt = thresholds.urgent.map { UInt64($0.wholeNanoseconds) }
-            var report: (Slot, level: Logger.Level)?
+            var report: (Slot, path: String, level: Logger.Level)?
             if slot.warnings == 0, running >= warningAt {
                 slot.warnings = 1
-                report = (slot, .warning)
+                report = (slot, Self.path(of: slot), .warning)
             } else if slot.warnings == 1, let urgentAt, running >= urgentAt {
                 slot.warnings = 2
-                report = (slot, .error)
+                report = (slot, Self.path(of: slot), .error)
             }
             if let report {
                 pthread_mutex_unlock(mutex)
-                stalled(report.0, running: running, level: report.level)
+                stalled(report.0, path: report.path, running: running, level: report.level)
                 pthread_mutex_lock(mutex)
                 continue
             }
@@ -196,21 +208,21 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    private func stalled(_ stuck: Slot, running nanoseconds: UInt64, level: Logger.Level) {
+    private func stalled(_ stuck: Slot, path: String, running nanoseconds: UInt64, level: Logger.Level) {
         beforeWarning()
         let ran = Duration.nanoseconds(Int64(nanoseconds))
         let consequence = level == .error ? "half the watchdog interval has passed" : "the main loop is blocked"
         logger.log(
             level: level,
-            "\(stuck.event) \(stuck.target) has run for \(Self.rounded(ran)) and has not returned: \(consequence)",
-            metadata: Self.metadata(stuck, running: ran)
+            "\(stuck.event) \(path) has run for \(Self.rounded(ran)) and has not returned: \(consequence)",
+            metadata: Self.metadata(stuck, path: path, running: ran)
         )
     }
 
-    private static func metadata(_ slot: Slot, running: Duration) -> Logger.Metadata {
+    private static func metadata(_ slot: Slot, path: String, running: Duration) -> Logger.Metadata {
         [
             "lifecycle.stall_event": .string(slot.event),
-            "lifecycle.stall_target": .string(slot.target),
+            "lifecycle.stall_target": .string(path),
             "lifecycle.stall_seq": .stringConvertible(slot.sequence),
             "lifecycle.stall_ms": .stringConvertible(running.wholeMilliseconds),
         ]
@@ -227,6 +239,14 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     private static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    /// `CLOCK_MONOTONIC` as of the last tick (4 ms with HZ=250): a quarter of the cost of the precise clock, read
+    /// per callback. Never ahead of ``monotonicNanoseconds()``, so a duration measured from it is at most a tick long.
+    private static func coarseMonotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -342,6 +342,7 @@ public final class Application {
         return list
     }
 
+    @inline(__always)
     private func deliverEntering(
         _ event: String,
         _ delegateCallback: (Application) -> Void,
@@ -352,6 +353,7 @@ public final class Application {
         fanOut.deliver(event, under: window?.rootViewController, reversed: false, application: self, controllerCallback)
     }
 
+    @inline(__always)
     private func deliverLeaving(
         _ event: String,
         _ delegateCallback: (Application) -> Void,
@@ -545,7 +547,7 @@ public final class Application {
             trace.record(
                 event: "expirationHandler",
                 isDelegate: owner == nil,
-                target: owner ?? "delegate",
+                target: .named(owner ?? "delegate"),
                 state: applicationState,
                 cause: currentCause,
                 detail: task.name
@@ -576,8 +578,19 @@ public final class Application {
 
     // MARK: Tracing
 
-    func traceEvent(_ event: String, target: @autoclosure () -> String, detail: String?) {
-        trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
+    /// Records a callback of a controller.
+    func traceEvent(_ event: String, node: ViewController, detail: String?) {
+        trace.record(event: event, target: node.callbackTarget, state: applicationState, cause: currentCause, detail: detail)
+    }
+
+    /// Records a callback of a view.
+    func traceEvent(_ event: String, node: View, detail: String?) {
+        trace.record(event: event, target: node.callbackTarget, state: applicationState, cause: currentCause, detail: detail)
+    }
+
+    /// Records a callback whose target is known by its path alone (a task whose controller is gone).
+    func traceEvent(_ event: String, path: String, detail: String?) {
+        trace.record(event: event, target: .named(path), state: applicationState, cause: currentCause, detail: detail)
     }
 
     private func traceDelegate(_ event: String) {

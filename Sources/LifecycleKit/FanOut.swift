@@ -19,6 +19,9 @@ final class FanOut {
     }
 
     /// Calls `callback` on every controller under `root`, tracing each call as `event` first.
+    // Inlined into each event's caller, so the callback's body is inlined into the loop (not a closure call per
+    // controller).
+    @inline(__always)
     func deliver(
         _ event: String,
         under root: ViewController?,
@@ -38,17 +41,19 @@ final class FanOut {
         }
         let trace = application.trace
         let observed = trace.isObserved(delegateEvent: false)
+        // Taken once per event, not read (and retained) again per controller.
+        let monitor = trace.monitor
         if reversed {
             for controller in list.reversed() {
-                if observed { application.traceEvent(event, target: controller.path, detail: nil) } else {
-                    trace.skipUnobservedEvent(event, target: controller.path)
+                if observed { application.traceEvent(event, node: controller, detail: nil) } else {
+                    trace.skipUnobservedEvent(event, controller: controller, monitor: monitor)
                 }
                 callback(controller)
             }
         } else {
             for controller in list {
-                if observed { application.traceEvent(event, target: controller.path, detail: nil) } else {
-                    trace.skipUnobservedEvent(event, target: controller.path)
+                if observed { application.traceEvent(event, node: controller, detail: nil) } else {
+                    trace.skipUnobservedEvent(event, controller: controller, monitor: monitor)
                 }
                 callback(controller)
             }

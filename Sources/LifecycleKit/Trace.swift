@@ -44,10 +44,12 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 /// Watches which callback runs now, from outside the main thread: the daemon's stall detector.
 ///
 /// ``callbackWillStart(sequence:event:target:)`` runs on the main actor just before every callback, traced or not;
-/// the monitor must be quick (it runs on the hot path) and may hand what it learned to another thread.
+/// the monitor must be quick (it runs on the hot path) and may hand what it learned to another thread, which reads
+/// the target's path through ``RunningCallback``.
 public protocol CallbackMonitor: AnyObject, Sendable {
-    /// A callback is about to run: its sequence number, its event name and its target (`delegate` or a path).
-    func callbackWillStart(sequence: Int, event: String, target: String)
+    /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a controller or a
+    /// view: see ``CallbackTarget``).
+    func callbackWillStart(sequence: Int, event: String, target: CallbackTarget)
 }
 
 /// Trace lines that wait to be written (``Trace/defersLogLines``), in order: written by the main thread when the
@@ -193,9 +195,17 @@ public final class Trace {
     }
 
     /// Numbers an event that nobody observes (see ``isObserved(delegateEvent:)``), so sequence numbers stay dense.
-    func skipUnobservedEvent(_ event: String, target: @autoclosure () -> String) {
+    /// `monitor` is ``monitor``, read once by the caller for many events.
+    @inline(__always)
+    func skipUnobservedEvent(_ event: String, controller: ViewController, monitor: (any CallbackMonitor)?) {
         sequence += 1
-        monitor?.callbackWillStart(sequence: sequence, event: event, target: target())
+        if let monitor { Self.tell(monitor, sequence: sequence, event: event, controller: controller) }
+    }
+
+    // Out of line: the fan-out's loop stays small enough for each event's callback to be inlined into it.
+    @inline(never)
+    private static func tell(_ monitor: any CallbackMonitor, sequence: Int, event: String, controller: ViewController) {
+        monitor.callbackWillStart(sequence: sequence, event: event, target: controller.callbackTarget)
     }
 
     /// Writes the log lines that wait (``defersLogLines``), in order.
@@ -205,11 +215,12 @@ public final class Trace {
 
     /// Records one callback.
     ///
-    /// The target path is only built when somebody will see the event, so an unobserved trace costs a counter.
+    /// The target path is only built when somebody will see the event, so an unobserved trace costs a counter (and,
+    /// with a ``monitor``, telling it of the node).
     func record(
         event: String,
         isDelegate: Bool = false,
-        target: @autoclosure () -> String,
+        target: @autoclosure () -> CallbackTarget,
         state: ApplicationState,
         cause: Cause,
         detail: String? = nil
@@ -219,15 +230,16 @@ public final class Trace {
             monitor?.callbackWillStart(sequence: sequence, event: event, target: isDelegate ? "delegate" : target())
             return
         }
+        let callbackTarget: CallbackTarget = isDelegate ? "delegate" : target()
         let traced = TraceEvent(
             event: event,
-            target: isDelegate ? "delegate" : target(),
+            target: callbackTarget.path,
             state: state,
             sequence: sequence,
             cause: cause,
             detail: detail
         )
-        monitor?.callbackWillStart(sequence: sequence, event: event, target: traced.target)
+        monitor?.callbackWillStart(sequence: sequence, event: event, target: callbackTarget)
         let level: Logger.Level = isDelegate || logsEverythingAtInfo ? .info : .debug
         if logger.logLevel <= level {
             if defersLogLines {

@@ -59,6 +59,8 @@ open class View {
     }
 
     isolated deinit {
+        // Last: a monitor's thread must not read this view once its storage goes.
+        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque()) }
         trace("deinit")
         // A released view lets go of its subviews one at a time, each told it has no superview before it goes.
         let ownPath = lastKnownPath ?? name
@@ -401,11 +403,30 @@ open class View {
     }
 
     /// The path last computed (kept after the view leaves the tree). Setting it renames what hangs below too.
-    @exclusivity(unchecked) var lastKnownPath: String? {
-        didSet { invalidatePath() }
+    var lastKnownPath: String? {
+        get { storedPath }
+        set {
+            // Written under the running callback's lock: a monitor's thread may read it (RunningCallback).
+            RunningCallback.withLock { storedPath = newValue }
+            invalidatePath()
+        }
     }
+
+    /// The path last computed, read by a monitor's thread under ``RunningCallback/mutex`` while this node is alive.
+    nonisolated var pathReadUnderMonitorLock: String? { storedPath }
+
+    // Read on the main thread without a lock (only the main thread writes it), elsewhere under
+    // RunningCallback.mutex: no dynamic exclusivity checks.
+    @exclusivity(unchecked) nonisolated(unsafe) private var storedPath: String?
     /// Whether ``lastKnownPath`` is the path now (see ``ViewController/pathIsCurrent``).
     @exclusivity(unchecked) var pathIsCurrent = false
+
+    /// What a monitor is told this node's callbacks run on: the node, unretained, its path made current first so
+    /// another thread can read it while the callback runs.
+    var callbackTarget: CallbackTarget {
+        if !pathIsCurrent || storedPath == nil { _ = path }
+        return CallbackTarget(.view(Unmanaged.passUnretained(self)))
+    }
 
     /// This view moved: its path, and those below it, are built again when next read.
     func invalidatePath() {
@@ -417,7 +438,7 @@ open class View {
 
     func trace(_ event: String, detail: String? = nil) {
         if let application {
-            application.traceEvent(event, target: self.path, detail: detail)
+            application.traceEvent(event, node: self, detail: detail)
         } else {
             detachedEvents.append((event, detail))
         }
@@ -431,7 +452,7 @@ open class View {
         if !detachedEvents.isEmpty {
             let events = detachedEvents
             detachedEvents = []
-            for (event, detail) in events { application.traceEvent(event, target: self.path, detail: detail) }
+            for (event, detail) in events { application.traceEvent(event, node: self, detail: detail) }
         }
         for subview in subviews { subview.adopt(application) }
     }

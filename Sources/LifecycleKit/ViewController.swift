@@ -34,6 +34,14 @@ open class ViewController {
     /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
     /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
     @exclusivity(unchecked) public var keepsViewOnMemoryWarning = false
+    // Also on the first line: with a stall detector, every callback checks that the path is current (see
+    // ``callbackTarget``). Read on the main thread without a lock (only the main thread writes it), elsewhere under
+    // RunningCallback.mutex: no dynamic exclusivity checks.
+    @exclusivity(unchecked) nonisolated(unsafe) private var storedPath: String?
+    /// Whether ``lastKnownPath`` is the path now. Only while the path it was built from is current too, so a move
+    /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
+    /// once per position, and a trace event reads it in constant time.
+    @exclusivity(unchecked) var pathIsCurrent = false
     /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
     @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
 
@@ -138,13 +146,24 @@ open class ViewController {
     var embedsChildViewsOnLoad = false
     /// The path last computed (kept after the controller leaves the tree, so its last events name where it was).
     /// Setting it (naming a controller by where it is going, or where it was) renames what hangs below it too.
-    @exclusivity(unchecked) var lastKnownPath: String? {
-        didSet { invalidatePath() }
+    var lastKnownPath: String? {
+        get { storedPath }
+        set {
+            // Written under the running callback's lock: a monitor's thread may read it (RunningCallback).
+            RunningCallback.withLock { storedPath = newValue }
+            invalidatePath()
+        }
     }
-    /// Whether ``lastKnownPath`` is the path now. Only while the path it was built from is current too, so a move
-    /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
-    /// once per position, and a trace event reads it in constant time.
-    @exclusivity(unchecked) var pathIsCurrent = false
+
+    /// The path last computed, read by a monitor's thread under ``RunningCallback/mutex`` while this node is alive.
+    nonisolated var pathReadUnderMonitorLock: String? { storedPath }
+
+    /// What a monitor is told this node's callbacks run on: the node, unretained, its path made current first so
+    /// another thread can read it while the callback runs.
+    var callbackTarget: CallbackTarget {
+        if !pathIsCurrent || storedPath == nil { _ = path }
+        return CallbackTarget(.controller(Unmanaged.passUnretained(self)))
+    }
 
     /// Creates a controller in code.
     public init(identifier: String? = nil) {
@@ -180,6 +199,8 @@ open class ViewController {
     }
 
     isolated deinit {
+        // Last: a monitor's thread must not read this controller once its storage goes.
+        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque()) }
         // Clear every unowned back-reference to this controller first: it is being deinitialized.
         loadedView?.viewController = nil
         for child in children { child.parent = nil }
@@ -648,7 +669,7 @@ open class ViewController {
 
     func trace(_ event: String, detail: String? = nil) {
         if let application {
-            application.traceEvent(event, target: self.path, detail: detail)
+            application.traceEvent(event, node: self, detail: detail)
         } else {
             detachedEvents.append((event, detail))
         }
@@ -664,12 +685,12 @@ open class ViewController {
         self.application = application
         if initIsPending {
             initIsPending = false
-            application.traceEvent("init", target: self.path, detail: nil)
+            application.traceEvent("init", node: self, detail: nil)
         }
         if !detachedEvents.isEmpty {
             let events = detachedEvents
             detachedEvents = []
-            for (event, detail) in events { application.traceEvent(event, target: self.path, detail: detail) }
+            for (event, detail) in events { application.traceEvent(event, node: self, detail: detail) }
         }
         loadedView?.adopt(application)
         for child in children { child.adopt(application) }

@@ -1,4 +1,4 @@
-import LifecycleKit
+@testable import LifecycleKit
 import Logging
 import Synchronization
 import Testing
@@ -49,7 +49,9 @@ func block(for duration: Duration) {
     while nanosleep(&request, &remaining) != 0 { request = remaining }
 }
 
-@Suite("The stall detector")
+// One test at a time: a detector publishes each callback's target in RunningCallback, which holds the latest one of
+// the process (one main thread runs callbacks in a daemon; these tests play its part from their own threads).
+@Suite("The stall detector", .serialized)
 struct StallDetectorTests {
     @Test func aCallbackRunningPastTheThresholdsIsNamedTwiceThenItsDurationWhenItReturns() throws {
         let log = StallLog()
@@ -112,11 +114,77 @@ struct StallDetectorTests {
     }
 
     @MainActor
+    @Test func aHungControllerCallbackIsNamedByItsPathWhileNobodyObservesTheTrace() throws {
+        // Nothing observes the trace (no path is built for it): the detector still names the controller by its path,
+        // read from its thread while the main thread is blocked in the callback.
+        final class Hanging: ViewController {
+            override func viewDidAppear(_ animated: Bool) { block(for: .milliseconds(200)) }
+        }
+        let log = StallLog()
+        let detector = StallDetector(thresholds: .init(warning: .milliseconds(60), urgent: nil), logger: log.logger())
+        try detector.start()
+        defer { detector.stop() }
+        let root = ViewController(identifier: "root")
+        root.embed(Hanging(identifier: "hanging"))
+        let app = Application(delegate: QuietDelegate(), logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
+        app.trace.monitor = detector
+        app.window = Window(rootViewController: root)
+        app.launch()
+        app.runEndOfTurn()
+        detector.dispatchDidEnd()
+        let records = log.all
+        #expect(records.map(\.level) == [.warning, .notice])
+        #expect(records.map { $0.metadata["lifecycle.stall_target"] } == ["root/hanging", "root/hanging"])
+        #expect(records.allSatisfy { $0.metadata["lifecycle.stall_event"] == "viewDidAppear" })
+        #expect(records.first?.message.hasPrefix("viewDidAppear root/hanging has run for ") == true)
+    }
+
+    @MainActor
+    @Test func aControllerReleasedAfterItsCallbackStartedIsNeverReadAgain() throws {
+        // The callback returned and its controller went while the main loop is still blocked: the warning says so
+        // instead of reading the controller's storage (AddressSanitizer would catch a read).
+        let log = StallLog()
+        let detector = StallDetector(thresholds: .init(warning: .milliseconds(50), urgent: nil), logger: log.logger())
+        try detector.start()
+        defer { detector.stop() }
+        var controller: ViewController? = ViewController(identifier: "gone")
+        detector.callbackWillStart(sequence: 7, event: "viewDidDisappear", target: controller!.callbackTarget)
+        controller = nil
+        block(for: .milliseconds(150))
+        detector.dispatchDidEnd()
+        let records = log.all
+        #expect(records.map(\.level) == [.warning, .notice])
+        #expect(records.allSatisfy { $0.metadata["lifecycle.stall_target"] == "(a view controller, released)" })
+        #expect(controller == nil)
+    }
+
+    @MainActor
+    @Test func aLaterCallbackMakesTheEarlierTargetUnreadable() {
+        // Only the latest publication can be read: an earlier target may be gone without the detector knowing.
+        let first = ViewController(identifier: "first")
+        let second = View(name: "second")
+        // Made before the lock is taken: making one writes the node's path, under the same lock.
+        let firstTarget = first.callbackTarget
+        let secondTarget = second.callbackTarget
+        pthread_mutex_lock(RunningCallback.mutex)
+        let firstPublication = RunningCallback.publish(firstTarget)
+        #expect(RunningCallback.path(of: firstTarget, publication: firstPublication) == "first")
+        let secondPublication = RunningCallback.publish(secondTarget)
+        #expect(RunningCallback.path(of: firstTarget, publication: firstPublication) == nil)
+        #expect(RunningCallback.path(of: secondTarget, publication: secondPublication) == "second")
+        #expect(RunningCallback.path(of: "delegate", publication: firstPublication) == "delegate")
+        pthread_mutex_unlock(RunningCallback.mutex)
+    }
+
+    @MainActor
     @Test func theTraceTellsTheMonitorOfEveryCallbackTracedOrNot() {
         final class Recording: CallbackMonitor, @unchecked Sendable {
             // @unchecked: only the main actor (the trace) touches it in this test.
             var seen: [String] = []
-            func callbackWillStart(sequence: Int, event: String, target: String) { seen.append("\(sequence) \(target) \(event)") }
+            func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
+                let path = MainActor.assumeIsolated { target.path }
+                seen.append("\(sequence) \(path) \(event)")
+            }
         }
         let monitor = Recording()
         let app = Application(delegate: QuietDelegate(), logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
