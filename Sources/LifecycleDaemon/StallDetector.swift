@@ -9,8 +9,9 @@ import Glibc
 /// Names a callback that hangs the main loop, before systemd's watchdog fires.
 ///
 /// The main thread writes, just before every callback, which one it is (sequence, event, target, start) into one slot,
-/// and clears the slot when the loop's dispatch returns. The target is the node itself, unretained: its path is
-/// neither built nor touched per callback, only read, through ``RunningCallback``, when a warning names it. One thread — the only one the daemon adds, besides the journal
+/// and clears the slot when the loop's dispatch returns. The target is the node itself, unretained: its path string is
+/// not touched per callback (the node keeps it, built at its first callback in a position), only read, through
+/// ``RunningCallback``, when a warning or a late notice names it. One thread — the only one the daemon adds, besides the journal
 /// writer's, made only once journald falls behind (``JournalWriter``) — watches the slot:
 /// when the same callback has run past ``Thresholds/warning`` it logs a warning naming the callback, its target and
 /// how long it has run, and another at ``Thresholds/urgent`` (half the watchdog interval), so the journal names the
@@ -159,9 +160,10 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
         )
     }
 
-    /// The path of the slot's target, with the mutex held: a node released since its callback started is named so.
+    /// The path of the slot's target, with the mutex held (a node released since its callback started left its path
+    /// behind); only its kind when another monitor of this process published a callback since.
     private static func path(of slot: Slot) -> String {
-        RunningCallback.path(of: slot.target, publication: slot.publication) ?? "(\(slot.target), released)"
+        RunningCallback.path(of: slot.target, publication: slot.publication) ?? "(\(slot.target))"
     }
 
     // MARK: The watcher thread

@@ -5,11 +5,12 @@ import Glibc
 /// What a callback runs on, as a ``CallbackMonitor`` is told just before it runs: a fixed name (`delegate`, the path
 /// of a task whose controller is gone), or a controller or a view, whose path is read only when somebody asks.
 ///
-/// Telling a monitor of a controller's callback costs neither building its path nor touching the path's string: the
-/// node is passed unretained (its path is kept current in the node itself). A monitor on another thread reads that
+/// Telling a monitor of a controller's callback does not touch the path's string: the node is passed unretained (its
+/// path is cached in the node, built at its first callback in a position). A monitor on another thread reads that
 /// path while the main thread is blocked in the callback — the stall detector naming a hung callback — through
-/// ``RunningCallback``, which makes the read safe: the node's path is only written, and the node only goes away,
-/// under ``RunningCallback/mutex``.
+/// ``RunningCallback``, which makes the read safe. Outside this package a target is only its ``description``: it
+/// holds its node unretained, so it is valid during ``CallbackMonitor/callbackWillStart(sequence:event:target:)``
+/// only, and nothing outside the package may read the node through it.
 public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     // @unchecked Sendable: the nodes are main-actor objects held unretained; off the main thread they are only read
     // through RunningCallback.path(of:publication:), under its mutex, while they are known to be alive.
@@ -35,10 +36,10 @@ public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, Expr
         self.init(.name(name))
     }
 
-    /// The target's path now (`delegate`, `root/child`, `root.view/label`). On the main thread only; another thread
-    /// asks ``RunningCallback/path(of:publication:)``.
+    /// The target's path now (`delegate`, `root/child`, `root.view/label`). On the main thread, while the callback it
+    /// was made for runs (the node is not retained); another thread asks ``RunningCallback/path(of:publication:)``.
     @MainActor
-    public var path: String {
+    package var path: String {
         switch storage {
         case .name(let name): name
         case .controller(let controller): controller.takeUnretainedValue().path
@@ -46,8 +47,8 @@ public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, Expr
         }
     }
 
-    /// The name, for a named target; a node's is its path, which only the main thread may build
-    /// (``path``): here it is described by its kind.
+    /// The name, for a named target; a node is described by its kind (its path is only read where that is safe:
+    /// ``RunningCallback``).
     public var description: String {
         switch storage {
         case .name(let name): name
@@ -77,20 +78,25 @@ public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, Expr
 
 /// The callback the main thread runs now, for a monitor that reads it from another thread (the stall detector).
 ///
-/// The protocol, every step under ``mutex``:
-/// - the monitor, on the main thread, as each callback starts (``CallbackMonitor/callbackWillStart(sequence:event:target:)``),
-///   ``publish(_:)``es its target and keeps the publication number it returns;
-/// - controllers and views write their cached path under the mutex (their own reads on the main thread take no lock),
-///   and a node that is the published target withdraws itself at the end of its `deinit`, before its storage goes;
-/// - the monitor's thread reads a path with ``path(of:publication:)``: the name of a named target, or the node's
-///   path while its publication is the latest and the node has not withdrawn, nil otherwise.
+/// The protocol (package-internal: its rules are not enforced by types):
+/// - the monitor, on the main thread, with ``mutex`` held, as each callback starts
+///   (``CallbackMonitor/callbackWillStart(sequence:event:target:)``), ``publish(_:)``es its target and keeps the
+///   publication number it returns; only the main thread publishes;
+/// - controllers and views write their cached path under the mutex (their own reads on the main thread take no lock);
+///   a node that is the published target withdraws at the end of its `deinit`, before its storage goes: under the
+///   mutex it leaves its path behind in its place (the check whether it is the published one is made first without
+///   the lock, which is sound because only the main thread writes the published node);
+/// - with the mutex held, ``path(of:publication:)`` gives the name of a named target, or the node's path while its
+///   publication is the latest (the path it left behind once it is gone), nil when a later callback was published.
 ///
 /// So a node is never read after it is gone, and never while its path is being written; publishing costs the main
-/// thread a counter and a pointer, under a lock that nobody else holds unless a warning is being written.
-public enum RunningCallback {
+/// thread a counter and a pointer, under a lock that nobody else holds unless a warning is being written. One
+/// publication is the latest for the whole process: with two monitors (two applications in one process), each reads
+/// the targets of its own callbacks only while nobody published after them.
+package enum RunningCallback {
     /// The lock of the protocol above; a monitor guards its own record of the running callback with it too (and may
     /// wait on a condition with it).
-    public nonisolated(unsafe) static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+    package nonisolated(unsafe) static let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
         let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -100,30 +106,37 @@ public enum RunningCallback {
     // Guarded by `mutex` (written on the main thread only, so the main thread may read them without it).
     nonisolated(unsafe) private static var publication: UInt64 = 0
     nonisolated(unsafe) private static var publishedNode: UnsafeMutableRawPointer?
+    /// The path the published node left behind when it went (its publication is still the latest).
+    nonisolated(unsafe) private static var withdrawnPath: String?
 
     /// With ``mutex`` held, on the main thread, as a callback starts: `target` is what runs, until the next
-    /// publication or until its node deinitializes. Returns the publication's number.
-    public static func publish(_ target: CallbackTarget) -> UInt64 {
+    /// publication. Returns the publication's number.
+    package static func publish(_ target: CallbackTarget) -> UInt64 {
         publication &+= 1
         publishedNode = target.node
+        withdrawnPath = nil
         return publication
     }
 
     /// With ``mutex`` held, on any thread: the path of `target`, published as `publication` — its name, or, for a
-    /// node, the path it had when last computed, provided no callback was published since and the node is alive;
-    /// otherwise nil.
-    public static func path(of target: CallbackTarget, publication: UInt64) -> String? {
+    /// node, the path it had when last computed (left behind if the node has gone since), provided no callback was
+    /// published since; otherwise nil.
+    package static func path(of target: CallbackTarget, publication: UInt64) -> String? {
         guard let node = target.node else { return target.cachedPath() }
-        guard publication == Self.publication, publishedNode == node else { return nil }
+        guard publication == Self.publication else { return nil }
+        guard publishedNode == node else { return withdrawnPath }
         return target.cachedPath()
     }
 
     /// A deinitializing node, on the main thread: if it is the published target, it is not any more (from then on
-    /// its storage may go).
-    static func withdraw(_ address: UnsafeMutableRawPointer) {
+    /// its storage may go); its path stays behind for a monitor that names it.
+    static func withdraw(_ address: UnsafeMutableRawPointer, path: @autoclosure () -> String?) {
         guard publishedNode == address else { return }
         pthread_mutex_lock(mutex)
-        if publishedNode == address { publishedNode = nil }
+        if publishedNode == address {
+            publishedNode = nil
+            withdrawnPath = path()
+        }
         pthread_mutex_unlock(mutex)
     }
 

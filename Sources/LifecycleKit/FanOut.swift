@@ -41,7 +41,8 @@ final class FanOut {
         }
         let trace = application.trace
         let observed = trace.isObserved(delegateEvent: false)
-        // Taken once per event, not read (and retained) again per controller.
+        // Taken once per event, not read (and retained) again per controller: a monitor set or removed by a callback
+        // takes effect from the next event.
         let monitor = trace.monitor
         if reversed {
             for controller in list.reversed() {

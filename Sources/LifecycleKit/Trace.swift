@@ -48,7 +48,7 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 /// the target's path through ``RunningCallback``.
 public protocol CallbackMonitor: AnyObject, Sendable {
     /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a controller or a
-    /// view: see ``CallbackTarget``).
+    /// view: see ``CallbackTarget``, valid during this call only).
     func callbackWillStart(sequence: Int, event: String, target: CallbackTarget)
 }
 

@@ -60,7 +60,7 @@ open class View {
 
     isolated deinit {
         // Last: a monitor's thread must not read this view once its storage goes.
-        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque()) }
+        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque(), path: storedPath) }
         trace("deinit")
         // A released view lets go of its subviews one at a time, each told it has no superview before it goes.
         let ownPath = lastKnownPath ?? name

@@ -200,7 +200,7 @@ open class ViewController {
 
     isolated deinit {
         // Last: a monitor's thread must not read this controller once its storage goes.
-        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque()) }
+        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque(), path: storedPath) }
         // Clear every unowned back-reference to this controller first: it is being deinitialized.
         loadedView?.viewController = nil
         for child in children { child.parent = nil }

@@ -51,6 +51,9 @@ func block(for duration: Duration) {
 
 // One test at a time: a detector publishes each callback's target in RunningCallback, which holds the latest one of
 // the process (one main thread runs callbacks in a daemon; these tests play its part from their own threads).
+// On the main actor: a detector publishes from the thread that runs callbacks, and nodes released by other suites
+// (on the main actor) read the published node without the lock.
+@MainActor
 @Suite("The stall detector", .serialized)
 struct StallDetectorTests {
     @Test func aCallbackRunningPastTheThresholdsIsNamedTwiceThenItsDurationWhenItReturns() throws {
@@ -121,7 +124,7 @@ struct StallDetectorTests {
             override func viewDidAppear(_ animated: Bool) { block(for: .milliseconds(200)) }
         }
         let log = StallLog()
-        let detector = StallDetector(thresholds: .init(warning: .milliseconds(60), urgent: nil), logger: log.logger())
+        let detector = StallDetector(thresholds: .init(warning: .milliseconds(100), urgent: nil), logger: log.logger())
         try detector.start()
         defer { detector.stop() }
         let root = ViewController(identifier: "root")
@@ -132,17 +135,17 @@ struct StallDetectorTests {
         app.launch()
         app.runEndOfTurn()
         detector.dispatchDidEnd()
-        let records = log.all
+        // Only the hung callback's records: on a loaded machine (a sanitizer run) the launch's own steps may be slow.
+        let records = log.all.filter { $0.metadata["lifecycle.stall_event"] == "viewDidAppear" }
         #expect(records.map(\.level) == [.warning, .notice])
         #expect(records.map { $0.metadata["lifecycle.stall_target"] } == ["root/hanging", "root/hanging"])
-        #expect(records.allSatisfy { $0.metadata["lifecycle.stall_event"] == "viewDidAppear" })
         #expect(records.first?.message.hasPrefix("viewDidAppear root/hanging has run for ") == true)
     }
 
     @MainActor
-    @Test func aControllerReleasedAfterItsCallbackStartedIsNeverReadAgain() throws {
-        // The callback returned and its controller went while the main loop is still blocked: the warning says so
-        // instead of reading the controller's storage (AddressSanitizer would catch a read).
+    @Test func aNodeReleasedAfterItsCallbackStartedIsNamedByThePathItLeftBehind() throws {
+        // The callback returned and its node went while the main loop is still blocked: the warning names the path
+        // the node left when it went, without reading the node's storage (AddressSanitizer would catch a read).
         let log = StallLog()
         let detector = StallDetector(thresholds: .init(warning: .milliseconds(50), urgent: nil), logger: log.logger())
         try detector.start()
@@ -151,11 +154,15 @@ struct StallDetectorTests {
         detector.callbackWillStart(sequence: 7, event: "viewDidDisappear", target: controller!.callbackTarget)
         controller = nil
         block(for: .milliseconds(150))
+        var view: View? = View(name: "label")
+        detector.callbackWillStart(sequence: 8, event: "layoutSubviews", target: view!.callbackTarget)
+        view = nil
+        block(for: .milliseconds(150))
         detector.dispatchDidEnd()
         let records = log.all
-        #expect(records.map(\.level) == [.warning, .notice])
-        #expect(records.allSatisfy { $0.metadata["lifecycle.stall_target"] == "(a view controller, released)" })
-        #expect(controller == nil)
+        #expect(records.map(\.level) == [.warning, .notice, .warning, .notice])
+        #expect(records.map { $0.metadata["lifecycle.stall_target"] } == ["gone", "gone", "label", "label"])
+        #expect(records.map { $0.metadata["lifecycle.stall_seq"] } == ["7", "7", "8", "8"])
     }
 
     @MainActor
@@ -174,6 +181,7 @@ struct StallDetectorTests {
         #expect(RunningCallback.path(of: secondTarget, publication: secondPublication) == "second")
         #expect(RunningCallback.path(of: "delegate", publication: firstPublication) == "delegate")
         pthread_mutex_unlock(RunningCallback.mutex)
+        _ = (first, second)
     }
 
     @MainActor
