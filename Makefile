@@ -35,7 +35,16 @@ build: deps
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecyclectl
 
 # Its own package, which depends on this one by path (and on Hummingbird, which this package never resolves).
+# SwiftPM keeps the build plan of a path dependency while that package's manifest is unchanged: a source file added
+# to LifecycleKit since the last build would be missing from it ("cannot find … in scope"). So the plan is dropped
+# (made again in seconds; nothing is recompiled that need not be) when a directory of Sources/ is newer than it.
+EXAMPLE_BUILD = $(if $(LIFECYCLED_SCRATCH_PATH),$(LIFECYCLED_SCRATCH_PATH)-example,$(EXAMPLE)/.build)
 example: deps
+	@plan="$(EXAMPLE_BUILD)/$$(uname -m)-unknown-linux-gnu/$(CONFIG)/description.json"; \
+	if [ -f "$$plan" ] && [ -n "$$(find Sources -type d -newer "$$plan" -print -quit)" ]; then \
+		echo "Sources/ gained or lost a file since the example's last build: planning it again"; \
+		rm -f "$$plan" "$(EXAMPLE_BUILD)/$(CONFIG).yaml"; \
+	fi
 	$(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)"
 
 # scripts/run execs the daemon so job control reaches it directly; this target is the same for make users.
