@@ -4,6 +4,8 @@ public struct RateLimiter: Hashable, Sendable {
     public var minimumInterval: Duration
     /// When the last admitted event happened, on the caller's clock.
     public private(set) var lastAdmitted: Duration?
+    /// Events refused since the last one admitted.
+    public private(set) var refusedSinceAdmitted = 0
 
     /// Creates a limiter that has admitted nothing yet.
     public init(minimumInterval: Duration) {
@@ -12,9 +14,19 @@ public struct RateLimiter: Hashable, Sendable {
 
     /// Whether an event at `now` (time since any fixed origin) passes; if it does, it becomes the last admitted.
     public mutating func admit(at now: Duration) -> Bool {
-        if let lastAdmitted, now - lastAdmitted < minimumInterval { return false }
+        admitCountingRefused(at: now) != nil
+    }
+
+    /// ``admit(at:)`` for a log that says how much it held back: nil when the event at `now` is refused; when it
+    /// passes, how many were refused since the one admitted before it.
+    public mutating func admitCountingRefused(at now: Duration) -> Int? {
+        if let lastAdmitted, now - lastAdmitted < minimumInterval {
+            refusedSinceAdmitted += 1
+            return nil
+        }
         lastAdmitted = now
-        return true
+        defer { refusedSinceAdmitted = 0 }
+        return refusedSinceAdmitted
     }
 
     /// How long after `now` the next event would pass (zero if it would pass now).

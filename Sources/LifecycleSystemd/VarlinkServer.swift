@@ -126,9 +126,7 @@ public final class VarlinkServer {
     private var sweep: MainLoop.Source?
     private var sweepDeadline: ContinuousClock.Instant?
     private var noticeLimiter = RateLimiter(minimumInterval: .seconds(10))
-    private var suppressedNotices = 0
     private var debugLimiter = RateLimiter(minimumInterval: .seconds(1))
-    private var suppressedDebug = 0
     private let clockOrigin = ContinuousClock.now
 
     /// A server on a listening socket (bound, listening, non-blocking); the server owns it from now on and closes it
@@ -324,14 +322,9 @@ public final class VarlinkServer {
     /// Why a connection was closed, at debug level and at most once a second (under journald the daemon logs at
     /// debug: a peer that breaks the protocol in a loop must not flood the journal); the ones held back are counted.
     fileprivate func debug(_ message: @autoclosure () -> String) {
-        guard logger.logLevel <= .debug else { return }
-        let now = clockOrigin.duration(to: .now)
-        guard debugLimiter.admit(at: now) else {
-            suppressedDebug += 1
-            return
-        }
-        let suppressed = suppressedDebug
-        suppressedDebug = 0
+        guard logger.logLevel <= .debug,
+            let suppressed = debugLimiter.admitCountingRefused(at: clockOrigin.duration(to: .now))
+        else { return }
         logger.debug("\(message())\(suppressed > 0 ? " (and \(suppressed) more in the last second)" : "")")
     }
 
@@ -372,13 +365,7 @@ public final class VarlinkServer {
 
     /// A notice at most every 10 s; the ones held back are counted in the next.
     private func notice(_ message: String) {
-        let now = clockOrigin.duration(to: .now)
-        guard noticeLimiter.admit(at: now) else {
-            suppressedNotices += 1
-            return
-        }
-        let suppressed = suppressedNotices
-        suppressedNotices = 0
+        guard let suppressed = noticeLimiter.admitCountingRefused(at: clockOrigin.duration(to: .now)) else { return }
         logger.notice("\(message)\(suppressed > 0 ? " (and \(suppressed) similar in the last 10 s)" : "")")
     }
 }

@@ -21,6 +21,14 @@ import Testing
         #expect(limiter.wait(at: .seconds(125)) == .seconds(5))
     }
 
+    @Test func anAdmittedEventCountsTheOnesRefusedSinceThePreviousOne() {
+        var limiter = RateLimiter(minimumInterval: .seconds(1))
+        let counts = [Duration.zero, .milliseconds(100), .milliseconds(900), .seconds(1), .seconds(2), .milliseconds(2_500)]
+            .map { limiter.admitCountingRefused(at: $0) }
+        #expect(counts == [0, nil, nil, 2, 0, nil])
+        #expect(limiter.refusedSinceAdmitted == 1)
+    }
+
     @Test func aNewIntervalAppliesToTheNextEvent() {
         var limiter = RateLimiter(minimumInterval: .seconds(10))
         var admitted = [limiter.admit(at: .zero)]
