@@ -106,12 +106,10 @@ final class ControlService {
             metadata: ["lifecycle.request": .string(action.rawValue), "lifecycle.cause": "control"]
         )
         hub.requestStarted()
-        daemon.router.route(action, from: .control) { [hub] outcome in
+        daemon.router.route(action, from: .control) { [hub, unowned daemon = daemon] outcome in
             let (events, omitted) = hub.requestFinished(range: outcome.events)
-            // journald has taken the transition's lines before the caller hears it is over (as before a notification
-            // to systemd: unless journald has stalled, which delays no reply).
-            application.trace.flush()
-            JournalWriter.shared.waitForDelivery()
+            // journald has taken the transition's lines before the caller hears it is over.
+            daemon.deliverTraceLines()
             let name: String
             switch outcome {
             case .performed: name = "performed"

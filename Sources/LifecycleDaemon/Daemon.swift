@@ -351,11 +351,18 @@ public final class Daemon: ApplicationHost {
     // MARK: Helpers
 
     /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
-    /// before the journal has its callbacks (while journald takes lines: a stalled journald delays no notification).
+    /// before the journal has its callbacks.
     private func notify(_ assignments: [NotifyAssignment]) {
+        deliverTraceLines()
+        notifications.send(assignments)
+    }
+
+    /// Writes the trace lines that wait and lets journald take them, before somebody outside hears of what they
+    /// record (systemd, a control client); while journald takes nothing, no one waits for it
+    /// (``JournalWriter/waitForDelivery()``).
+    func deliverTraceLines() {
         application.trace.flush()
         JournalWriter.shared.waitForDelivery()
-        notifications.send(assignments)
     }
 
     static func writeError(_ text: String) {

@@ -239,16 +239,18 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     }
 
     private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        nanoseconds(CLOCK_MONOTONIC)
     }
 
     /// `CLOCK_MONOTONIC` as of the last tick (4 ms with HZ=250): a quarter of the cost of the precise clock, read
     /// per callback. Never ahead of ``monotonicNanoseconds()``, so a duration measured from it is at most a tick long.
     private static func coarseMonotonicNanoseconds() -> UInt64 {
+        nanoseconds(CLOCK_MONOTONIC_COARSE)
+    }
+
+    private static func nanoseconds(_ clock: clockid_t) -> UInt64 {
         var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        clock_gettime(clock, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -578,19 +578,9 @@ public final class Application {
 
     // MARK: Tracing
 
-    /// Records a callback of a controller.
-    func traceEvent(_ event: String, node: ViewController, detail: String?) {
-        trace.record(event: event, target: node.callbackTarget, state: applicationState, cause: currentCause, detail: detail)
-    }
-
-    /// Records a callback of a view.
-    func traceEvent(_ event: String, node: View, detail: String?) {
-        trace.record(event: event, target: node.callbackTarget, state: applicationState, cause: currentCause, detail: detail)
-    }
-
-    /// Records a callback whose target is known by its path alone (a task whose controller is gone).
-    func traceEvent(_ event: String, path: String, detail: String?) {
-        trace.record(event: event, target: .named(path), state: applicationState, cause: currentCause, detail: detail)
+    /// Records a callback of a controller or a view (`node.callbackTarget`), or of a target known by its path alone.
+    func traceEvent(_ event: String, target: @autoclosure () -> CallbackTarget, detail: String?) {
+        trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
     }
 
     private func traceDelegate(_ event: String) {

@@ -46,14 +46,14 @@ final class FanOut {
         let monitor = trace.monitor
         if reversed {
             for controller in list.reversed() {
-                if observed { application.traceEvent(event, node: controller, detail: nil) } else {
+                if observed { application.traceEvent(event, target: controller.callbackTarget, detail: nil) } else {
                     trace.skipUnobservedEvent(event, controller: controller, monitor: monitor)
                 }
                 callback(controller)
             }
         } else {
             for controller in list {
-                if observed { application.traceEvent(event, node: controller, detail: nil) } else {
+                if observed { application.traceEvent(event, target: controller.callbackTarget, detail: nil) } else {
                     trace.skipUnobservedEvent(event, controller: controller, monitor: monitor)
                 }
                 callback(controller)

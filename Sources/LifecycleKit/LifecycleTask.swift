@@ -197,7 +197,7 @@ public final class LifecycleTask {
             application = controller.application
             controller.trace(event, detail: detail ?? name)
         } else {
-            application?.traceEvent(event, path: lastPath, detail: detail ?? name)
+            application?.traceEvent(event, target: .named(lastPath), detail: detail ?? name)
         }
     }
 }

@@ -438,7 +438,7 @@ open class View {
 
     func trace(_ event: String, detail: String? = nil) {
         if let application {
-            application.traceEvent(event, node: self, detail: detail)
+            application.traceEvent(event, target: self.callbackTarget, detail: detail)
         } else {
             detachedEvents.append((event, detail))
         }
@@ -452,7 +452,7 @@ open class View {
         if !detachedEvents.isEmpty {
             let events = detachedEvents
             detachedEvents = []
-            for (event, detail) in events { application.traceEvent(event, node: self, detail: detail) }
+            for (event, detail) in events { application.traceEvent(event, target: self.callbackTarget, detail: detail) }
         }
         for subview in subviews { subview.adopt(application) }
     }

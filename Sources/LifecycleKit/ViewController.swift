@@ -669,7 +669,7 @@ open class ViewController {
 
     func trace(_ event: String, detail: String? = nil) {
         if let application {
-            application.traceEvent(event, node: self, detail: detail)
+            application.traceEvent(event, target: self.callbackTarget, detail: detail)
         } else {
             detachedEvents.append((event, detail))
         }
@@ -685,12 +685,12 @@ open class ViewController {
         self.application = application
         if initIsPending {
             initIsPending = false
-            application.traceEvent("init", node: self, detail: nil)
+            application.traceEvent("init", target: self.callbackTarget, detail: nil)
         }
         if !detachedEvents.isEmpty {
             let events = detachedEvents
             detachedEvents = []
-            for (event, detail) in events { application.traceEvent(event, node: self, detail: detail) }
+            for (event, detail) in events { application.traceEvent(event, target: self.callbackTarget, detail: detail) }
         }
         loadedView?.adopt(application)
         for child in children { child.adopt(application) }
