@@ -1,10 +1,19 @@
 // swift-tools-version: 6.2
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import PackageDescription
 
 let package = Package(
     name: "LifecycleKit",
     products: [
         .library(name: "LifecycleKit", targets: ["LifecycleKit"]),
+        .library(name: "LifecycleIPC", targets: ["LifecycleIPC"]),
         .library(name: "LifecycleSystemd", targets: ["LifecycleSystemd"]),
         .library(name: "LifecycleDaemon", targets: ["LifecycleDaemon"]),
         .library(name: "LifecycleServices", targets: ["LifecycleServices"]),
@@ -24,17 +33,33 @@ let package = Package(
             name: "LifecycleKit",
             dependencies: [.product(name: "Logging", package: "swift-log")]
         ),
+        // The control socket's wire, without libsystemd (lifecyclectl links it): JSON, varlink framing, a varlink server
+        // on any event loop and a client, AF_UNIX sockets and peer credentials.
+        .target(
+            name: "LifecycleIPC",
+            dependencies: [
+                "CLifecycleIPC",
+                "LifecycleKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // The socket calls LifecycleIPC cannot make from Swift (glibc declares them only under _GNU_SOURCE).
+        .target(name: "CLifecycleIPC"),
         // libsystemd from the distribution (Debian: libsystemd-dev).
         .systemLibrary(
             name: "CSystemd",
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
-        // The only Swift module that touches libsystemd: sd_notify, journald, sd-event, sd-bus.
+        // The only Swift module that touches libsystemd: sd_notify and the fd store, the sd-event main loop, logging to
+        // journald (or a terminal), sd-bus and logind, memory pressure.
         .target(
             name: "LifecycleSystemd",
             dependencies: [
                 "CSystemd",
+                "LifecycleIPC",
+                "LifecycleKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -44,6 +69,7 @@ let package = Package(
         .target(
             name: "LifecycleDaemon",
             dependencies: [
+                "LifecycleIPC",
                 "LifecycleKit",
                 "LifecycleSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -58,7 +84,6 @@ let package = Package(
             dependencies: [
                 "LifecycleKit",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -77,7 +102,8 @@ let package = Package(
         .executableTarget(
             name: "lifecyclectl",
             dependencies: [
-                "LifecycleSystemd",
+                "LifecycleIPC",
+                "LifecycleKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -109,16 +135,20 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "LifecycleIPCTests",
+            dependencies: ["LifecycleIPC", "LifecycleKit"]
+        ),
+        .testTarget(
             name: "LifecycleSystemdTests",
-            dependencies: ["LifecycleSystemd"]
+            dependencies: ["LifecycleSystemd", "LifecycleIPC", "LifecycleKit"]
         ),
         .testTarget(
             name: "LifecycleDaemonTests",
-            dependencies: ["LifecycleDaemon", "LifecycleKit", "LifecycleSystemd"]
+            dependencies: ["LifecycleDaemon", "LifecycleIPC", "LifecycleKit", "LifecycleSystemd"]
         ),
         .testTarget(
             name: "LifecyclectlTests",
-            dependencies: ["lifecyclectl", "LifecycleSystemd"]
+            dependencies: ["lifecyclectl", "LifecycleIPC", "LifecycleKit"]
         ),
     ]
 )

@@ -1,4 +1,12 @@
 // swift-tools-version: 6.2
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // The benchmarks of LifecycleKit: a separate package, so the library's users never resolve the benchmark tool.
 // scripts/bench (at the repository root) builds it in release mode and runs everything; see docs/benchmarks.md.
 import PackageDescription

@@ -1,4 +1,12 @@
 // swift-tools-version: 6.2
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // The libFuzzer targets (docs/testing.md, "Fuzzing"): one executable per decoder, built with -sanitize=fuzzer,address
 // by `make fuzz` (scripts/fuzz) in .build-fuzz. Its own package, so the main package gains no target, flag or
 // dependency.
@@ -15,8 +23,8 @@ let fuzzers: [(name: String, products: [String])] = [
     ("state-archive", ["LifecycleKit"]),
     ("state-payload", ["LifecycleKit"]),
     ("storyboard", ["LifecycleKit"]),
-    ("json", ["LifecycleSystemd"]),
-    ("varlink", ["LifecycleSystemd", "LifecycleDaemon"]),
+    ("json", ["LifecycleIPC"]),
+    ("varlink", ["LifecycleIPC", "LifecycleSystemd", "LifecycleDaemon"]),
 ]
 
 let package = Package(
@@ -36,6 +44,7 @@ let package = Package(
             dependencies: [
                 "CLibFuzzer",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleIPC", package: "LifecycleKit"),
                 .product(name: "LifecycleSystemd", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // The floor of the latency benchmark: the least a Linux process can do to see a signal on its main loop.
 // SIGUSR1 and SIGTERM are blocked and read from a signalfd watched by epoll; each SIGUSR1 stamps the time first
 // thing (bench_stamp), SIGTERM exits 0. READY=1 goes to $NOTIFY_SOCKET once the loop is set up.

@@ -1,4 +1,12 @@
 #!/usr/bin/env python3
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """The benchmark harness behind scripts/bench: runs every measurement against its same-run baseline and writes the
 table (results.md) and the latency plot (latency.png).
 

@@ -1,4 +1,12 @@
 #!/usr/bin/env python3
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Watches 127.0.0.1:PORT in a tight loop, in a process of its own, for bench.py's services figures.
 
     connect_poller.py PORT [INTERVAL_US]

@@ -1,4 +1,12 @@
 // swift-tools-version: 6.2
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // hello-service: a Hummingbird server with the iOS application lifecycle (see README.md).
 import PackageDescription
 

@@ -1,5 +1,15 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import ArgumentParser
-import LifecycleSystemd
+
+import LifecycleIPC
+import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -58,11 +68,11 @@ struct ConnectionOptions: ParsableArguments {
     func socketPath() -> String {
         if let socket { return socket }
         let base = String(unitName.prefix { $0 != "." })
-        var runtime = user ? (ProcessEnvironment.value("XDG_RUNTIME_DIR") ?? "/run/user/\(getuid())") : "/run"
+        var runtime = user ? (environmentValue("XDG_RUNTIME_DIR") ?? "/run/user/\(getuid())") : "/run"
         if runtime.hasSuffix("/") { runtime.removeLast() }
         let directory = Self.runtimeDirectory(of: unitName, user: user) ?? base
         let path = "\(runtime)/\(directory)/control"
-        if unit == nil, access(path, F_OK) != 0, let xdg = ProcessEnvironment.value("XDG_RUNTIME_DIR") {
+        if unit == nil, access(path, F_OK) != 0, let xdg = environmentValue("XDG_RUNTIME_DIR") {
             let byHand = "\(xdg)/\(base)/control"
             if access(byHand, F_OK) == 0 { return byHand }
         }
@@ -203,4 +213,9 @@ enum Subprocess {
         guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else { return nil }
         return String(decoding: output, as: UTF8.self)
     }
+}
+
+/// The value of an environment variable, or nil when it is unset.
+func environmentValue(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }
 }

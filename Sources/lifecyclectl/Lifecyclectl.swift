@@ -1,5 +1,15 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import ArgumentParser
-import LifecycleSystemd
+
+import LifecycleIPC
+import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -63,7 +73,10 @@ struct Lifecyclectl: ParsableCommand {
     }
 
     /// Colour for stdout: on a terminal, unless NO_COLOR is set.
-    static var style: TerminalStyle { .forDescriptor(STDOUT_FILENO) }
+    static var style: TerminalStyle {
+        let environment = ["NO_COLOR", "TERM"].reduce(into: [String: String]()) { $0[$1] = environmentValue($1) }
+        return TerminalStyle(isTerminal: isatty(STDOUT_FILENO) == 1, environment: environment)
+    }
 }
 
 struct Status: ParsableCommand {

@@ -1,4 +1,13 @@
-import LifecycleSystemd
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleIPC
+import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc

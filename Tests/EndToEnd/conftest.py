@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Fixtures: one systemd sandbox per session, the daemon binary, the daemon's unit with an e2e drop-in."""
 
 from __future__ import annotations

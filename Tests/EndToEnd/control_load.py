@@ -1,4 +1,12 @@
 #!/usr/bin/python3
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Load on a control socket, for test_control.py: malformed requests, then many connections held open at once.
 
     control_load.py --socket PATH [--malformed 1000] [--connections 200] [--hold 5] [--ready FILE] [--out FILE]

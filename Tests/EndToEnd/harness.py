@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Helpers for the end-to-end tests: the systemd sandbox, journald readback, the lifecycle trace.
 
 The sandbox is scripts/systemd-sandbox: systemd 252 booted as PID 1 of private pid, mount, uts, ipc and

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Real peers for the notification-source tests: logind (python3-dbusmock's template on the sandbox's system bus, or
 the sandbox's own systemd-logind), memory pressure (a memory limit plus a page-cache thrasher in the service's own
 cgroup), and the shared helpers those tests use to start the daemon with a configuration file and read its trace

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Launch into the background under systemd ([Launch] Into=background): the whole tree hears
 applicationDidEnterBackground with cause `launch`, nothing appears, READY=1 follows; the first return to the
 foreground shows the root between applicationWillEnterForeground and applicationDidBecomeActive; terminating

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """The control socket under a real systemd: lifecyclectl prints the demo's tree and status, requests go through with
 LIFECYCLE_CAUSE=control and print the events they caused, a peer of another uid is refused (and one of the
 configured group is not), a dropped request says why, the live trace streams, and 1,000 malformed requests plus

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """lifecycled in a terminal, without systemd: SIGTSTP backgrounds and then stops it as job control does;
 SIGCONT resumes it into the foreground; SIGTERM ends it with status 0. The trace there is the human format, in colour
 unless NO_COLOR is set, with repeated redraws folded; lifecyclectl finds the daemon's socket in $XDG_RUNTIME_DIR."""

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """lifecycled under a real systemd: readiness, the signal map, reload, stop and the watchdog.
 
 Every ordering assertion compares the whole trace (LIFECYCLE_* journald fields) with the contract in

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """lifecycled run by hand, outside systemd: Dispatch's main queue runs on the daemon's loop (the demo worker's
 timer), the worker pauses in the background, SIGINT ends it with 0, bad input gets sysexits codes and messages
 that name the file and line."""

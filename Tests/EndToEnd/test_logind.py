@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """logind's sleep and shutdown announcements, against python3-dbusmock's logind template on the sandbox's real
 system bus (the sandbox's systemd-logind masked for the test): the delay inhibitors, the background sequence, the
 inhibitors held while a background task runs, the resume, and signals from other senders ignored. One test runs the

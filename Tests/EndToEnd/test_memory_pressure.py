@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Memory pressure under the real kernel: a PSI trigger fires while the service's cgroup thrashes at its memory
 limit, a rate-limited memory warning with cause `psi` goes down the demo tree, and the sources (the cgroup's
 own memory.pressure, /proc/pressure/memory, $MEMORY_PRESSURE_WATCH) are chosen as documented.

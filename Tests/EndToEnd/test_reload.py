@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Reload through `systemctl reload` (SIGHUP): RELOADING=1, applicationWillReload down the tree, the file re-read,
 applicationDidReload, READY=1. A valid change takes effect (the demo hands its serving mode over to a new
 controller, the memory pressure and logind settings are re-applied); an invalid one keeps the old configuration and

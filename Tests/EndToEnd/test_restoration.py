@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """State restoration and storyboards under the real systemd 252.
 
 - Push two modes (a reload with a changed Mode= and ModeChange=push), background (the state is saved), SIGKILL with

@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """A soak: one lifecycled driven through 100,000 transitions from every source it has at once — signals, logind's
 announcements, memory warnings and control requests — with its memory and file descriptors sampled, its pid watched
 and every event of its trace checked against the contract's state machine (docs/lifecycle.md §1, §2, §7).

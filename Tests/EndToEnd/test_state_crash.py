@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Crash safety of the saved state: lifecycled as a plain process with --state-directory in a temporary directory and
 the debug switch that spreads the state's write over 20 ms (--state-write-delay-ms), SIGKILLed at 500 random moments
 around a save (SIGUSR1: background → save) and restarted each time. Every launch either restores a complete archive

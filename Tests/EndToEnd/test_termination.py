@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """Termination with background time: `systemctl stop` waits for a background task begun in
 applicationWillTerminate, past TimeoutStopSec= (the daemon sends EXTEND_TIMEOUT_USEC= while it runs), and a task
 that outlives [BackgroundTasks] BudgetSec= gets its expiration handler before the process exits."""

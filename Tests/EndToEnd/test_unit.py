@@ -1,3 +1,11 @@
+#
+# This source file is part of LifecycleKit
+# Copyright (c) 2026 the LifecycleKit authors
+#
+# See LICENSE.txt for license information
+# SPDX-License-Identifier: Apache-2.0
+#
+
 """The shipped unit's restart policy under a real systemd 252: a configuration error (exit 78) or a usage error
 (exit 64) fails the unit at once, with no restart (RestartPreventExitStatus=64 78), and the journal says why.
 

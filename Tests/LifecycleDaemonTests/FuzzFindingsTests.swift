@@ -1,8 +1,17 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import ArgumentParser
 import LifecycleSystemd
 import Testing
 
 @testable import LifecycleDaemon
+import LifecycleKit
 
 /// What the fuzz targets (Fuzzing/, docs/testing.md "Fuzzing") found, each input as the fuzzer left it (minimized)
 /// and its neighbours; each input is in the seed corpus too (Fuzzing/Corpus/TARGET/finding-*).

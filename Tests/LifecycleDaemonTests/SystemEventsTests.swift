@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import LifecycleKit
 import LifecycleSystemd
 import Logging
@@ -5,6 +13,7 @@ import Synchronization
 import Testing
 
 @testable import LifecycleDaemon
+import LifecycleIPC
 
 // SystemEvents with stand-ins for logind, PSI and the loop's timers, so that each ordering is asserted as one
 // sequence: the application's trace, the delegate's background tasks and what was done to the inhibitor, in the
@@ -148,7 +157,7 @@ final class Stage {
     var memoryPressure: [FakeMemoryPressure] = []
     var timers: [FakeTimer] = []
     var send: (@MainActor (Logind.Event) -> Void)?
-    var logindUnavailable: SystemdError?
+    var logindUnavailable: SystemCallError?
     var inhibitDelayMax: Duration?
 
     /// Now, on the manual clock the effects use.
@@ -221,7 +230,7 @@ final class SystemEventsHarness {
     var logind: FakeLogind? { stage.logind }
     var memoryPressure: [FakeMemoryPressure] { stage.memoryPressure }
     var timers: [FakeTimer] { stage.timers }
-    var logindUnavailable: SystemdError? {
+    var logindUnavailable: SystemCallError? {
         get { stage.logindUnavailable }
         set { stage.logindUnavailable = newValue }
     }
@@ -471,7 +480,7 @@ final class HostForwarder: ApplicationHost {
 
     @Test func noSystemBusIsOneWarningAndMemoryPressureIsStillWatched() throws {
         let harness = SystemEventsHarness()
-        harness.logindUnavailable = SystemdError(operation: "sd_bus_open_system", errno: .noSuchFileOrDirectory)
+        harness.logindUnavailable = SystemCallError(operation: "sd_bus_open_system", errno: .noSuchFileOrDirectory)
         harness.launch()
         let warnings = harness.log.messages(.warning)
         #expect(warnings.count == 1)

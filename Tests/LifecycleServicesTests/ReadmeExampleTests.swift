@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import LifecycleKit
 import LifecycleServices
 import Logging
@@ -34,7 +42,12 @@ struct ReadmeExampleTests {
 
     @Test func theReadmeShowsTheExampleAsItCompiles() throws {
         let readme = try Self.read("README.md")
-        let example = try Self.read("Tests/ReadmeExample/ReadmeExample.swift")
+        // The file opens with the licence header (comment lines, then a blank line), which the README leaves out.
+        let file = try Self.read("Tests/ReadmeExample/ReadmeExample.swift")
+        #expect(file.hasPrefix("//\n// This source file is part of LifecycleKit\n"), "ReadmeExample.swift lost its licence header")
+        let lines = file.split(separator: "\n", omittingEmptySubsequences: false)
+        let headerLength = lines.prefix { $0.hasPrefix("//") }.count + 1
+        let example = lines.dropFirst(headerLength).joined(separator: "\n")
         #expect(readme.contains("```swift\n" + example + "```\n"), "README.md's example differs from Tests/ReadmeExample/ReadmeExample.swift")
     }
 

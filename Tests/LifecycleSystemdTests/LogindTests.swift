@@ -1,7 +1,16 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import Logging
 import Testing
 
 @testable import LifecycleSystemd
+import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -478,10 +487,10 @@ extension ProcessStateTests {
         }
 
         @Test func connectingWhereThereIsNoBusThrows() async throws {
-            let failure = try await onDedicatedThread { () -> SystemdError? in
+            let failure = try await onDedicatedThread { () -> SystemCallError? in
                 let loop = try MainLoop(onCurrentThread: ())
                 let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger())
-                do throws(SystemdError) {
+                do throws(SystemCallError) {
                     try logind.connect(address: "unix:path=/nonexistent/lifecyclekit/bus")
                     return nil
                 } catch {

@@ -1,7 +1,16 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import SystemPackage
 import Testing
 
 @testable import LifecycleSystemd
+import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -178,13 +187,13 @@ extension ProcessStateTests {
         }
 
         @Test func addingASignalThatIsNotBlockedThrowsBusy() async throws {
-            let error = try await onDedicatedThread { () throws -> SystemdError? in
+            let error = try await onDedicatedThread { () throws -> SystemCallError? in
                 var set = sigset_t()
                 sigemptyset(&set)
                 sigaddset(&set, SIGWINCH)
                 pthread_sigmask(SIG_UNBLOCK, &set, nil)
                 let loop = try MainLoop(onCurrentThread: ())
-                do throws(SystemdError) {
+                do throws(SystemCallError) {
                     try loop.addSignal(UnixSignal(rawValue: SIGWINCH)) { _ in }
                     return nil
                 } catch {
@@ -198,11 +207,11 @@ extension ProcessStateTests {
         }
 
         @Test func aLoopThatHasExitedCannotRunAgain() async throws {
-            let (first, secondError) = try await onDedicatedThread { () throws -> (Int32, SystemdError?) in
+            let (first, secondError) = try await onDedicatedThread { () throws -> (Int32, SystemCallError?) in
                 let loop = try MainLoop(onCurrentThread: ())
                 try loop.addTimer(after: .zero) { [unowned loop] in loop.exit(code: 9) }
                 let first = try loop.run()
-                do throws(SystemdError) {
+                do throws(SystemCallError) {
                     _ = try loop.run()
                     return (first, nil)
                 } catch {

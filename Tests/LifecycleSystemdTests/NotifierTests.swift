@@ -1,7 +1,16 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import SystemPackage
 import Testing
 
 @testable import LifecycleSystemd
+import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -50,7 +59,7 @@ extension ProcessStateTests {
 
         @Test func anUnreachableSocketThrowsWithTheErrno() throws {
             let error = withEnvironment(["NOTIFY_SOCKET": "@lifecyclekit-test-nobody-listens-\(getpid())"]) {
-                #expect(throws: SystemdError.self) { try SystemdNotifier.fromEnvironment().notify(.ready) }
+                #expect(throws: SystemCallError.self) { try SystemdNotifier.fromEnvironment().notify(.ready) }
             }
             #expect(error?.errno == .connectionRefused)
             #expect(error?.operation.hasPrefix("sd_notify") == true)

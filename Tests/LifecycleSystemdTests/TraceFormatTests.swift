@@ -1,6 +1,16 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import Logging
 import Testing
 
+import LifecycleIPC
+import LifecycleKit
 @testable import LifecycleSystemd
 
 @Suite struct TraceFormatTests {
@@ -82,10 +92,12 @@ import Testing
         #expect(coloured.contains("\u{1B}[32mactive\u{1B}[0m"))
         #expect(coloured.contains("\u{1B}[1mviewDidLoad\u{1B}[0m"))
         #expect(coloured.contains("\u{1B}[2mroot/\u{1B}[0mworker"))
-        // A pipe is not a terminal, and NO_COLOR wins even on one.
-        let pipe = try! Pipe()
-        #expect(!TerminalStyle.forDescriptor(pipe.writeEnd, environment: [:]).colour)
-        #expect(!TerminalStyle.forDescriptor(0, environment: ["NO_COLOR": "1"]).colour)
+        // Only on a terminal, and NO_COLOR (set to anything) or TERM=dumb wins even there.
+        #expect(!TerminalStyle(isTerminal: false, environment: [:]).colour)
+        #expect(TerminalStyle(isTerminal: true, environment: [:]).colour)
+        #expect(!TerminalStyle(isTerminal: true, environment: ["NO_COLOR": "1"]).colour)
+        #expect(TerminalStyle(isTerminal: true, environment: ["NO_COLOR": ""]).colour)
+        #expect(!TerminalStyle(isTerminal: true, environment: ["TERM": "dumb"]).colour)
     }
 
     @Test func recordsComeFromLogMetadataAndFromControlReplies() {

@@ -1,8 +1,17 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import ArgumentParser
-import LifecycleSystemd
 import Testing
 
 @testable import lifecyclectl
+import LifecycleIPC
+import LifecycleKit
 
 @Suite struct OutputTests {
     let plain = TerminalStyle(colour: false)
@@ -112,7 +121,7 @@ import Testing
         #expect(ControlFailure(.error(.methodNotFound("a.b.C")), target: "x").exitCode == 76)
         let unreachable = ControlFailure.unreachable(
             target: "lifecycled.service", path: "/run/lifecycled/control",
-            error: .connect(.system(SystemdError(operation: "connect", errno: .noSuchFileOrDirectory)))
+            error: .connect(.system(SystemCallError(operation: "connect", errno: .noSuchFileOrDirectory)))
         )
         #expect(unreachable.exitCode == 69)
         #expect("\(unreachable)".hasPrefix("cannot reach lifecycled.service at /run/lifecycled/control: No such file or directory"))

@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 /// The plain-Swift baselines: what the same work costs with ordinary class instances and no framework.
 
 /// A class with an overridable method, the shape of a controller callback without the framework.

@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // libFuzzer's driver, from the toolchain's libclang_rt.fuzzer (linked by swiftc -sanitize=fuzzer).
 //
 // SwiftPM links an executable's entry point as main (--defsym main=<module>_main), so libFuzzer's own main() cannot

@@ -1,4 +1,12 @@
-import LifecycleSystemd
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleIPC
 
 /// A second reading of RFC 8259, written apart from `JSONParser` and shaped differently (one loop over an explicit
 /// stack, no recursion): the oracle the JSON parser is compared with. It says whether a text is grammatical JSON

@@ -1,6 +1,16 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 import LifecycleDaemon
 import LifecycleSystemd
 import Logging
+import LifecycleIPC
+import LifecycleKit
 
 #if canImport(Glibc)
     import Glibc

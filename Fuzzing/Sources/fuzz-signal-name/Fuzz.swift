@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // Signal names: `--signal SIG=ACTION` values (SignalMap.parseEntry), bare names (UnixSignal(name:): SIGUSR1, usr1,
 // RTMIN+3, SIGRTMAX-1) and [Signals] entries of the configuration file. One input is one or more lines, each tried.
 import FuzzSupport

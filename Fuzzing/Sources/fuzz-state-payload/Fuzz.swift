@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // The saved state's body: the input is the JSON after the header, framed with its true length and CRC-32 before
 // Archive.decodeState reads it, so every mutation reaches the JSON and the node, view and value decoders.
 import FuzzSupport

@@ -1,3 +1,11 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
 // The control socket's protocol, from the bytes a peer sends: the stream split into NUL-terminated messages
 // (VarlinkFramer, in chunks, at several limits), each message decoded as a call (VarlinkCall.decode) and as a reply
 // (VarlinkReply.decode, lifecyclectl's side), then the whole stream sent to a VarlinkServer on this process's main loop
@@ -5,6 +13,7 @@
 // connection must end as docs/control.md says (answered, or closed for a malformed or oversized message).
 import FuzzSupport
 import LifecycleSystemd
+import LifecycleIPC
 
 /// Made at the first input, on the main thread (the loop's), and used by that thread only.
 nonisolated(unsafe) private var exchange: VarlinkExchange?

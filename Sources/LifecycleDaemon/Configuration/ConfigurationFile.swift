@@ -1,0 +1,160 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A configuration that cannot be used: the message names the file, the line and what would be valid.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The file (or `--signal`, or another flag) the bad value came from.
+    public var source: String
+    /// The line in the file, if the value came from a file.
+    public var line: Int?
+    /// What is wrong and what would be valid.
+    public var message: String
+
+    /// Creates an error.
+    public init(source: String, line: Int?, message: String) {
+        self.source = source
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String {
+        if let line { return "\(source):\(line): \(message)" }
+        return "\(source): \(message)"
+    }
+}
+
+/// A configuration file in systemd's INI style (`[Section]` headers, `Key=Value` lines, `#` or `;` comments), split
+/// into its entries. Only the syntax is checked here; what the keys mean is up to the sections that read them.
+public struct ConfigurationFile: Sendable, Hashable {
+    /// One `Key=Value` line.
+    public struct Entry: Sendable, Hashable {
+        /// The section it is in, without brackets.
+        public var section: String
+        /// The key, trimmed.
+        public var key: String
+        /// The value, trimmed.
+        public var value: String
+        /// The line number, from 1.
+        public var line: Int
+    }
+
+    /// The file (or other source) the text came from, for errors.
+    public let source: String
+    /// The entries, in file order.
+    public let entries: [Entry]
+    /// Every section header, in file order, with its line.
+    public let sections: [(name: String, line: Int)]
+
+    /// Splits configuration text; `source` names it in errors.
+    public init(text: String, source: String) throws(ConfigurationError) {
+        self.source = source
+        var entries: [Entry] = []
+        var sections: [(name: String, line: Int)] = []
+        var section: String?
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            let line = String(rawLine).trimmed
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]") else {
+                    throw ConfigurationError(source: source, line: number, message: "\"\(line)\" is not a [Section] header")
+                }
+                let name = String(line.dropFirst().dropLast())
+                sections.append((name, number))
+                section = name
+                continue
+            }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigurationError(source: source, line: number, message: "\"\(line)\" is not Key=Value")
+            }
+            let key = String(line[..<equals]).trimmed
+            let value = String(line[line.index(after: equals)...]).trimmed
+            guard let section else {
+                throw ConfigurationError(source: source, line: number, message: "\(key)= comes before any [Section]")
+            }
+            entries.append(Entry(section: section, key: key, value: value, line: number))
+        }
+        self.entries = entries
+        self.sections = sections
+    }
+
+    /// Reads and splits a file; errors name the file and the system's reason.
+    public init(contentsOf path: String) throws(ConfigurationError) {
+        let text: String
+        do {
+            text = try SystemFiles.readText(path)
+        } catch {
+            throw ConfigurationError(source: path, line: nil, message: "cannot be read: \(String(cString: strerror(error.rawValue)))")
+        }
+        try self.init(text: text, source: path)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.source == rhs.source && lhs.entries == rhs.entries
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(source)
+        hasher.combine(entries)
+    }
+
+    /// Applies the entries of one section to `root` through its key table: unknown keys and keys set twice are
+    /// errors naming the line and the valid keys; then `validate` checks the section as a whole.
+    func apply<Root>(
+        section name: String,
+        keys: [ConfigurationKey<Root>],
+        to root: inout Root,
+        validate: (Root) throws(ConfigurationValueError) -> Void = { _ in }
+    ) throws(ConfigurationError) {
+        var seen: [String: Int] = [:]
+        var lastLine: Int?
+        for entry in entries where entry.section == name {
+            guard let key = keys.first(where: { $0.name == entry.key }) else {
+                throw ConfigurationError(
+                    source: source,
+                    line: entry.line,
+                    message: "unknown key \(entry.key)= in [\(name)]; valid: " + keys.map { "\($0.name)=" }.joined(separator: ", ")
+                )
+            }
+            if let first = seen[entry.key] {
+                throw ConfigurationError(
+                    source: source,
+                    line: entry.line,
+                    message: "\(entry.key)= is set twice in [\(name)] (first on line \(first))"
+                )
+            }
+            seen[entry.key] = entry.line
+            lastLine = entry.line
+            do {
+                try key.apply(entry.value, to: &root)
+            } catch {
+                throw ConfigurationError(source: source, line: entry.line, message: error.message)
+            }
+        }
+        do {
+            try validate(root)
+        } catch {
+            throw ConfigurationError(source: source, line: lastLine, message: error.message)
+        }
+    }
+}
+
+extension String {
+    var trimmed: String {
+        var slice = Substring(self)
+        while let first = slice.first, first.isWhitespace { slice = slice.dropFirst() }
+        while let last = slice.last, last.isWhitespace { slice = slice.dropLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,118 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleSystemd
+import LifecycleIPC
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `[Control]`: the control socket (docs/control.md).
+public struct ControlSettings: Sendable, Hashable {
+    /// A group whose members may use the control socket, as configured and as resolved.
+    public struct Group: Sendable, Hashable {
+        /// The name (or number) as written.
+        public var name: String
+        /// Its group ID.
+        public var id: gid_t
+    }
+
+    /// Whether the control socket is served (`Enable=`, default yes).
+    public var isEnabled = true
+    /// Where it listens (`Socket=`); nil: the standard place (see ``ControlSocketLocation``).
+    public var socketPath: String?
+    /// A group whose members may use it besides the service's own user and root (`Group=`).
+    public var group: Group?
+    /// How many of the delegate's recent trace events (the application's transitions) the daemon keeps for
+    /// `lifecyclectl trace` (`TraceBacklog=`, 0 to 10,000); 0 keeps none, and then the trace is only watched while
+    /// someone follows it or waits for a request.
+    public var traceBacklog = 256
+
+    public init() {}
+
+    /// The section's keys, in DaemonConfiguration's one table.
+    static let keys: [ConfigurationKey<DaemonConfiguration>] = [
+        .boolean("Enable", \DaemonConfiguration.control.isEnabled),
+        ConfigurationKey("Socket") { configuration, value throws(ConfigurationValueError) in
+            guard !value.isEmpty else {
+                configuration.control.socketPath = nil
+                return
+            }
+            guard value.hasPrefix("/") else { throw ConfigurationValueError("Socket=\(value) is not an absolute path") }
+            guard value.utf8.count <= UnixSocket.maximumPathLength else {
+                throw ConfigurationValueError(
+                    "Socket=\(value) is longer than a socket path may be (\(UnixSocket.maximumPathLength) bytes)"
+                )
+            }
+            configuration.control.socketPath = value
+        },
+        ConfigurationKey("Group") { configuration, value throws(ConfigurationValueError) in
+            guard !value.isEmpty else {
+                configuration.control.group = nil
+                return
+            }
+            guard let id = Self.groupID(value) else {
+                throw ConfigurationValueError("Group=\(value) is not a group of this system")
+            }
+            configuration.control.group = Group(name: value, id: id)
+        },
+        .integer("TraceBacklog", \DaemonConfiguration.control.traceBacklog, in: 0...10_000),
+    ]
+
+    /// The ID of a group given by name or number; nil when the system has no such group name.
+    static func groupID(_ text: String) -> gid_t? {
+        if let number = gid_t(text) { return number }
+        var entry = Glibc.group()
+        var result: UnsafeMutablePointer<Glibc.group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let status = getgrnam_r(text, &entry, &buffer, buffer.count, &result)
+        guard status == 0, result != nil else { return nil }
+        return entry.gr_gid
+    }
+
+    /// Whether a peer may use the control socket: the service's own user, root, or a member of ``group``.
+    func allows(_ peer: PeerCredentials, serviceUID: uid_t) -> Bool {
+        if peer.uid == 0 || peer.uid == serviceUID { return true }
+        if let group, peer.isMember(of: group.id) { return true }
+        return false
+    }
+}
+
+/// Where the control socket listens, in order of precedence: a listening socket systemd handed over (`LISTEN_FDS`,
+/// named `control` or the only one), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
+/// `$XDG_RUNTIME_DIR/<program>/control` (run by hand), `/run/<program>/control` (run by hand as root).
+public enum ControlSocketLocation: Hashable, Sendable {
+    /// A listening socket systemd passed.
+    case inherited(descriptor: Int32, name: String)
+    /// A path to bind, after making its directory (with this mode) if it is missing.
+    case path(String, directoryMode: mode_t?)
+    /// Nowhere: the reason why.
+    case none(String)
+
+    /// Decides where the socket goes; pure, for tests.
+    static func resolve(
+        settings: ControlSettings,
+        inherited: [SocketActivation.Socket],
+        environment: [String: String],
+        uid: uid_t,
+        programName: String
+    ) -> ControlSocketLocation {
+        let passed = inherited.first { $0.name == "control" } ?? (inherited.count == 1 ? inherited.first : nil)
+        if let passed { return .inherited(descriptor: passed.descriptor, name: passed.name) }
+        if let path = settings.socketPath { return .path(path, directoryMode: nil) }
+        if let directories = environment["RUNTIME_DIRECTORY"], let first = directories.split(separator: ":").first {
+            return .path("\(first)/control", directoryMode: nil)
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            return .path("\(runtime)/\(programName)/control", directoryMode: 0o700)
+        }
+        if uid == 0 { return .path("/run/\(programName)/control", directoryMode: 0o755) }
+        return .none("no RUNTIME_DIRECTORY or XDG_RUNTIME_DIR to put it in; set [Control] Socket=")
+    }
+}

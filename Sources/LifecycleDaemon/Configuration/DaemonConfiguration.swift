@@ -1,0 +1,167 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+
+/// Everything the daemon reads from its configuration file and flags, plus the application's own section.
+public struct DaemonConfiguration: Sendable {
+    /// Which signal asks for what.
+    public var signalMap = SignalMap.standard
+    /// Launch into the foreground or the background.
+    public var launchInto = LaunchTarget.active
+    /// Log controller and view events at info too.
+    public var traceAll = false
+    /// How long termination waits for background tasks before their expiration handlers run.
+    public var backgroundTaskBudget = Duration.seconds(30)
+    /// How long background tasks may run once the application is in the background (UIKit's background time).
+    public var backgroundTime = Duration.seconds(30)
+    /// Memory pressure: the stall (`some`) that triggers a warning, within ``memoryPressureWindow``.
+    public var memoryPressureThreshold = Duration.milliseconds(200)
+    /// Memory pressure: the window the stall is measured over.
+    public var memoryPressureWindow = Duration.seconds(2)
+    /// At most one memory warning from pressure per this interval.
+    public var memoryWarningMinimumInterval = Duration.seconds(10)
+    /// Whether to watch memory pressure at all.
+    public var watchMemoryPressure = true
+    /// Whether to watch logind's sleep and shutdown announcements.
+    public var watchLogind = true
+    /// Debug: the callback that blocks the main thread forever when it fires (the watchdog test).
+    public var hangIn: String?
+    /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``).
+    public var releaseStartupMemory = true
+    /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
+    public var watchStalls = true
+    /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
+    public var stallWarning: Duration?
+    /// State restoration and storyboards (RestorationSettings.swift).
+    public var restoration = RestorationSettings()
+    /// The control socket (`[Control]`, docs/control.md): whether it is served, where, and which group may use it
+    /// besides the service's own user and root.
+    public var control = ControlSettings()
+    /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
+    public var applicationSettings: (any ConfigurationSection)?
+
+    /// The defaults of the lifecycle contract and this project's docs.
+    public init() {}
+
+    /// The daemon's own sections and their keys: the one table that parses, validates and lists them.
+    static let sections: [(name: String, keys: [ConfigurationKey<DaemonConfiguration>])] = [
+        ("Launch", [.choice("Into", \.launchInto, what: "a launch target"), storyboardKey]),
+        ("State", stateKeys),
+        ("Trace", [.boolean("All", \.traceAll)]),
+        (
+            "BackgroundTasks",
+            [.duration("BudgetSec", \.backgroundTaskBudget), .duration("BackgroundTimeSec", \.backgroundTime)]
+        ),
+        (
+            "MemoryPressure",
+            [
+                .boolean("Watch", \.watchMemoryPressure),
+                .duration("ThresholdMSec", \.memoryPressureThreshold, unit: .milliseconds(1)),
+                .duration("WindowSec", \.memoryPressureWindow),
+                .duration("MinimumIntervalSec", \.memoryWarningMinimumInterval),
+            ]
+        ),
+        ("Logind", [.boolean("Watch", \.watchLogind)]),
+        ("Memory", [.boolean("ReleaseStartupPages", \.releaseStartupMemory)]),
+        (
+            "Stall",
+            [
+                .boolean("Watch", \.watchStalls),
+                ConfigurationKey("WarningSec") { configuration, value throws(ConfigurationValueError) in
+                    guard let duration = ConfigurationParsing.duration(value, unit: .seconds(1)), duration > .zero else {
+                        throw ConfigurationValueError("WarningSec=\(value) is not a positive number of seconds (at most 292 years)")
+                    }
+                    configuration.stallWarning = duration
+                },
+            ]
+        ),
+        ("Control", ControlSettings.keys),
+        ("Debug", [.text("HangIn", \.hangIn), stateWriteDelayKey]),
+    ]
+
+    /// `[Signals]`: its keys are signal names, so it is read apart from the table.
+    static let signalsSection = "Signals"
+
+    /// The sections the daemon itself reads.
+    static var sectionNames: [String] { [signalsSection] + sections.map(\.name) }
+
+    /// Reads a configuration file over the current values; errors name the file and line.
+    public mutating func load(
+        file path: String,
+        applicationSection: (any ConfigurationSection.Type)? = nil
+    ) throws(ConfigurationError) {
+        try apply(ConfigurationFile(contentsOf: path), applicationSection: applicationSection)
+    }
+
+    /// Applies configuration text (systemd's INI style: `[Section]`, `Key=Value`, `#` comments).
+    public mutating func apply(
+        text: String,
+        source: String,
+        applicationSection: (any ConfigurationSection.Type)? = nil
+    ) throws(ConfigurationError) {
+        try apply(ConfigurationFile(text: text, source: source), applicationSection: applicationSection)
+    }
+
+    /// Applies a file's entries: unknown sections are errors listing the valid ones (the daemon's and the
+    /// application's), then each section is read through its key table.
+    public mutating func apply(
+        _ file: ConfigurationFile,
+        applicationSection: (any ConfigurationSection.Type)? = nil
+    ) throws(ConfigurationError) {
+        var known = Self.sectionNames
+        if let applicationSection, !applicationSection.name.isEmpty { known.append(applicationSection.name) }
+        for (name, line) in file.sections where !known.contains(name) {
+            throw ConfigurationError(
+                source: file.source,
+                line: line,
+                message: "unknown section [\(name)]; valid: " + known.sorted().map { "[\($0)]" }.joined(separator: ", ")
+            )
+        }
+        try applySignals(file)
+        for section in Self.sections {
+            try file.apply(section: section.name, keys: section.keys, to: &self) { configuration throws(ConfigurationValueError) in
+                if section.name == "MemoryPressure", configuration.memoryPressureThreshold > configuration.memoryPressureWindow {
+                    throw ConfigurationValueError("the memory pressure threshold must not exceed its window")
+                }
+            }
+        }
+        if let applicationSection {
+            applicationSettings = try Self.read(applicationSection, from: file, over: applicationSettings)
+        }
+    }
+
+    private static func read<Section: ConfigurationSection>(
+        _ type: Section.Type,
+        from file: ConfigurationFile,
+        over current: (any ConfigurationSection)?
+    ) throws(ConfigurationError) -> Section {
+        var section = current as? Section ?? Section()
+        try file.apply(section: Section.name, keys: Section.keys, to: &section) { section throws(ConfigurationValueError) in
+            try section.validate()
+        }
+        return section
+    }
+
+    private mutating func applySignals(_ file: ConfigurationFile) throws(ConfigurationError) {
+        var seen: [UnixSignal: Int] = [:]
+        for entry in file.entries where entry.section == Self.signalsSection {
+            let signal = try SignalMap.parseSignal(entry.key, source: file.source, line: entry.line)
+            if let first = seen[signal] {
+                throw ConfigurationError(
+                    source: file.source,
+                    line: entry.line,
+                    message: "\(signal.name) is mapped twice (first on line \(first)); map each signal once"
+                )
+            }
+            seen[signal] = entry.line
+            signalMap.set(signal, to: try SignalMap.parseAction(entry.value, source: file.source, line: entry.line))
+        }
+    }
+}

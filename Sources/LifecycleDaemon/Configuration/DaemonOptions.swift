@@ -1,0 +1,106 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the command line (and the environment) say, before the configuration file is read.
+public struct DaemonOptions: Sendable, Hashable {
+    /// The program's name: the log label, the journal's `SYSLOG_IDENTIFIER`, the default configuration file's name.
+    public var programName: String
+    /// The configuration file, re-read on every reload; without one, ``defaultConfigurationPath`` if it exists.
+    public var configurationPath: String?
+    /// `--trace` or `LIFECYCLE_TRACE=all`: every callback at info.
+    public var traceAll = false
+    /// `--launch-into`.
+    public var launchInto: LaunchTarget?
+    /// `--signal SIG=ACTION`, applied over the file.
+    public var signalOverrides: [String] = []
+    /// `--hang-in CALLBACK` or `LIFECYCLE_HANG_IN`: debug switch for the watchdog test.
+    public var hangIn: String?
+    /// `--storyboard FILE`.
+    public var storyboardPath: String?
+    /// `--state-directory DIR`.
+    public var stateDirectory: String?
+    /// `$STATE_DIRECTORY` (the first of its directories): systemd's `StateDirectory=`, used when neither the flag nor
+    /// the file names one.
+    public var serviceStateDirectory: String?
+    /// `--state-write-delay-ms` (debug).
+    public var stateWriteDelay: Duration?
+    /// The program's version (its `--version`), for whoever asks the control socket.
+    public var version: String?
+
+    /// No options: the defaults, for a program called `programName`.
+    public init(programName: String = "lifecycled") {
+        self.programName = programName
+    }
+
+    /// Read when no `--config` is given and the file exists: `/etc/<program>.conf`.
+    public var defaultConfigurationPath: String { "/etc/\(programName).conf" }
+
+    /// The name this process was started as (the last component of `argv[0]`).
+    public static var processName: String {
+        let path = CommandLine.arguments.first ?? "lifecycled"
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        return name.isEmpty ? "lifecycled" : name
+    }
+
+    /// Reads `LIFECYCLE_TRACE` and `LIFECYCLE_HANG_IN` from the environment into options the flags left unset.
+    public mutating func applyEnvironment(_ environment: [String: String]) {
+        if environment["LIFECYCLE_TRACE"] == "all" { traceAll = true }
+        if hangIn == nil, let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
+        if let directories = environment["STATE_DIRECTORY"],
+            let first = directories.split(separator: ":").first, !first.isEmpty
+        {
+            serviceStateDirectory = String(first)
+        }
+    }
+
+    /// The configuration these options make: the defaults, then the file (with the application's own section),
+    /// then the flags.
+    public func resolveConfiguration(
+        applicationSection: (any ConfigurationSection.Type)? = nil
+    ) throws(ConfigurationError) -> DaemonConfiguration {
+        var configuration = DaemonConfiguration()
+        if let applicationSection, !applicationSection.name.isEmpty {
+            configuration.applicationSettings = applicationSection.init()
+        }
+        if let configurationPath {
+            try configuration.load(file: configurationPath, applicationSection: applicationSection)
+        } else if access(defaultConfigurationPath, F_OK) == 0 {
+            try configuration.load(file: defaultConfigurationPath, applicationSection: applicationSection)
+        }
+        var seen: [UnixSignal: String] = [:]
+        for entry in signalOverrides {
+            let (signal, action) = try SignalMap.parseEntry(entry)
+            if let first = seen[signal] {
+                throw ConfigurationError(
+                    source: "--signal",
+                    line: nil,
+                    message: "\(signal.name) is mapped twice (\"\(first)\" and \"\(entry)\"); map each signal once"
+                )
+            }
+            seen[signal] = entry
+            configuration.signalMap.set(signal, to: action)
+        }
+        if traceAll { configuration.traceAll = true }
+        if let launchInto { configuration.launchInto = launchInto }
+        if let hangIn { configuration.hangIn = hangIn }
+        if let storyboardPath { configuration.restoration.storyboard = storyboardPath }
+        if let stateDirectory { configuration.restoration.stateDirectory = stateDirectory }
+        if configuration.restoration.stateDirectory == nil {
+            configuration.restoration.stateDirectory = serviceStateDirectory
+        }
+        if let stateWriteDelay { configuration.restoration.stateWriteDelay = stateWriteDelay }
+        return configuration
+    }
+}

@@ -1,0 +1,262 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+import LifecycleIPC
+
+/// The interfaces the control socket serves besides `org.varlink.service`: their definitions (the text
+/// `GetInterfaceDescription` returns and docs/control.md prints), their methods' declarations, and the JSON shapes
+/// of their replies.
+public enum ControlInterface {
+    /// LifecycleKit's own interface.
+    public static let name = "io.lifecyclekit.Lifecycle"
+    /// systemd's standard service interface, as journald and logind serve it.
+    public static let serviceName = "io.systemd.service"
+
+    /// The requests `Request` takes, by the names the signal map uses.
+    public static let requests: [SignalAction] = [.background, .foreground, .inactive, .reload, .memoryWarning, .terminate]
+
+    /// The most events a `Request` reply lists; the rest are counted in `eventsOmitted`.
+    public static let maximumEventsPerReply = 10_000
+
+    /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
+    public static let defaultBacklog = 50
+
+    /// The definition of `io.lifecyclekit.Lifecycle`.
+    public static let description = """
+        # The lifecycle of a LifecycleKit daemon: the application's state, its controller and view tree, its
+        # background tasks, requests that move it (their cause is `control`), and the live trace.
+        interface io.lifecyclekit.Lifecycle
+
+        # One trace event: the journal's LIFECYCLE_* fields of one callback.
+        type Event (
+          # LIFECYCLE_SEQ: +1 per event, from 1 at launch.
+          seq: int,
+          # LIFECYCLE_EVENT: the callback, e.g. applicationDidEnterBackground.
+          event: string,
+          # LIFECYCLE_TARGET: delegate, or a path in the tree such as root/modes/serving.
+          target: string,
+          # LIFECYCLE_STATE: the application state when it fired.
+          state: string,
+          # LIFECYCLE_CAUSE: what asked for the transition: control for this interface's requests.
+          cause: string,
+          # LIFECYCLE_DETAIL, when the callback's argument matters.
+          detail: ?string
+        )
+
+        # A rectangle in the view tree's coordinates.
+        type Rect (x: float, y: float, width: float, height: float)
+
+        # A node of the controller and view tree.
+        type Node (
+          # controller or view.
+          kind: string,
+          # Its path in the trace.
+          path: string,
+          # Its Swift type.
+          type: string,
+          # 0 for the root controller; children, presented controllers and root views one deeper than their owner.
+          depth: int,
+          # Controllers: disappeared, appearing, appeared or disappearing.
+          appearance: ?string,
+          # Controllers: whether the root view is loaded.
+          viewLoaded: ?bool,
+          # A view's frame, or a loaded controller's root view's.
+          frame: ?Rect,
+          # Views: whether the view is in the window.
+          inWindow: ?bool,
+          # What the node's own views last drew into the status line; empty when nothing.
+          status: string,
+          # Presented controllers: automatic, fullScreen or overCurrentContext.
+          presentation: ?string
+        )
+
+        # A background task that has begun and not ended.
+        type BackgroundTask (
+          id: int,
+          name: string,
+          # What bounds it now: background time, termination or sleep; null while nothing does (in the foreground).
+          budget: ?string,
+          # Seconds left of that budget.
+          remainingSec: ?float
+        )
+
+        # A logind inhibitor lock the daemon holds.
+        type Inhibitor (
+          # sleep or shutdown.
+          what: string,
+          # delay.
+          mode: string
+        )
+
+        # Where memory warnings from memory pressure come from.
+        type MemoryPressure (
+          watched: bool,
+          # cgroup, system or environment (systemd's MEMORY_PRESSURE_WATCH).
+          source: ?string,
+          path: ?string,
+          # The PSI trigger armed on the file, e.g. "some 200000 2000000".
+          trigger: ?string,
+          # At most one warning from pressure per this interval.
+          minimumIntervalSec: float
+        )
+
+        # systemd's watchdog and the stall detector.
+        type Watchdog (
+          # Whether systemd asked for WATCHDOG=1 pings (WatchdogSec=).
+          enabled: bool,
+          intervalSec: ?float,
+          # After how long the stall detector names a callback that blocks the main loop; null when it is off.
+          stallWarningSec: ?float
+        )
+
+        # The control socket itself, since the daemon started.
+        type Control (
+          socket: string,
+          connections: int,
+          accepted: int,
+          refused: int,
+          overLimit: int,
+          calls: int,
+          errorReplies: int,
+          closedMalformed: int,
+          closedOversized: int,
+          closedIdle: int,
+          closedBacklog: int
+        )
+
+        # The daemon at a glance.
+        method GetStatus() -> (
+          program: string,
+          version: string,
+          pid: int,
+          uptimeSec: float,
+          # notRunning, inactive, active, background or terminated.
+          state: string,
+          # The status line systemd shows (STATUS=).
+          statusText: string,
+          controllers: int,
+          views: int,
+          # The number of the last trace event.
+          traceSeq: int,
+          backgroundTasks: []BackgroundTask,
+          inhibitors: []Inhibitor,
+          # off, awake, or the logind announcement in progress: preparing PrepareForSleep, released PrepareForSleep, ...
+          logind: string,
+          memoryPressure: MemoryPressure,
+          watchdog: Watchdog,
+          control: Control
+        )
+
+        # The controller tree, pre-order; with views, each controller's own views right after it.
+        method GetTree(views: ?bool) -> (nodes: []Node)
+
+        # The background tasks, oldest first.
+        method GetBackgroundTasks() -> (tasks: []BackgroundTask)
+
+        # Asks for background, foreground, inactive, reload, memory-warning or terminate, with the cause control, and
+        # replies once the request's steps have all run, with the events it caused.
+        method Request(request: string) -> (
+          request: string,
+          # performed; coalesced (folded into an identical request in progress, whose events these are);
+          # noChange (the application was in that state already).
+          outcome: string,
+          # The application state afterwards.
+          state: string,
+          events: []Event,
+          # Events left out of events, beyond 10000.
+          eventsOmitted: int
+        )
+
+        # The trace. Without more: the most recent events the daemon kept, up to backlog (default 50). With more: the
+        # last backlog kept events (default 0), then the events as they happen, a batch per reply, until the daemon
+        # stops.
+        method Trace(backlog: ?int) -> (events: []Event)
+
+        # The request could not run: the application has not launched, or termination has started.
+        error RequestDropped (request: string, reason: string)
+
+        """
+
+    /// The definition of `io.systemd.service`.
+    public static let serviceDescription = """
+        # An interface to control basic properties of systemd services (as journald and logind serve it).
+        interface io.systemd.service
+
+        # Checks if the service is running.
+        method Ping() -> ()
+
+        # Reloads the configuration: the transition SIGHUP asks for, with the cause control; replies when it is over.
+        method Reload() -> ()
+
+        # Sets the maximum log level, as a syslog priority from 0 (emerg) to 7 (debug). The service's own user and
+        # root only.
+        method SetLogLevel(level: int) -> ()
+
+        """
+
+    /// The methods of `io.lifecyclekit.Lifecycle`, as declared to the server (public for the fuzz target of the control
+    /// protocol, which checks the server's answers against them).
+    public static let methods: [VarlinkMethodDeclaration] = [
+        VarlinkMethodDeclaration("GetStatus"),
+        VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
+        VarlinkMethodDeclaration("GetBackgroundTasks"),
+        VarlinkMethodDeclaration("Request", parameters: [.init("request", .string)]),
+        VarlinkMethodDeclaration("Trace", parameters: [.init("backlog", .int, optional: true)]),
+    ]
+
+    /// The methods of `io.systemd.service`, as declared to the server.
+    public static let serviceMethods: [VarlinkMethodDeclaration] = [
+        VarlinkMethodDeclaration("Ping"),
+        VarlinkMethodDeclaration("Reload"),
+        VarlinkMethodDeclaration("SetLogLevel", parameters: [.init("level", .int)]),
+    ]
+
+    // MARK: Reply shapes
+
+    /// An `Event`.
+    static func json(_ event: TraceEvent) -> JSONValue {
+        .object(
+            TraceRecord(
+                sequence: event.sequence,
+                event: event.event,
+                target: event.target,
+                state: event.state.rawValue,
+                cause: event.cause.rawValue,
+                detail: event.detail
+            ).json
+        )
+    }
+
+    /// A `Node`.
+    static func json(_ node: TreeNode) -> JSONValue {
+        var object: JSONObject = [
+            "kind": .string(node.kind.rawValue),
+            "path": .string(node.path),
+            "type": .string(node.typeName),
+            "depth": .int(node.depth),
+        ]
+        if let appearance = node.appearance { object["appearance"] = .string(appearance.rawValue) }
+        if let loaded = node.isViewLoaded { object["viewLoaded"] = .bool(loaded) }
+        if let frame = node.frame {
+            object["frame"] = [
+                "x": .double(frame.x), "y": .double(frame.y), "width": .double(frame.width), "height": .double(frame.height),
+            ]
+        }
+        if let inWindow = node.isInWindow { object["inWindow"] = .bool(inWindow) }
+        object["status"] = .string(node.statusText)
+        if let presentation = node.presentationStyle { object["presentation"] = .string(presentation) }
+        return .object(object)
+    }
+
+    /// The `RequestDropped` error.
+    static func requestDropped(_ request: String, reason: String) -> VarlinkError {
+        VarlinkError("\(name).RequestDropped", parameters: ["request": .string(request), "reason": .string(reason)])
+    }
+}

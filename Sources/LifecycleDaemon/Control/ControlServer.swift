@@ -1,0 +1,139 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+import LifecycleIPC
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's control socket (docs/control.md): a ``VarlinkServer`` on the main loop that serves
+/// ``ControlService`` to the service's own user, root and the configured group.
+@MainActor
+final class ControlServer {
+    private let server: VarlinkServer
+    private let service: ControlService
+    /// The path this process bound, removed when it stops; nil for a socket systemd passed.
+    private let boundPath: String?
+    private unowned let daemon: Daemon
+
+    private init(daemon: Daemon, server: VarlinkServer, service: ControlService, boundPath: String?) {
+        self.daemon = daemon
+        self.server = server
+        self.service = service
+        self.boundPath = boundPath
+    }
+
+    /// Listens where ``ControlSocketLocation`` says and serves; nil (after a warning or a notice) when it cannot. The
+    /// daemon runs on without it.
+    static func start(daemon: Daemon, loop: MainLoop) -> ControlServer? {
+        let logger = daemon.logger
+        let location = ControlSocketLocation.resolve(
+            settings: daemon.configuration.control,
+            inherited: SocketActivation.take(),
+            environment: ProcessEnvironment.all(),
+            uid: geteuid(),
+            programName: daemon.options.programName
+        )
+        let descriptor: Int32
+        let boundPath: String?
+        let description: String
+        switch location {
+        case .inherited(let fd, let name):
+            descriptor = fd
+            boundPath = nil
+            description = "fd \(fd) (\(name), from systemd)"
+        case .path(let path, let directoryMode):
+            if let directoryMode, let slash = path.lastIndex(of: "/") {
+                let directory = String(path[..<slash])
+                if mkdir(directory, directoryMode) != 0, errno != EEXIST {
+                    logger.warning("no control socket: cannot make \(directory): \(String(cString: strerror(errno)))")
+                    return nil
+                }
+            }
+            do {
+                descriptor = try UnixSocket.listen(at: path)
+            } catch {
+                logger.warning("no control socket: \(error)")
+                return nil
+            }
+            boundPath = path
+            description = path
+        case .none(let reason):
+            logger.notice("no control socket: \(reason)")
+            return nil
+        }
+        let server = VarlinkServer(
+            loop: loop,
+            listeningDescriptor: descriptor,
+            info: VarlinkServer.Info(
+                vendor: "LifecycleKit",
+                product: daemon.options.programName,
+                version: daemon.options.version ?? "",
+                url: "https://varlink.org"
+            ),
+            logger: logger
+        )
+        let service = ControlService(daemon: daemon, socketDescription: description)
+        service.serverStatistics = { [unowned server] in (server.statistics, server.connectionCount) }
+        server.authorize = { peer in MainActor.assumeIsolated { service.allows(peer) } }
+        let handler: (VarlinkRequest) -> Void = { request in MainActor.assumeIsolated { service.handle(request) } }
+        server.add(
+            VarlinkServer.Interface(
+                name: ControlInterface.name,
+                description: ControlInterface.description,
+                methods: ControlInterface.methods.map { VarlinkServer.Method($0, handler: handler) }
+            )
+        )
+        server.add(
+            VarlinkServer.Interface(
+                name: ControlInterface.serviceName,
+                description: ControlInterface.serviceDescription,
+                methods: ControlInterface.serviceMethods.map { VarlinkServer.Method($0, handler: handler) }
+            )
+        )
+        do {
+            try server.start()
+        } catch {
+            logger.warning("no control socket: \(error)")
+            service.hub.stop()
+            server.stop()
+            if let boundPath { unlink(boundPath) }
+            return nil
+        }
+        logger.info("control socket: \(description)", metadata: ["lifecycle.control": .string(description)])
+        return ControlServer(daemon: daemon, server: server, service: service, boundPath: boundPath)
+    }
+
+    /// The daemon's dispatch ended and its trace lines are written: followers get the events.
+    func dispatchDidEnd() {
+        service.hub.flush()
+    }
+
+    /// A reload took effect: `Group=` applies to the next connection and `TraceBacklog=` at once; the socket's place
+    /// at the next start.
+    func apply(_ configuration: DaemonConfiguration, previous: DaemonConfiguration) {
+        let fresh = configuration.control
+        if fresh.socketPath != previous.control.socketPath || fresh.isEnabled != previous.control.isEnabled {
+            daemon.logger.warning(
+                "[Control] Socket= and Enable= take effect when \(daemon.options.programName) restarts"
+            )
+        }
+        service.hub.setCapacity(fresh.traceBacklog)
+    }
+
+    /// Ends every call in progress, closes every connection and removes the socket file this process made.
+    func stop() {
+        service.hub.stop()
+        server.stop()
+        if let boundPath { unlink(boundPath) }
+    }
+}

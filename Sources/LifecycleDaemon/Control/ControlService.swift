@@ -1,0 +1,268 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+import LifecycleIPC
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A call to the control interface as the service sees it: what was asked, by whom, and how to answer. The socket's
+/// ``VarlinkRequest`` is one; tests use their own.
+protocol ControlCall: AnyObject {
+    /// The fully qualified method.
+    var method: String { get }
+    /// Its parameters, already checked against the method's declaration.
+    var parameters: JSONObject { get }
+    /// Whether the caller takes several replies.
+    var more: Bool { get }
+    /// Who asked.
+    var peer: PeerCredentials { get }
+    /// Whether the caller still waits.
+    var isConnected: Bool { get }
+    /// Runs if the caller goes before the final reply.
+    var onDisconnect: (() -> Void)? { get set }
+    /// The final reply.
+    func reply(_ parameters: JSONObject)
+    /// One reply of several.
+    func send(_ parameters: JSONObject)
+    /// The final reply: an error.
+    func fail(_ error: VarlinkError)
+}
+
+extension VarlinkRequest: ControlCall {
+    var method: String { call.method }
+    var parameters: JSONObject { call.parameters }
+    var more: Bool { call.more }
+}
+
+/// The lifecycle interface (`io.lifecyclekit.Lifecycle`) and systemd's service interface (`io.systemd.service`) over
+/// a daemon: what each method does, apart from the socket that carries it.
+///
+/// Requests go through the daemon's ``RequestRouter`` with the cause `control`, as signals and logind's do, and are
+/// answered once their transition has run, after the trace lines of its events were written.
+@MainActor
+final class ControlService {
+    private unowned let daemon: Daemon
+    let hub: ControlTraceHub
+    /// Where peers find the socket, for status reports.
+    let socketDescription: String
+    /// The server's counters and open connections, for status reports.
+    var serverStatistics: () -> (VarlinkServer.Statistics, connections: Int) = { (VarlinkServer.Statistics(), 0) }
+    private let startedAt: ContinuousClock.Instant
+    private let serviceUID: uid_t
+
+    init(daemon: Daemon, socketDescription: String, serviceUID: uid_t = geteuid()) {
+        self.daemon = daemon
+        self.socketDescription = socketDescription
+        self.serviceUID = serviceUID
+        self.startedAt = daemon.effects.now()
+        self.hub = ControlTraceHub(trace: daemon.application.trace, capacity: daemon.configuration.control.traceBacklog)
+    }
+
+    /// Whether a peer may connect at all: the service's own user, root, or a member of `[Control] Group=`.
+    func allows(_ peer: PeerCredentials) -> Bool {
+        daemon.configuration.control.allows(peer, serviceUID: serviceUID)
+    }
+
+    private var logger: Logger { daemon.logger }
+
+    /// Answers a call whose method is one of ``ControlInterface``'s (its parameters already checked).
+    func handle(_ call: ControlCall) {
+        switch call.method {
+        case "\(ControlInterface.name).GetStatus":
+            call.reply(status())
+        case "\(ControlInterface.name).GetTree":
+            let nodes = daemon.application.treeSnapshot(includingViews: call.parameters["views"]?.boolValue ?? false)
+            call.reply(["nodes": .array(nodes.map(ControlInterface.json))])
+        case "\(ControlInterface.name).GetBackgroundTasks":
+            call.reply(["tasks": .array(backgroundTasks())])
+        case "\(ControlInterface.name).Request":
+            let name = call.parameters["request"]?.stringValue ?? ""
+            guard let action = SignalAction(rawValue: name), ControlInterface.requests.contains(action) else {
+                call.fail(.invalidParameter("request"))
+                return
+            }
+            submit(action, for: call)
+        case "\(ControlInterface.name).Trace":
+            trace(call)
+        case "\(ControlInterface.serviceName).Ping":
+            call.reply([:])
+        case "\(ControlInterface.serviceName).Reload":
+            submit(.reload, for: call)
+        case "\(ControlInterface.serviceName).SetLogLevel":
+            setLogLevel(call)
+        default:
+            call.fail(.methodNotImplemented(call.method))
+        }
+    }
+
+    /// Routes the request with the cause `control` and replies once its transition has run: the events it caused
+    /// (lifecycle interface), or nothing (`io.systemd.service.Reload`).
+    private func submit(_ action: SignalAction, for call: ControlCall) {
+        let application = daemon.application
+        let lifecycleCall = call.method.hasPrefix(ControlInterface.name + ".")
+        logger.info(
+            "control: \(action.rawValue) requested by \(call.peer)",
+            metadata: ["lifecycle.request": .string(action.rawValue), "lifecycle.cause": "control"]
+        )
+        hub.requestStarted()
+        daemon.router.route(action, from: .control) { [hub, unowned daemon = daemon] outcome in
+            let (events, omitted) = hub.requestFinished(range: outcome.events)
+            // journald has taken the transition's lines before the caller hears it is over.
+            daemon.deliverTraceLines()
+            let name: String
+            switch outcome {
+            case .performed: name = "performed"
+            case .coalesced: name = "coalesced"
+            case .noChange: name = "noChange"
+            case .dropped(let reason):
+                call.fail(ControlInterface.requestDropped(action.rawValue, reason: reason))
+                return
+            }
+            guard lifecycleCall else {
+                call.reply([:])
+                return
+            }
+            call.reply([
+                "request": .string(action.rawValue),
+                "outcome": .string(name),
+                "state": .string(application.applicationState.rawValue),
+                "events": .array(events.map(ControlInterface.json)),
+                "eventsOmitted": .int(omitted),
+            ])
+        }
+    }
+
+    private func trace(_ call: ControlCall) {
+        let asked = call.parameters["backlog"]?.integerValue
+        guard asked.map({ $0 >= 0 }) ?? true else {
+            call.fail(.invalidParameter("backlog"))
+            return
+        }
+        if call.more {
+            hub.follow(call, backlog: Int(clamping: asked ?? 0))
+        } else {
+            let events = hub.recent(Int(clamping: asked ?? Int64(ControlInterface.defaultBacklog)))
+            call.reply(["events": .array(events.map(ControlInterface.json))])
+        }
+    }
+
+    private func setLogLevel(_ call: ControlCall) {
+        // As systemd's daemons: the service's own user and root only, not the group.
+        guard call.peer.uid == 0 || call.peer.uid == serviceUID else {
+            call.fail(.permissionDenied)
+            return
+        }
+        guard let priority = call.parameters["level"]?.integerValue,
+            let level = LoggingBackend.level(syslogPriority: Int(clamping: priority))
+        else {
+            call.fail(.invalidParameter("level"))
+            return
+        }
+        LoggingBackend.levelOverride = level
+        logger.notice("log level set to \(level) by \(call.peer)")
+        call.reply([:])
+    }
+
+    // MARK: Status
+
+    /// `GetStatus`'s reply.
+    func status() -> JSONObject {
+        let application = daemon.application
+        let configuration = daemon.configuration
+        let counts = application.treeCounts()
+        let events = daemon.systemEvents
+        var logind = "off"
+        if let events, events.isWatchingLogind {
+            switch events.phase {
+            case .awake: logind = "awake"
+            case .preparing(let event): logind = "preparing \(event.member)"
+            case .released(let event): logind = "released \(event.member)"
+            }
+        }
+        let inhibitors: [JSONValue] = (events?.heldLocks ?? []).sorted { $0.rawValue < $1.rawValue }.map {
+            ["what": .string($0.rawValue), "mode": "delay"]
+        }
+        var memory: JSONObject = [
+            "watched": .bool(events?.isWatchingMemoryPressure ?? false),
+            "minimumIntervalSec": .seconds(configuration.memoryWarningMinimumInterval),
+        ]
+        if let source = events?.memoryPressureSource {
+            memory["source"] = .string(source.origin.rawValue)
+            memory["path"] = .string(source.path)
+            memory["trigger"] = .string(
+                source.origin == .environment
+                    ? source.writtenText : SystemEvents.memorySettings(configuration).trigger.text
+            )
+        }
+        let interval = SystemdNotifier.fromEnvironment().watchdogInterval()
+        var watchdog: JSONObject = ["enabled": .bool(interval != nil)]
+        if let interval { watchdog["intervalSec"] = .seconds(interval) }
+        if configuration.watchStalls {
+            watchdog["stallWarningSec"] = .seconds(
+                configuration.stallWarning ?? StallDetector.Thresholds.forWatchdog(interval).warning
+            )
+        }
+        let (statistics, connections) = serverStatistics()
+        let control: JSONObject = [
+            "socket": .string(socketDescription),
+            "connections": .int(connections),
+            "accepted": .int(statistics.accepted),
+            "refused": .int(statistics.refused),
+            "overLimit": .int(statistics.overLimit),
+            "calls": .int(statistics.calls),
+            "errorReplies": .int(statistics.errorReplies),
+            "closedMalformed": .int(statistics.closedMalformed),
+            "closedOversized": .int(statistics.closedOversized),
+            "closedIdle": .int(statistics.closedIdle),
+            "closedBacklog": .int(statistics.closedBacklog),
+        ]
+        return [
+            "program": .string(daemon.options.programName),
+            "version": .string(daemon.options.version ?? ""),
+            "pid": .int(getpid()),
+            "uptimeSec": .seconds(daemon.effects.now() - startedAt),
+            "state": .string(application.applicationState.rawValue),
+            "statusText": .string(application.statusText),
+            "controllers": .int(counts.controllers),
+            "views": .int(counts.views),
+            "traceSeq": .int(application.trace.sequence),
+            "backgroundTasks": .array(backgroundTasks()),
+            "inhibitors": .array(inhibitors),
+            "logind": .string(logind),
+            "memoryPressure": .object(memory),
+            "watchdog": .object(watchdog),
+            "control": .object(control),
+        ]
+    }
+
+    /// Each running background task with the budget that bounds it now and what is left of it: termination's wait
+    /// while the daemon terminates, else a sleep's, else the background time.
+    func backgroundTasks() -> [JSONValue] {
+        var budget: (String, Duration)?
+        if let left = daemon.termination.remaining {
+            budget = ("termination", left)
+        } else if let deadline = daemon.systemEvents?.sleepDeadline {
+            budget = ("sleep", max(.zero, deadline - daemon.effects.now()))
+        } else if let left = daemon.application.backgroundTimeRemaining {
+            budget = ("background time", left)
+        }
+        return daemon.application.backgroundTasks.map { task in
+            var object: JSONObject = ["id": .int(task.identifier.rawValue), "name": .string(task.name)]
+            if let (name, left) = budget {
+                object["budget"] = .string(name)
+                object["remainingSec"] = .seconds(left)
+            }
+            return .object(object)
+        }
+    }
+}

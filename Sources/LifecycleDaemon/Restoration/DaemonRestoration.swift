@@ -1,0 +1,90 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+
+/// Reads storyboard files.
+enum StoryboardFile {
+    /// The storyboard at `path`, parsed; errors name `path:line:column` (or the system's reason it cannot be read).
+    static func read(_ path: String) throws(ArchiveError) -> Archive {
+        let text: String
+        do {
+            text = try SystemFiles.readText(path)
+        } catch {
+            throw ArchiveError(source: path, reason: "the storyboard cannot be read: \(error)")
+        }
+        return try StoryboardFormat.parse(text, source: path)
+    }
+}
+
+/// What the daemon does before it launches the application: the storyboard, then the saved state.
+enum LaunchPreparation {
+    case launch(restoring: Archive?)
+    case exit(Int32)
+}
+
+extension Daemon {
+    /// Loads the storyboard (as UIKit loads the main storyboard before `willFinishLaunching`) and reads the saved
+    /// state; a storyboard that cannot be loaded ends the daemon with 78 (EX_CONFIG), its error naming
+    /// `file:line:column` and what would be valid.
+    func prepareLaunch() -> LaunchPreparation {
+        let settings = configuration.restoration
+        if let path = settings.storyboard {
+            do {
+                let storyboard = try StoryboardFile.read(path)
+                try application.loadStoryboard(storyboard)
+                loadedStoryboard = storyboard
+                logger.info("loaded the storyboard \(path)")
+            } catch {
+                logger.error("storyboard: \(error)")
+                return .exit(SysExit.configuration.rawValue)
+            }
+        }
+        let store = StateStore(
+            settings: settings,
+            notifier: .fromEnvironment(),
+            environment: ProcessEnvironment.all(),
+            logger: logger
+        ) { [notifications] error in notifications.reportFailure(error) }
+        stateStore = store
+        return .launch(restoring: store.load())
+    }
+
+    /// On reload: a changed storyboard is applied as a hand-over; an invalid one keeps the current tree and logs why.
+    func reloadStoryboard() {
+        guard let path = configuration.restoration.storyboard else { return }
+        guard let old = loadedStoryboard else {
+            logger.notice("the storyboard \(path) takes effect at the next start: the tree was not loaded from one")
+            return
+        }
+        let new: Archive
+        do {
+            new = try StoryboardFile.read(path)
+        } catch {
+            logger.error("reload: storyboard: \(error) Keeping the current tree.")
+            return
+        }
+        guard new.root != old.root else {
+            logger.debug("the storyboard \(path) did not change")
+            return
+        }
+        do {
+            let changes = try application.applyStoryboardChange(from: old, to: new)
+            loadedStoryboard = new
+            logger.info("storyboard \(path) applied: \(changes.isEmpty ? "nothing to change" : changes.joined(separator: "; "))")
+        } catch {
+            logger.error("reload: storyboard: \(error) Keeping the current tree.")
+        }
+    }
+
+    public func application(_ application: Application, didEncodeRestorableState archive: Archive) {
+        stateStore?.save(archive)
+    }
+}

@@ -1,0 +1,111 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Crash-safe replacement of a whole file: the new bytes go to a temporary file in the same directory, which is
+/// flushed (`fsync`), renamed over the file, and the directory flushed too. A crash at any moment leaves either the
+/// old file or the new one at the path, never a mix; what it may leave is the temporary file, which
+/// ``removeTemporaryFiles(for:)`` clears.
+public enum DurableFile {
+    /// The temporary files of `path` start with this: `.<name>.tmp-<pid>`.
+    public static func temporaryPrefix(for path: String) -> String {
+        let (directory, name) = split(path)
+        return directory + "/." + name + ".tmp-"
+    }
+
+    /// Writes `bytes` to `path` crash-safely. `pause` runs between chunks of the write (a debug setting slows the
+    /// write down to widen the window a crash test kills it in); `chunks` is how many pieces the write is split into.
+    public static func write(
+        _ bytes: [UInt8],
+        to path: String,
+        chunks: Int = 1,
+        pause: () -> Void = {}
+    ) throws(Errno) {
+        let (directory, _) = split(path)
+        let temporary = temporaryPrefix(for: path) + "\(getpid())"
+        _ = unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Errno(rawValue: errno) }
+        var closed = false
+        defer { if !closed { close(descriptor) } }
+        do throws(Errno) {
+            let pieces = max(1, chunks)
+            let size = (bytes.count + pieces - 1) / max(pieces, 1)
+            var written = 0
+            while written < bytes.count {
+                let end = min(bytes.count, written + max(size, 1))
+                try writeAll(descriptor, bytes[written..<end])
+                written = end
+                if written < bytes.count { pause() }
+            }
+            guard fsync(descriptor) == 0 else { throw Errno(rawValue: errno) }
+            closed = true
+            guard close(descriptor) == 0 else { throw Errno(rawValue: errno) }
+            guard rename(temporary, path) == 0 else { throw Errno(rawValue: errno) }
+        } catch {
+            _ = unlink(temporary)
+            throw error
+        }
+        try syncDirectory(directory)
+    }
+
+    /// Removes the temporary files an interrupted ``write(_:to:chunks:pause:)`` of `path` left; returns their paths.
+    @discardableResult
+    public static func removeTemporaryFiles(for path: String) -> [String] {
+        let (directory, _) = split(path)
+        let prefix = temporaryPrefix(for: path)
+        return directoryEntries(directory).map { directory + "/" + $0 }.filter { $0.hasPrefix(prefix) }.filter {
+            unlink($0) == 0
+        }
+    }
+
+    /// The names in a directory (without `.` and `..`); empty when it cannot be read.
+    public static func directoryEntries(_ directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Flushes a directory, so that a rename in it is on disk.
+    public static func syncDirectory(_ directory: String) throws(Errno) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Errno(rawValue: errno) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw Errno(rawValue: errno) }
+    }
+
+    private static func writeAll(_ descriptor: Int32, _ bytes: ArraySlice<UInt8>) throws(Errno) {
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let count = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Errno(rawValue: errno)
+            }
+            offset += count
+        }
+    }
+
+    private static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+}

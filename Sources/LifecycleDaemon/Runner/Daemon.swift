@@ -1,0 +1,417 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+import LifecycleIPC
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a LifecycleKit application as a daemon: the main thread's sd-event loop reads the mapped signals and
+/// delivers them as requests, drains the main queue, ends every turn with the layout and display passes, feeds the
+/// watchdog, and tells systemd what happens (`READY=1`, `STATUS=`, `RELOADING=1`, `STOPPING=1`).
+@MainActor
+public final class Daemon: ApplicationHost {
+    /// The configuration in force (replaced by a valid reload).
+    public private(set) var configuration: DaemonConfiguration
+    /// The options it was started with (a reload re-reads the file and re-applies them).
+    public let options: DaemonOptions
+    /// The application it runs.
+    public let application: Application
+    /// The loop that owns the main thread; nil for a daemon whose effects are all stand-ins (tests).
+    let loop: MainLoop?
+
+    let logger: Logger
+    let effects: DaemonEffects
+    /// From any source to an application request.
+    let router: RequestRouter
+    let termination: TerminationWait
+    /// The application's own configuration section, read again on every reload.
+    private let applicationSection: (any ConfigurationSection.Type)?
+    /// Hands a configuration (the first one, then each valid reload's) to the application.
+    private let configure: @MainActor (DaemonConfiguration) -> Void
+    private var signalSources: [MainLoop.Source] = []
+    private(set) var systemEvents: SystemEvents?
+    private var stallDetector: StallDetector?
+    let notifications: Notifications
+    /// Where the saved state is kept (DaemonRestoration.swift).
+    var stateStore: StateStore?
+    /// The storyboard the tree was loaded from, to apply a change of it on reload.
+    var loadedStoryboard: Archive?
+    /// The control socket (docs/control.md), while it is served.
+    private var control: ControlServer?
+
+    /// Creates a daemon around an application whose delegate is already made.
+    ///
+    /// `configure` receives every configuration that takes effect: the first one before launch, then each one a
+    /// reload read (between `applicationWillReload` and `applicationDidReload`).
+    public convenience init(
+        configuration: DaemonConfiguration,
+        options: DaemonOptions,
+        application: Application,
+        applicationSection: (any ConfigurationSection.Type)? = nil,
+        notifier: SystemdNotifier,
+        logger: Logger,
+        configure: @escaping @MainActor (DaemonConfiguration) -> Void = { _ in }
+    ) throws(SystemCallError) {
+        let loop = try MainLoop()
+        try self.init(
+            configuration: configuration,
+            options: options,
+            application: application,
+            applicationSection: applicationSection,
+            loop: loop,
+            effects: .live(loop: loop, notifier: notifier, programName: options.programName, logger: logger),
+            logger: logger,
+            configure: configure
+        )
+    }
+
+    /// Creates a daemon whose every effect goes through `effects` (tests pass stand-ins and a manual clock).
+    init(
+        configuration: DaemonConfiguration,
+        options: DaemonOptions,
+        application: Application,
+        applicationSection: (any ConfigurationSection.Type)?,
+        loop: MainLoop?,
+        effects: DaemonEffects,
+        logger: Logger,
+        configure: @escaping @MainActor (DaemonConfiguration) -> Void
+    ) throws(SystemCallError) {
+        self.configuration = configuration
+        self.options = options
+        self.application = application
+        self.applicationSection = applicationSection
+        self.configure = configure
+        self.logger = logger
+        self.loop = loop
+        self.effects = effects
+        self.router = RequestRouter(application: application, effects: effects, logger: logger)
+        let notifications = Notifications(effects: effects, logger: logger)
+        self.notifications = notifications
+        self.termination = TerminationWait(application: application, effects: effects, logger: logger) { assignments in
+            notifications.send(assignments)
+        }
+        application.host = self
+        application.trace.logsEverythingAtInfo = configuration.traceAll
+        application.backgroundTime = configuration.backgroundTime
+    }
+
+    // MARK: Entry point
+
+    /// The signals blocked first thing in `main`, before any thread exists: every signal the default map names.
+    public static var signalsToBlockAtStart: [UnixSignal] { SignalMap.standard.signals }
+
+    /// Runs a daemon whose application delegate `makeDelegate` builds, and returns the process exit code (sysexits).
+    ///
+    /// Call it on the main thread with ``signalsToBlockAtStart`` already blocked (``ApplicationMain`` does both);
+    /// it blocks the rest of the configured map before it starts any thread. `configure` hands the delegate each
+    /// configuration that takes effect (the first before launch, then every valid reload's).
+    public static func run<Delegate: ApplicationDelegate>(
+        options: DaemonOptions,
+        applicationSection: (any ConfigurationSection.Type)? = nil,
+        makeDelegate: @MainActor () -> Delegate,
+        configure: @escaping @MainActor (Delegate, DaemonConfiguration) -> Void = { _, _ in }
+    ) -> Int32 {
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try options.resolveConfiguration(applicationSection: applicationSection)
+        } catch {
+            writeError("\(options.programName): \(error)")
+            return SysExit.configuration.rawValue
+        }
+        // Still single-threaded: make the mask match the configured map before Dispatch or logging start threads.
+        adjustSignalMask(to: configuration.signalMap)
+
+        let backend = LoggingBackend.bootstrap(identifier: options.programName, level: .debug)
+        var logger = Logger(label: options.programName)
+        // Under journald every event is stored (debug events at PRIORITY=7); on a terminal, debug lines only with
+        // --trace, which raises them to info anyway.
+        logger.logLevel = backend == .journal ? .debug : .info
+        let delegate = makeDelegate()
+        let application = Application(delegate: delegate, logger: logger)
+        do {
+            let daemon = try Daemon(
+                configuration: configuration,
+                options: options,
+                application: application,
+                applicationSection: applicationSection,
+                notifier: .fromEnvironment(),
+                logger: logger
+            ) { configuration in configure(delegate, configuration) }
+            let code = try daemon.start()
+            // Lines still waiting for journald (it fell behind) are lost when the process exits: give it a moment.
+            JournalWriter.shared.flush()
+            return code
+        } catch {
+            logger.critical("\(options.programName) cannot run its main loop: \(error)")
+            JournalWriter.shared.flush()
+            return SysExit.osError.rawValue
+        }
+    }
+
+    /// Blocks the signals of the map and unblocks default-map signals the configuration left unmapped.
+    static func adjustSignalMask(to map: SignalMap) {
+        MainLoop.blockSignals(map.signals)
+        MainLoop.unblockSignals(SignalMap.standard.signals.filter { map.actions[$0] == nil })
+    }
+
+    /// Sets up the loop, launches the application and runs until it terminates; returns the exit code.
+    public func start() throws(SystemCallError) -> Int32 {
+        guard let loop else { preconditionFailure("a daemon made without a main loop cannot start") }
+        try loop.integrateMainDispatchQueue()
+        for signal in configuration.signalMap.signals {
+            let source = try loop.addSignal(signal) { [unowned self] info in
+                MainActor.assumeIsolated { self.handle(info.signal) }
+            }
+            signalSources.append(source)
+        }
+        try loop.setTurnEndHandler { [unowned self] in
+            MainActor.assumeIsolated { self.application.runEndOfTurn() }
+        }
+        let watchdog = try loop.enableWatchdog()
+        // Trace lines are written once the dispatch that fired them returns, off the callbacks' path; a callback that
+        // hangs is named by the stall detector instead.
+        application.trace.defersLogLines = true
+        if configuration.watchStalls { try startStallDetector() }
+        loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
+        if let hang = configuration.hangIn { installHang(in: hang) }
+        logger.info(
+            "\(options.programName) starting",
+            metadata: [
+                "signals": .string(
+                    configuration.signalMap.signals.map { "\($0.name)=\(configuration.signalMap.actions[$0]!.rawValue)" }
+                        .joined(separator: " ")
+                ),
+                "watchdog": .string(watchdog ? "on" : "off"),
+            ]
+        )
+        // logind and memory pressure; started before the launch so that a stall while launching already counts.
+        let events = SystemEvents(
+            application: application,
+            router: router,
+            configuration: configuration,
+            logger: logger,
+            effects: effects
+        )
+        events.start()
+        systemEvents = events
+        // Before the launch, so that the trace it keeps starts with the launch's events.
+        if configuration.control.isEnabled { control = ControlServer.start(daemon: self, loop: loop) }
+        configure(configuration)
+        var options = launchOptions()
+        switch prepareLaunch() {
+        case .launch(let restoring):
+            options.restoredState = restoring
+        case .exit(let code):
+            dispatchDidEnd()
+            stallDetector?.stop()
+            return code
+        }
+        application.launch(into: configuration.launchInto, options: options)
+        application.runEndOfTurn()
+        dispatchDidEnd()
+        if configuration.releaseStartupMemory {
+            let released = StartupMemory.release()
+            logger.debug("released the pages of \(released.mappings) read-only file mappings touched at start")
+        }
+        let code = try loop.run()
+        dispatchDidEnd()
+        control?.stop()
+        stallDetector?.stop()
+        return code
+    }
+
+    /// The loop's dispatch (or the launch) returned: write the trace lines it deferred, and let journald take them
+    /// (unless it has stalled: see ``JournalWriter/waitForDelivery()``); no callback runs now.
+    private func dispatchDidEnd() {
+        application.trace.flush()
+        control?.dispatchDidEnd()
+        JournalWriter.shared.waitForDelivery()
+        stallDetector?.dispatchDidEnd()
+    }
+
+    private func startStallDetector() throws(SystemCallError) {
+        var thresholds = StallDetector.Thresholds.forWatchdog(SystemdNotifier.fromEnvironment().watchdogInterval())
+        if let warning = configuration.stallWarning { thresholds.warning = warning }
+        let lines = application.trace.lineBuffer
+        let detector = StallDetector(thresholds: thresholds, logger: logger) { lines.flush() }
+        try detector.start()
+        application.trace.monitor = detector
+        stallDetector = detector
+        let urgent = thresholds.urgent.map { ", another after \($0.formattedForLog)" } ?? ""
+        logger.debug("stall detector: a warning after \(thresholds.warning.formattedForLog)\(urgent)")
+    }
+
+    private func launchOptions() -> LaunchOptions {
+        let env = ProcessEnvironment.all()
+        let underSystemd = SystemdNotifier.isUnderSystemd
+        var facts: [String: String] = ["underSystemd": underSystemd ? "yes" : "no"]
+        if let invocation = env["INVOCATION_ID"] { facts["invocationID"] = invocation }
+        if let state = env["STATE_DIRECTORY"] { facts["stateDirectory"] = state }
+        return LaunchOptions(reason: underSystemd ? .serviceManager : .user, environment: facts)
+    }
+
+    // MARK: Signals
+
+    /// Routes a mapped signal's action.
+    func handle(_ signal: UnixSignal) {
+        guard let action = configuration.signalMap.actions[signal] else { return }
+        router.route(action, from: .signal(signal))
+    }
+
+    // MARK: ApplicationHost
+
+    public func applicationDidFinishLaunching(_ application: Application) {
+        notify([.ready, .status(application.statusText)])
+    }
+
+    public func application(_ application: Application, didChangeStatus status: String) {
+        notify([.status(status)])
+    }
+
+    public func applicationWillBeginReload(_ application: Application) {
+        notify([.reloading])
+    }
+
+    public func applicationReloadConfiguration(_ application: Application) {
+        do {
+            let fresh = try options.resolveConfiguration(applicationSection: applicationSection)
+            if fresh.signalMap != configuration.signalMap {
+                logger.warning("the signal map changed; signal changes take effect when \(options.programName) restarts")
+            }
+            var applied = fresh
+            applied.signalMap = configuration.signalMap
+            let previous = configuration
+            configuration = applied
+            systemEvents?.apply(configuration: applied)
+            application.trace.logsEverythingAtInfo = applied.traceAll
+            application.backgroundTime = applied.backgroundTime
+            control?.apply(applied, previous: previous)
+            configure(applied)
+            logger.info("configuration reloaded")
+        } catch {
+            logger.error("reload: \(error); keeping the previous configuration")
+        }
+        reloadStoryboard()
+    }
+
+    public func applicationDidFinishReload(_ application: Application) {
+        notify([.ready, .status(application.statusText)])
+    }
+
+    public func applicationWillBeginTermination(_ application: Application) {
+        router.terminationDidBegin()
+        notify([.stopping])
+        termination.begin(budget: configuration.backgroundTaskBudget)
+    }
+
+    public func applicationDidTerminate(_ application: Application) {
+        termination.treeTornDown()
+    }
+
+    public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
+        systemEvents?.backgroundTasksDidChange(tasks)
+        termination.tasksDidChange()
+        router.tasksDidChange()
+    }
+
+    public func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)? {
+        effects.schedule(delay, work)
+    }
+
+    // MARK: Debug
+
+    /// The watchdog test's switch: when the named callback fires, the main thread blocks forever, so the loop stops
+    /// feeding the watchdog.
+    /// `CALLBACK` blocks the main thread forever when that callback fires the first time; `CALLBACK=SECONDS` blocks
+    /// it that long (the stall detector's tests).
+    private func installHang(in specification: String) {
+        let parts = specification.split(separator: "=", maxSplits: 1).map(String.init)
+        let callback = parts[0]
+        let seconds = parts.count > 1 ? Double(parts[1]) : nil
+        logger.warning("debug: the main thread will block in \(callback) for \(seconds.map { "\($0) s" } ?? "ever")")
+        var done = false
+        application.trace.observe { [logger] event in
+            guard !done, event.event == callback else { return }
+            done = true
+            logger.critical("debug: blocking in \(callback) (\(event.target)) on purpose")
+            guard let seconds else {
+                while true { sleep(3600) }
+            }
+            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+            var remaining = timespec()
+            while nanosleep(&request, &remaining) != 0 { request = remaining }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
+    /// before the journal has its callbacks.
+    private func notify(_ assignments: [NotifyAssignment]) {
+        deliverTraceLines()
+        notifications.send(assignments)
+    }
+
+    /// Writes the trace lines that wait and lets journald take them, before somebody outside hears of what they
+    /// record (systemd, a control client); while journald takes nothing, no one waits for it
+    /// (``JournalWriter/waitForDelivery()``).
+    func deliverTraceLines() {
+        application.trace.flush()
+        JournalWriter.shared.waitForDelivery()
+    }
+
+    static func writeError(_ text: String) {
+        let line = Array((text + "\n").utf8)
+        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+}
+
+/// Sends sd_notify messages through the effects. The first failure to reach systemd's notification socket, from
+/// sd_notify or from the file descriptor store, is one warning for both; later ones are silent: a socket that is not
+/// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
+@MainActor
+final class Notifications {
+    let effects: DaemonEffects
+    private let logger: Logger
+    private var failureLogged = false
+
+    init(effects: DaemonEffects, logger: Logger) {
+        self.effects = effects
+        self.logger = logger
+    }
+
+    func send(_ assignments: [NotifyAssignment]) {
+        do {
+            try effects.notify(assignments)
+        } catch {
+            reportFailure(error)
+        }
+    }
+
+    /// One warning for the first failure to reach the notification socket; nothing for the later ones.
+    func reportFailure(_ error: any Error) {
+        guard !failureLogged else { return }
+        failureLogged = true
+        let socket = ProcessEnvironment.value("NOTIFY_SOCKET").map { " (NOTIFY_SOCKET=\($0))" } ?? ""
+        logger.warning(
+            """
+            cannot reach systemd's notification socket\(socket): \(error) systemd does not hear about this service's \
+            readiness, state, reloads or stop, and keeps no copy of its saved state
+            """
+        )
+    }
+}

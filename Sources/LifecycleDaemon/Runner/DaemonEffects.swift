@@ -1,0 +1,160 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+import LifecycleSystemd
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How the daemon reaches the world — the clock, the loop's timers, systemd's notification socket, the terminal,
+/// logind and memory pressure — in one seam, so its policy (signals, termination, sleep) is tested with stand-ins
+/// and a manual clock.
+@MainActor
+struct DaemonEffects {
+    /// Now, on the clock every budget counts with.
+    var now: @MainActor () -> ContinuousClock.Instant
+    /// Runs work after a delay (the loop's timers).
+    var schedule: WorkScheduler
+    /// Sends sd_notify assignments; throws when the socket refuses them.
+    var notify: @MainActor ([NotifyAssignment]) throws -> Void
+    /// What the terminal the daemon was started from says.
+    var terminal: TerminalProbe
+    /// Stops the process as job control does (SIGSTOP); `fg` continues it.
+    var stopProcess: @MainActor () -> Void
+    /// Ends the main loop with an exit code.
+    var exit: @MainActor (Int32) -> Void
+    /// Connects to logind on the system bus, calling back with each announcement.
+    var connectLogind:
+        @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws -> any LogindConnection
+    /// Starts watching memory pressure, calling back on each (rate-limited) warning.
+    var watchMemoryPressure:
+        @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void) throws
+            -> any MemoryPressureWatching
+}
+
+/// Where the daemon was started from, for job control and hangups.
+struct TerminalProbe {
+    /// Run by hand from a terminal (stdin a tty) outside systemd: job control and hangups apply.
+    var startedOnTerminal: Bool
+    /// Whether stdin is (still) a terminal.
+    var stdinIsTerminal: @MainActor () -> Bool
+    /// Whether the terminal has hung up (closed): a hung-up terminal answers every query with EIO.
+    var hasHungUp: @MainActor () -> Bool
+
+    /// The process's own terminal.
+    static var live: TerminalProbe {
+        TerminalProbe(
+            startedOnTerminal: !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1,
+            stdinIsTerminal: { isatty(STDIN_FILENO) == 1 },
+            hasHungUp: { tcgetpgrp(STDIN_FILENO) < 0 && errno == EIO }
+        )
+    }
+}
+
+/// What the daemon needs from a logind client; ``Logind`` is the real one.
+@MainActor
+protocol LogindConnection: AnyObject {
+    var holdsInhibitors: Bool { get }
+    /// The delay locks held now (for status reports).
+    var heldLocks: Set<Logind.LockType> { get }
+    var inhibitDelayMax: Duration? { get }
+    func takeInhibitors()
+    func releaseInhibitors()
+    func close()
+}
+
+/// A running memory pressure watch; ``MemoryPressureMonitor`` is the real one.
+@MainActor
+protocol MemoryPressureWatching: AnyObject {
+    var minimumInterval: Duration { get set }
+    /// The file the trigger is armed on (for status reports).
+    var source: MemoryPressureSource? { get }
+    func stop()
+}
+
+extension LogindConnection {
+    var heldLocks: Set<Logind.LockType> { holdsInhibitors ? Set(Logind.LockType.allCases) : [] }
+}
+
+extension MemoryPressureWatching {
+    var source: MemoryPressureSource? { nil }
+}
+
+extension Logind: LogindConnection {}
+
+extension MemoryPressureMonitor: MemoryPressureWatching {
+    var minimumInterval: Duration {
+        get { settings.minimumInterval }
+        set { settings.minimumInterval = newValue }
+    }
+}
+
+extension MainLoop.Source: ScheduledWork {}
+
+extension DaemonEffects {
+    /// The daemon's: the loop's timers and exit, systemd's socket, the process's terminal, logind on the system bus,
+    /// PSI polled by the loop.
+    static func live(loop: MainLoop, notifier: SystemdNotifier, programName: String, logger: Logger) -> DaemonEffects {
+        DaemonEffects(
+            now: { .now },
+            schedule: { delay, work in
+                do {
+                    return try loop.addTimer(after: delay) { MainActor.assumeIsolated { work() } }
+                } catch {
+                    logger.error("cannot arm a timer of \(delay): \(error)")
+                    return nil
+                }
+            },
+            notify: { assignments in try notifier.notify(assignments) },
+            terminal: .live,
+            stopProcess: { raise(SIGSTOP) },
+            exit: { code in loop.exit(code: code) },
+            connectLogind: { onEvent in
+                let logind = Logind(
+                    loop: loop,
+                    who: programName,
+                    why: "The application enters the background before the system sleeps or shuts down",
+                    logger: logger
+                )
+                // Every bus callback runs on the loop, which owns the main thread.
+                logind.onEvent = { event in MainActor.assumeIsolated { onEvent(event) } }
+                try logind.connect()
+                return logind
+            },
+            watchMemoryPressure: { settings, onPressure in
+                let monitor = MemoryPressureMonitor(loop: loop, settings: settings, logger: logger)
+                let source = try monitor.start { MainActor.assumeIsolated { onPressure() } }
+                if let source {
+                    var metadata: Logger.Metadata = ["lifecycle.psi_source": "\(source.origin.rawValue)"]
+                    if !monitor.skipped.isEmpty {
+                        let skipped = monitor.skipped.map(\.description).joined(separator: "; ")
+                        metadata["lifecycle.psi_skipped"] = "\(skipped)"
+                    }
+                    // With $MEMORY_PRESSURE_WATCH, the trigger (if any) is the one systemd passed.
+                    let trigger =
+                        source.origin != .environment
+                        ? "\(settings.trigger)"
+                        : source.write.isEmpty
+                            ? "any data"
+                            : "\"\(source.writtenText)\" from MEMORY_PRESSURE_WRITE"
+                    logger.info(
+                        """
+                        watching memory pressure: \(trigger) on \(source.path), at most one warning per \
+                        \(settings.minimumInterval)
+                        """,
+                        metadata: metadata
+                    )
+                }
+                return monitor
+            }
+        )
+    }
+}

@@ -1,0 +1,185 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import CLifecycleIPC
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who is at the other end of an AF_UNIX connection, as the kernel recorded it when the peer connected
+/// (`SO_PEERCRED`, `SO_PEERGROUPS`): it cannot be forged by what the peer sends.
+public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
+    /// The peer's process ID (0 when it is not visible from this PID namespace).
+    public var pid: pid_t
+    /// The peer's effective user ID.
+    public var uid: uid_t
+    /// The peer's effective group ID.
+    public var gid: gid_t
+    /// The peer's supplementary groups (empty when the kernel could not tell).
+    public var groups: [gid_t]
+
+    public init(pid: pid_t, uid: uid_t, gid: gid_t, groups: [gid_t] = []) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+    }
+
+    /// Whether the peer is in a group, as its primary or a supplementary group.
+    public func isMember(of group: gid_t) -> Bool {
+        gid == group || groups.contains(group)
+    }
+
+    public var description: String { "uid \(uid), gid \(gid), pid \(pid)" }
+}
+
+/// What went wrong with a socket path.
+public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A system call failed.
+    case system(SystemCallError)
+    /// The path does not fit a `sockaddr_un` (107 bytes).
+    case pathTooLong(String)
+    /// Another process listens on the path already.
+    case inUse(String)
+    /// Something that is not a socket is in the way.
+    case notASocket(String)
+
+    public var description: String {
+        switch self {
+        case .system(let error): "\(error)"
+        case .pathTooLong(let path): "\(path) is longer than a socket path may be (107 bytes)"
+        case .inUse(let path): "another process is listening on \(path)"
+        case .notASocket(let path): "\(path) exists and is not a socket; not replacing it"
+        }
+    }
+}
+
+/// AF_UNIX stream sockets: a listening socket on a path (replacing a stale one), a connection to one, and the
+/// credentials of the peer of a connection.
+public enum UnixSocket {
+    /// The most bytes of a socket path (`sun_path` without its terminating NUL).
+    public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// A `sockaddr_un` for a path, or nil when the path is too long.
+    static func address(_ path: String) -> (sockaddr_un, socklen_t)? {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count <= maximumPathLength else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+            raw[bytes.count] = 0
+        }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
+        return (address, length)
+    }
+
+    private static func failure(_ operation: String) -> UnixSocketError {
+        .system(SystemCallError(operation: operation, errno: Errno(rawValue: errno)))
+    }
+
+    /// A new stream socket, close-on-exec, optionally non-blocking.
+    static func makeStreamSocket(nonBlocking: Bool) throws(UnixSocketError) -> Int32 {
+        var type = lifecycle_ipc_sock_stream() | lifecycle_ipc_sock_cloexec()
+        if nonBlocking { type |= lifecycle_ipc_sock_nonblock() }
+        let fd = socket(AF_UNIX, type, 0)
+        guard fd >= 0 else { throw failure("socket(AF_UNIX)") }
+        return fd
+    }
+
+    /// Binds a non-blocking, close-on-exec listening socket to `path` and makes it connectable by everyone
+    /// (`mode`, by default 0666: who may use it is decided by peer credentials after `accept`).
+    ///
+    /// The backlog is the kernel's maximum (`SOMAXCONN`, capped by `net.core.somaxconn`): a burst of connections
+    /// waits there to be accepted (and answered or closed) instead of being refused with `EAGAIN`.
+    ///
+    /// A socket file left by a process that is gone (connecting to it is refused) is replaced; a path where another
+    /// process listens, or that is not a socket, is left alone and reported.
+    public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
+        -> Int32
+    {
+        guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
+        try removeStaleSocket(at: path)
+        let fd = try makeStreamSocket(nonBlocking: true)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0 else {
+            let error = failure("bind(\(path))")
+            close(fd)
+            throw error
+        }
+        guard chmod(path, mode) == 0, Glibc.listen(fd, backlog) == 0 else {
+            let error = failure("listen(\(path))")
+            close(fd)
+            unlink(path)
+            throw error
+        }
+        return fd
+    }
+
+    /// Removes a socket file nobody listens on; leaves a live one or anything else in place (and throws).
+    static func removeStaleSocket(at path: String) throws(UnixSocketError) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return }
+            throw failure("lstat(\(path))")
+        }
+        guard status.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path) }
+        guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
+        let probe = try makeStreamSocket(nonBlocking: true)
+        defer { close(probe) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(probe, $0, length) }
+        }
+        // A listener accepts (or its backlog is full: EAGAIN); only a refusal means nobody is there.
+        if connected == 0 || errno == EAGAIN || errno == EINPROGRESS { throw .inUse(path) }
+        guard errno == ECONNREFUSED else { throw failure("connect(\(path))") }
+        guard unlink(path) == 0 || errno == ENOENT else { throw failure("unlink(\(path))") }
+    }
+
+    /// Connects to the socket at `path` (blocking, close-on-exec).
+    public static func connect(to path: String) throws(UnixSocketError) -> Int32 {
+        guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
+        let fd = try makeStreamSocket(nonBlocking: false)
+        while true {
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
+            }
+            if result == 0 { return fd }
+            if errno == EINTR { continue }
+            let error = failure("connect(\(path))")
+            close(fd)
+            throw error
+        }
+    }
+
+    /// The kernel's record of who connected: `SO_PEERCRED`, plus `SO_PEERGROUPS` (Linux 4.13) when `groups` is set.
+    public static func peerCredentials(of fd: Int32, groups: Bool = true) throws(SystemCallError) -> PeerCredentials {
+        // struct ucred (pid, uid, gid), which glibc declares only under _GNU_SOURCE: three 32-bit fields.
+        var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: raw))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &length) == 0 else {
+            throw SystemCallError(operation: "getsockopt(SO_PEERCRED)", errno: Errno(rawValue: errno))
+        }
+        var credentials = PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
+        guard groups else { return credentials }
+        var list = [gid_t](repeating: 0, count: 64)
+        var size = socklen_t(list.count * MemoryLayout<gid_t>.size)
+        var result = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, &list, &size)
+        if result != 0, errno == ERANGE {
+            list = [gid_t](repeating: 0, count: Int(size) / MemoryLayout<gid_t>.size + 1)
+            size = socklen_t(list.count * MemoryLayout<gid_t>.size)
+            result = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, &list, &size)
+        }
+        if result == 0 { credentials.groups = Array(list.prefix(Int(size) / MemoryLayout<gid_t>.size)) }
+        return credentials
+    }
+}

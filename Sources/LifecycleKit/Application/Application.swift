@@ -1,0 +1,597 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import Logging
+
+/// The application object: its state, its delegate, its window, and the requests that move it between states.
+///
+/// Hosts (the daemon, tests) create it, call ``launch(into:options:cause:)``, feed it requests, and end every
+/// main-loop turn with ``runEndOfTurn()``. It coordinates four parts, each with one job: the state machine (which
+/// callbacks a request fires), the fan-out (every controller hears each application event), the turn scheduler
+/// (layout, display and did-callbacks at the end of a turn) and the background-task registry; the status text is
+/// composed from the visible views.
+///
+/// Nothing in the framework reads a global: a window knows its application, and every controller and view reaches
+/// it through the tree it joined, so two applications in one process keep separate trees and traces.
+@MainActor
+public final class Application {
+    /// The application most recently created in this process: a convenience for application code, as UIKit's
+    /// `UIApplication.shared`. The framework itself never reads it.
+    ///
+    /// Weak: an application released off the main actor waits for its (main-actor) deinit, and a weak reference
+    /// reads nil meanwhile where an unowned one would trap.
+    public private(set) static weak var current: Application?
+
+    /// The application of this process; it must have been created (see ``current``).
+    public static var shared: Application {
+        guard let current else { preconditionFailure("no Application has been created in this process") }
+        return current
+    }
+
+    /// The state the application is in; during a callback, the state that callback fires in.
+    public private(set) var applicationState: ApplicationState = .notRunning
+    /// The delegate, held strongly: a daemon has nobody else to keep it.
+    public let delegate: ApplicationDelegate
+    /// The window, usually set by the delegate in `application(_:didFinishLaunchingWithOptions:)`.
+    ///
+    /// Replacing it once the application has been in the foreground makes the old window's controllers disappear
+    /// and the new one's appear; the old window is released at the end of the turn, after its did-callbacks.
+    public var window: Window? {
+        get { windowStorage }
+        set { replaceWindow(with: newValue) }
+    }
+    /// The host that reports to the service manager; weak, the host owns the application.
+    public weak var host: ApplicationHost?
+    /// Every callback, in order.
+    public let trace: Trace
+    /// The logger for the application's own lines (requests queued, dropped, background tasks).
+    public var logger: Logger
+    /// The options the application was launched with.
+    public private(set) var launchOptions = LaunchOptions()
+    /// The last status text reported to the host.
+    public var statusText: String { status.text }
+    /// How long background tasks may run once the application is in the background (UIKit's background time):
+    /// when it runs out, their expiration handlers run. The budget starts when the application reaches the
+    /// background with tasks running, or when the first task begins there; termination replaces it with its own.
+    public var backgroundTime = Duration.seconds(30)
+
+    private var windowStorage: Window?
+    private var machine = ApplicationStateMachine()
+    private let fanOut = FanOut()
+
+    /// The controller tree changed (children, presentations, the window or its root): the fan-out takes its list
+    /// again at the next event.
+    func controllerTreeDidChange() {
+        fanOut.invalidate()
+    }
+    let turns = TurnScheduler()
+    private var status = StatusComposer()
+    private var backgroundTaskRegistry = BackgroundTaskRegistry()
+    /// Who began each task, for the trace of its expiration handler: a controller's path, or `delegate`.
+    private var backgroundTaskOwners: [BackgroundTaskIdentifier: String] = [:]
+    private lazy var backgroundBudget = TaskBudget(name: "background time", application: self) { [unowned self] delay, work in
+        host?.application(self, schedule: work, after: delay)
+    }
+    private var isTerminating = false
+    /// Views leaving the window in push order, laid out once more in the next pass.
+    private var leavingLayouts: [View] = []
+    /// Requests made from end-of-turn work; they start once that work is over.
+    private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause, RequestCompletion?)] = []
+    /// The machine's requests in its order, for their completions.
+    private var requestTracker = RequestTracker()
+    /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
+    var currentCause: Cause = .api
+    private var isRunningTransitions = false
+    /// Moves on whenever a view joins a superview in this application's tree: a walk that calls out (the
+    /// will-callbacks of an appearance) compares it to learn whether the tree changed under it.
+    var treeGeneration = 0
+
+    /// Creates the application; it becomes ``current``.
+    public init(delegate: ApplicationDelegate, logger: Logger = Logger(label: "lifecycle")) {
+        self.delegate = delegate
+        self.logger = logger
+        self.trace = Trace(logger: logger)
+        Self.current = self
+        turns.onWorkScheduled = { [unowned self] in
+            host?.applicationNeedsEndOfTurn(self)
+        }
+    }
+
+    private func replaceWindow(with newWindow: Window?) {
+        let old = windowStorage
+        guard old !== newWindow else { return }
+        // Assign first and release the old window only afterwards: its controllers' deinits read their window.
+        windowStorage = newWindow
+        controllerTreeDidChange()
+        newWindow?.attach(to: self)
+        if machine.hasShownWindow, applicationState != .terminated {
+            old?.hide()
+            newWindow?.show()
+        }
+        if let old {
+            scheduleTurnEndWork { withExtendedLifetime(old) {} }
+        }
+    }
+
+    // MARK: Requests
+
+    /// Launches the application: `willFinishLaunching`, restoration, `didFinishLaunching`, then the root controller
+    /// appears and the application becomes active — or, into the background, `applicationDidEnterBackground`.
+    public func launch(into target: LaunchTarget = .active, options: LaunchOptions = LaunchOptions(), cause: Cause = .launch) {
+        // The options belong to the launch that runs: a dropped second launch must not change them.
+        if applicationState == .notRunning, !machine.isTransitioning { launchOptions = options }
+        submit(.launch(target), cause: cause)
+    }
+
+    /// Asks for the application to become active (from the background: `applicationWillEnterForeground`, then
+    /// `applicationDidBecomeActive`).
+    public func requestBecomeActive(cause: Cause = .api) { submit(.becomeActive, cause: cause) }
+
+    /// Asks for the application to be inactive (in the foreground, not serving).
+    public func requestResignActive(cause: Cause = .api) { submit(.resignActive, cause: cause) }
+
+    /// Asks for the application to enter the background (from active: `applicationWillResignActive`, then
+    /// `applicationDidEnterBackground`).
+    public func requestEnterBackground(cause: Cause = .api) { submit(.enterBackground, cause: cause) }
+
+    /// Asks for termination: the path to the background, `applicationWillTerminate`, then the tree is torn down.
+    /// Final: later requests are dropped.
+    public func requestTermination(cause: Cause = .api) { submit(.terminate, cause: cause) }
+
+    /// Delivers a memory warning down the tree; one that arrives while another is delivered is folded into it.
+    public func requestMemoryWarning(cause: Cause = .api) { submit(.memoryWarning, cause: cause) }
+
+    /// Reloads: `applicationWillReload`, the host re-reads its configuration, `applicationDidReload`.
+    public func requestReload(cause: Cause = .api) { submit(.reload, cause: cause) }
+
+    /// Submits any request to the state machine; the named methods above are shorthands.
+    public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
+        submit(request, cause: cause, completion: nil)
+    }
+
+    /// Submits a request and reports what became of it: `completion` runs once, with ``RequestOutcome/performed(events:)``
+    /// right after the request's last step (a queued request's when its turn has come and gone), or at once when it
+    /// changes nothing or is dropped. A host that waits for a request it was asked to make (a control command) uses
+    /// it; the events it caused are the numbered ones the outcome names.
+    public func submit(
+        _ request: ApplicationStateMachine.Request,
+        cause: Cause,
+        completion: RequestCompletion?
+    ) {
+        if turns.isRunning, !isRunningTransitions {
+            // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
+            // over, so a transition never runs inside the turn's passes and teardown never races them. A memory
+            // warning or a reload already waiting covers this one, as a queued one would.
+            if request == .memoryWarning || request == .reload,
+                let waiting = requestsAfterEndOfTurn.firstIndex(where: { $0.0 == request })
+            {
+                logger.debug(
+                    "request coalesced with one already pending",
+                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                )
+                if let completion {
+                    requestsAfterEndOfTurn[waiting].2 = RequestTracker.chain(requestsAfterEndOfTurn[waiting].2, completion)
+                }
+                return
+            }
+            requestsAfterEndOfTurn.append((request, cause, completion))
+            logger.debug(
+                "request waits for the end of the turn",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+            return
+        }
+        switch machine.request(request, cause: cause) {
+        case .start:
+            requestTracker.started(request, completion: completion, sequence: trace.sequence)
+            runTransitions()
+        case .queued:
+            requestTracker.queued(request, completion: completion)
+            logger.debug(
+                "request queued behind the running transition",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+        case .coalesced:
+            requestTracker.coalesced(request, completion: completion)
+            logger.debug(
+                "request coalesced with one already pending",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+        case .noChange:
+            logger.debug(
+                "request changes nothing: the application is already \(applicationState)",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+            completion?(.noChange)
+        case .dropped(let reason):
+            logger.notice(
+                "request dropped: \(reason)",
+                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+            )
+            completion?(.dropped(reason: reason))
+        }
+    }
+
+    private func runTransitions() {
+        // Transitions never nest: a request made from a callback was queued by the machine and runs here next.
+        guard !isRunningTransitions else { return }
+        isRunningTransitions = true
+        defer {
+            isRunningTransitions = false
+            currentCause = .api
+        }
+        while true {
+            switch machine.nextStep() {
+            case .idle:
+                return
+            case .noChange(let request, let cause):
+                logger.debug(
+                    "queued request changes nothing: the application is already \(applicationState)",
+                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                )
+                requestTracker.headChangedNothing()?(.noChange)
+            case .step(let step):
+                requestTracker.stepWillStart(sequence: trace.sequence)
+                currentCause = step.cause
+                perform(step)
+                if machine.isBetweenRequests, let (completion, outcome) = requestTracker.finishCurrent(sequence: trace.sequence) {
+                    completion(outcome)
+                }
+            }
+        }
+    }
+
+    private func perform(_ step: ApplicationStateMachine.Step) {
+        let before = applicationState
+        applicationState = step.stateWhileFiring
+        switch step.callback {
+        case .willFinishLaunching:
+            traceDelegate("willFinishLaunching")
+            _ = delegate.application(self, willFinishLaunchingWithOptions: launchOptions)
+        case .restoreState:
+            restoreSavedState()
+        case .didFinishLaunching:
+            traceDelegate("didFinishLaunching")
+            _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
+            checkRestoredWindowKept()
+        case .showWindow:
+            window?.show()
+            runEndOfTurn()
+        case .didBecomeActive:
+            deliverEntering("applicationDidBecomeActive", delegate.applicationDidBecomeActive) {
+                $0.applicationDidBecomeActive()
+            }
+        case .willResignActive:
+            deliverLeaving("applicationWillResignActive", delegate.applicationWillResignActive) {
+                $0.applicationWillResignActive()
+            }
+        case .didEnterBackground:
+            deliverLeaving("applicationDidEnterBackground", delegate.applicationDidEnterBackground) {
+                $0.applicationDidEnterBackground()
+                $0.updateLifecycleTasks(foreground: false, reason: .background)
+            }
+            startBackgroundTimeIfNeeded()
+        case .saveState:
+            preserveState()
+        case .willEnterForeground:
+            backgroundBudget.cancel()
+            deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
+                $0.applicationWillEnterForeground()
+                // Fired in the state being left (background): the work's foreground begins with this event.
+                $0.updateLifecycleTasks(foreground: true, reason: .background)
+            }
+        case .beginTermination:
+            // From STOPPING=1 on, termination's own budget bounds the background tasks.
+            isTerminating = true
+            backgroundBudget.cancel()
+            host?.applicationWillBeginTermination(self)
+        case .willTerminate:
+            deliverLeaving("applicationWillTerminate", delegate.applicationWillTerminate) {
+                $0.applicationWillTerminate()
+            }
+        case .tearDown:
+            tearDown()
+        case .didReceiveMemoryWarning:
+            deliverLeaving(
+                "applicationDidReceiveMemoryWarning",
+                delegate.applicationDidReceiveMemoryWarning,
+                controllerEvent: "didReceiveMemoryWarning"
+            ) {
+                $0.didReceiveMemoryWarning()
+                $0.releaseViewAfterMemoryWarning()
+            }
+        case .beginReload:
+            host?.applicationWillBeginReload(self)
+        case .willReload:
+            deliverLeaving("applicationWillReload", delegate.applicationWillReload) { $0.applicationWillReload() }
+        case .reloadConfiguration:
+            host?.applicationReloadConfiguration(self)
+        case .didReload:
+            deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
+        case .finishLaunch:
+            host?.applicationDidFinishLaunching(self)
+        case .finishReload:
+            host?.applicationDidFinishReload(self)
+        }
+        applicationState = step.stateAfter
+        if applicationState != before { updateStatus() }
+        if step.callback == .tearDown {
+            host?.applicationDidTerminate(self)
+        }
+    }
+
+    // MARK: Propagation (the lifecycle's §2)
+
+    /// Makes a controller that is not in the window yet (and everything below it) belong to this application: its
+    /// events reach this application's trace from now on, and the ones it had are recorded now.
+    ///
+    /// A controller joins its application by itself when it enters the window's tree; this is for trees built
+    /// apart first whose events should be traced as they happen.
+    public func adopt(_ controller: ViewController) {
+        controller.adopt(self)
+    }
+
+    /// Makes a view that is not in the window yet (and its subtree) belong to this application, as
+    /// ``adopt(_:)-(ViewController)`` does for a controller.
+    public func adopt(_ view: View) {
+        view.adopt(self)
+    }
+
+    /// Every controller reachable from the window, pre-order: root, children in the order added, presented ones.
+    public func controllersInTreeOrder() -> [ViewController] {
+        var list: [ViewController] = []
+        // Presented controllers hang from their presenters, so the root's walk reaches every layer.
+        window?.rootViewController?.appendPreOrder(to: &list)
+        return list
+    }
+
+    @inline(__always)
+    private func deliverEntering(
+        _ event: String,
+        _ delegateCallback: (Application) -> Void,
+        _ controllerCallback: (ViewController) -> Void
+    ) {
+        traceDelegate(event)
+        delegateCallback(self)
+        fanOut.deliver(event, under: window?.rootViewController, reversed: false, application: self, controllerCallback)
+    }
+
+    @inline(__always)
+    private func deliverLeaving(
+        _ event: String,
+        _ delegateCallback: (Application) -> Void,
+        controllerEvent: String? = nil,
+        _ controllerCallback: (ViewController) -> Void
+    ) {
+        fanOut.deliver(
+            controllerEvent ?? event,
+            under: window?.rootViewController,
+            reversed: true,
+            application: self,
+            controllerCallback
+        )
+        traceDelegate(event)
+        delegateCallback(self)
+    }
+
+    private func tearDown() {
+        guard let window else { return }
+        window.hide()
+        runEndOfTurn()
+        // Releasing the window's controllers runs their deinits, root first, each view tree after its controller.
+        window.releaseContent()
+        self.window = nil
+        runEndOfTurn()
+    }
+
+    /// Controller classes that archives may name, by class name (beside what the delegate registers).
+    public var archiveClasses = ArchiveClassRegistry()
+    /// State restoration's bookkeeping (Restoration.swift).
+    var restoration = RestorationRecord()
+
+    // MARK: The end of a main-loop turn
+
+    /// Marks that a layout or display pass is due at the end of the turn.
+    func setNeedsTurnEnd() {
+        turns.setNeedsPasses()
+    }
+
+    /// Runs the work deferred to the end of the current main-loop turn: one layout pass, one display pass, then
+    /// the `viewDidAppear`/`viewDidDisappear` completions, repeated until nothing is left. Hosts call it once per
+    /// loop turn; tests call it to end a turn.
+    ///
+    /// Requests made from that work start once it is over, and whatever their transitions defer (did-callbacks,
+    /// layout) runs in this same call: every transition completes within its own turn.
+    public func runEndOfTurn() {
+        // Bounded: each round only runs what the previous one's requests deferred.
+        for _ in 0..<TurnScheduler.maximumRounds {
+            let settled = turns.run { [unowned self] in runPasses() }
+            if !settled {
+                logger.warning(
+                    "layout did not settle after \(TurnScheduler.maximumRounds) passes in one turn; the rest waits for the next turn"
+                )
+            }
+            if status.isStale { updateStatus() }
+            // Nested in another end of turn (a transition's own, inside one): the outer one carries on.
+            guard !turns.isRunning else { return }
+            if !requestsAfterEndOfTurn.isEmpty {
+                let waiting = requestsAfterEndOfTurn
+                requestsAfterEndOfTurn.removeAll()
+                for (request, cause, completion) in waiting { submit(request, cause: cause, completion: completion) }
+            }
+            guard settled, turns.hasWork || status.isStale || !requestsAfterEndOfTurn.isEmpty else { return }
+        }
+    }
+
+    /// One layout pass, then one display pass, over what is in the window; views leaving it in push order are laid
+    /// out once more after the visible ones.
+    private func runPasses() {
+        guard let window else { return }
+        for layer in window.visibleLayers {
+            if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
+        }
+        if !leavingLayouts.isEmpty {
+            let leaving = leavingLayouts
+            leavingLayouts.removeAll()
+            for view in leaving where view.window == nil && view.needsLayout { view.layoutPass() }
+        }
+        for layer in window.visibleLayers {
+            if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
+                status.isStale = true
+            }
+        }
+    }
+
+    /// A controller's view leaving the window in push order (a navigation push, a full-screen presentation) is laid
+    /// out once more, after the incoming views and before its `viewDidDisappear`, as UIKit lays out the outgoing
+    /// controller during the transition.
+    func layOutBeforeLeaving(_ view: View) {
+        view.needsLayout = true
+        leavingLayouts.append(view)
+        turns.setNeedsPasses()
+    }
+
+    /// Queues the did-callbacks of an appearance transition; `controllers` is in post-order, so the did-callbacks
+    /// bracket the will-callbacks (children before their parent).
+    func scheduleAppearanceCompletion(for controllers: [ViewController], appearing: Bool) {
+        status.isStale = true
+        turns.setNeedsPasses()
+        guard !controllers.isEmpty else { return }
+        turns.schedule {
+            for controller in controllers {
+                controller.endAppearanceTransition(appearing)
+            }
+        }
+    }
+
+    /// Runs `work` at the end of the current turn, after the layout and display passes and the appearance
+    /// completions scheduled before it.
+    public func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
+        turns.schedule(work)
+    }
+
+    // MARK: Status
+
+    private func updateStatus() {
+        if let text = status.update(state: applicationState, window: window) {
+            host?.application(self, didChangeStatus: text)
+        }
+    }
+
+    // MARK: Background tasks
+
+    /// Marks the start of work that must finish even if the application leaves the foreground or terminates.
+    ///
+    /// Under systemd, termination waits for these tasks (extending the stop timeout) up to a budget, and a sleep
+    /// inhibitor is held until they end; when time runs out, `expirationHandler` runs and must end the task.
+    public func beginBackgroundTask(
+        withName name: String? = nil,
+        expirationHandler: (@MainActor () -> Void)? = nil
+    ) -> BackgroundTaskIdentifier {
+        beginBackgroundTask(withName: name, owner: nil, expirationHandler: expirationHandler)
+    }
+
+    /// Begins a background task on behalf of `owner` (a controller's path), whose trace its expiration shows in.
+    func beginBackgroundTask(
+        withName name: String?,
+        owner: String?,
+        expirationHandler: (@MainActor () -> Void)?
+    ) -> BackgroundTaskIdentifier {
+        let task = backgroundTaskRegistry.begin(name: name, expirationHandler: expirationHandler)
+        if let owner { backgroundTaskOwners[task.identifier] = owner }
+        logger.info(
+            "background task began",
+            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
+        )
+        host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
+        startBackgroundTimeIfNeeded()
+        return task.identifier
+    }
+
+    /// Starts the background time when the application is in the background with tasks running and no budget runs.
+    private func startBackgroundTimeIfNeeded() {
+        guard applicationState == .background, !isTerminating, !backgroundTaskRegistry.tasks.isEmpty else { return }
+        let budget = backgroundTime
+        let count = backgroundTaskRegistry.tasks.count
+        guard !backgroundBudget.isWaiting else { return }
+        logger.debug("background time starts: \(count) task(s), up to \(budget)")
+        backgroundBudget.begin(budget) { [logger] in
+            logger.warning("the background time of \(budget) ran out; expiring background tasks")
+        } onSettled: { _ in }
+    }
+
+    /// Marks the end of a background task; unknown or already ended identifiers are ignored.
+    public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
+        guard let task = backgroundTaskRegistry.end(identifier) else { return }
+        backgroundTaskOwners[identifier] = nil
+        logger.info(
+            "background task ended",
+            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(identifier.rawValue)"]
+        )
+        host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
+        backgroundBudget.tasksDidChange()
+    }
+
+    /// The background tasks that have begun and not ended, oldest first.
+    public var backgroundTasks: [BackgroundTask] { backgroundTaskRegistry.tasks }
+
+    /// What is left of the background time while it runs (the application is in the background with tasks running).
+    public var backgroundTimeRemaining: Duration? { backgroundBudget.isWaiting ? backgroundBudget.remaining : nil }
+
+    /// Time is up: runs every running task's expiration handler, oldest first; a task its handler did not end is
+    /// ended after it, with a warning.
+    public func expireBackgroundTasks() {
+        for task in backgroundTaskRegistry.tasks {
+            logger.warning(
+                "background task expired",
+                metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
+            )
+            let owner = backgroundTaskOwners[task.identifier]
+            trace.record(
+                event: "expirationHandler",
+                isDelegate: owner == nil,
+                target: .named(owner ?? "delegate"),
+                state: applicationState,
+                cause: currentCause,
+                detail: task.name
+            )
+            backgroundTaskRegistry.expirationHandler(of: task.identifier)?()
+            if backgroundTaskRegistry.isRunning(task.identifier) {
+                logger.warning(
+                    "background task not ended by its expiration handler; ending it",
+                    metadata: ["lifecycle.task": "\(task.name)"]
+                )
+                endBackgroundTask(task.identifier)
+            }
+        }
+    }
+
+    /// A controller's lifecycle-bound task failed: the delegate hears it (traced as a delegate event).
+    func reportFailure(of task: LifecycleTask, error: any Error) {
+        trace.record(
+            event: "application(_:lifecycleTask:didFailWithError:)",
+            isDelegate: true,
+            target: "delegate",
+            state: applicationState,
+            cause: currentCause,
+            detail: "\(task.name): \(error)"
+        )
+        delegate.application(self, lifecycleTask: task, didFailWithError: error)
+    }
+
+    // MARK: Tracing
+
+    /// Records a callback of a controller or a view (`node.callbackTarget`), or of a target known by its path alone.
+    func traceEvent(_ event: String, target: @autoclosure () -> CallbackTarget, detail: String?) {
+        trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
+    }
+
+    private func traceDelegate(_ event: String) {
+        trace.record(event: event, isDelegate: true, target: "delegate", state: applicationState, cause: currentCause)
+    }
+}

@@ -1,0 +1,153 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+/// The application's delegate: every callback of docs/lifecycle.md §1, each with an empty default.
+///
+/// Entering events reach the delegate before the controller tree; leaving events reach it after the tree.
+@MainActor
+public protocol ApplicationDelegate: AnyObject {
+    /// Launch has started; the application is `inactive`. Return false to report a failed launch (it still
+    /// continues, as in UIKit).
+    func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool
+    /// Whether to restore the state saved by an earlier run (``LaunchOptions/restoredState``); default false.
+    func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool
+    /// Makes the controller for a restoration path that the tree lacks (UIKit's
+    /// `application(_:viewControllerWithRestorationIdentifierPath:coder:)`), with whatever it needs injected; nil (the
+    /// default) lets the class registered under the archived class name make it with `init(coder:)`.
+    func application(
+        _ application: Application,
+        viewControllerWithRestorationIdentifierPath identifierComponents: [String],
+        coder: Coder
+    ) -> ViewController?
+    /// Restoration is done: read the values written in ``application(_:willEncodeRestorableStateWith:)``.
+    func application(_ application: Application, didDecodeRestorableStateWith coder: StateCoder)
+    /// Whether to save the tree's state now (after `applicationDidEnterBackground`, before termination's teardown);
+    /// default false. Asked only when the window's root controller has a restoration identifier.
+    func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool
+    /// The state is being saved: write the application's own values.
+    func application(_ application: Application, willEncodeRestorableStateWith coder: StateCoder)
+    /// Registers the controller and view classes that storyboards and saved states may name; called whenever the
+    /// application needs them (before a storyboard loads, at restoration).
+    func registerArchiveClasses(in registry: inout ArchiveClassRegistry)
+    /// Launch is done: build the window and its root controller here.
+    func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool
+    /// The application became active: serve.
+    func applicationDidBecomeActive(_ application: Application)
+    /// The application is about to stop being active.
+    func applicationWillResignActive(_ application: Application)
+    /// The application entered the background: pause work, save state.
+    func applicationDidEnterBackground(_ application: Application)
+    /// The application is about to return to the foreground.
+    func applicationWillEnterForeground(_ application: Application)
+    /// Memory is tight: drop caches.
+    func applicationDidReceiveMemoryWarning(_ application: Application)
+    /// The application is about to terminate; the controller tree is torn down after this returns.
+    func applicationWillTerminate(_ application: Application)
+    /// A reload (SIGHUP) starts; the configuration is re-read after this and the tree's `applicationWillReload`.
+    func applicationWillReload(_ application: Application)
+    /// The reload is done: apply the configuration.
+    func applicationDidReload(_ application: Application)
+    /// A controller's lifecycle-bound task (or hosted service) failed; the controller heard it first. The main
+    /// loop carries on, and the task starts again at the next appearance or return to the foreground.
+    func application(_ application: Application, lifecycleTask task: LifecycleTask, didFailWithError error: any Error)
+}
+
+extension ApplicationDelegate {
+    public func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        true
+    }
+    public func application(_ application: Application, shouldRestoreApplicationState archive: Archive) -> Bool {
+        false
+    }
+    public func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        true
+    }
+    public func application(
+        _ application: Application,
+        viewControllerWithRestorationIdentifierPath identifierComponents: [String],
+        coder: Coder
+    ) -> ViewController? {
+        nil
+    }
+    public func application(_ application: Application, didDecodeRestorableStateWith coder: StateCoder) {}
+    public func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool {
+        false
+    }
+    public func application(_ application: Application, willEncodeRestorableStateWith coder: StateCoder) {}
+    public func registerArchiveClasses(in registry: inout ArchiveClassRegistry) {}
+    public func applicationDidBecomeActive(_ application: Application) {}
+    public func applicationWillResignActive(_ application: Application) {}
+    public func applicationDidEnterBackground(_ application: Application) {}
+    public func applicationWillEnterForeground(_ application: Application) {}
+    public func applicationDidReceiveMemoryWarning(_ application: Application) {}
+    public func applicationWillTerminate(_ application: Application) {}
+    public func applicationWillReload(_ application: Application) {}
+    public func applicationDidReload(_ application: Application) {}
+    public func application(
+        _ application: Application,
+        lifecycleTask task: LifecycleTask,
+        didFailWithError error: any Error
+    ) {}
+}
+
+/// What hosts the application: the daemon's main loop, which tells the service manager what happens.
+///
+/// Every method has an empty default; a test can run an application with no host at all.
+@MainActor
+public protocol ApplicationHost: AnyObject {
+    /// Launch is over (after `applicationDidBecomeActive`, or `applicationDidEnterBackground` for a background
+    /// launch): report readiness (`READY=1`).
+    func applicationDidFinishLaunching(_ application: Application)
+    /// The status text changed (a state change, or a display pass): report it (`STATUS=`).
+    func application(_ application: Application, didChangeStatus status: String)
+    /// A reload starts, before any callback: report it (`RELOADING=1`).
+    func applicationWillBeginReload(_ application: Application)
+    /// Re-read the configuration, between `applicationWillReload` and `applicationDidReload`; keep the old one if
+    /// the new one is invalid.
+    func applicationReloadConfiguration(_ application: Application)
+    /// The reload is over: report readiness again (`READY=1`).
+    func applicationDidFinishReload(_ application: Application)
+    /// Termination starts, before any callback: report it (`STOPPING=1`).
+    func applicationWillBeginTermination(_ application: Application)
+    /// The tree is torn down: finish background tasks, then exit.
+    func applicationDidTerminate(_ application: Application)
+    /// The tree's state was preserved: store the archive (``Archive/encodedState()``) where the next launch finds it.
+    func application(_ application: Application, didEncodeRestorableState archive: Archive)
+    /// The set of running background tasks changed.
+    func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask])
+    /// Runs `work` on the main actor after `delay` (the background time, budgets); nil when the host has no timers,
+    /// in which case nothing expires by time.
+    func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)?
+    /// Work was deferred to the end of the turn (a layout mark, a did-callback) outside an end of turn: make sure
+    /// ``Application/runEndOfTurn()`` runs before the loop sleeps, even if nothing else happens in this turn.
+    func applicationNeedsEndOfTurn(_ application: Application)
+}
+
+extension ApplicationHost {
+    public func applicationDidFinishLaunching(_ application: Application) {}
+    public func application(_ application: Application, didChangeStatus status: String) {}
+    public func applicationWillBeginReload(_ application: Application) {}
+    public func applicationReloadConfiguration(_ application: Application) {}
+    public func applicationDidFinishReload(_ application: Application) {}
+    public func applicationWillBeginTermination(_ application: Application) {}
+    public func applicationDidTerminate(_ application: Application) {}
+    public func application(_ application: Application, didEncodeRestorableState archive: Archive) {}
+    public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
+    public func applicationNeedsEndOfTurn(_ application: Application) {}
+    public func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)? {
+        nil
+    }
+}

@@ -1,0 +1,334 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+/// The application's state machine as a value: it decides which callbacks a request fires, in which order, and
+/// what happens to requests that arrive while a transition runs. ``Application`` performs what it returns.
+///
+/// Rules (docs/lifecycle.md §1): a request names a target; the machine walks the legal path to it one step at a time;
+/// a request equal to the current state is a no-op; requests made during a transition are queued in arrival order;
+/// terminate is final; memory warnings (and reloads) that arrive while one is pending are coalesced into it.
+public struct ApplicationStateMachine: Sendable {
+    /// What a host, a signal or the application itself can ask for.
+    public enum Request: Hashable, Sendable, CustomStringConvertible {
+        /// Launch from `notRunning` into the foreground or the background.
+        case launch(LaunchTarget)
+        /// Go to `active`.
+        case becomeActive
+        /// Go to `inactive` (foreground, not serving).
+        case resignActive
+        /// Go to `background`.
+        case enterBackground
+        /// Terminate; final.
+        case terminate
+        /// Deliver a memory warning; changes no state.
+        case memoryWarning
+        /// Reload the configuration; changes no state.
+        case reload
+
+        public var description: String {
+            switch self {
+            case .launch(let target): "launch(\(target.rawValue))"
+            case .becomeActive: "becomeActive"
+            case .resignActive: "resignActive"
+            case .enterBackground: "enterBackground"
+            case .terminate: "terminate"
+            case .memoryWarning: "memoryWarning"
+            case .reload: "reload"
+            }
+        }
+    }
+
+    /// One thing the application does while walking a transition.
+    public enum Callback: String, Sendable, Hashable, CaseIterable {
+        /// `application(_:willFinishLaunchingWithOptions:)`.
+        case willFinishLaunching
+        /// Restoration of saved state, between the two launch callbacks.
+        case restoreState
+        /// `application(_:didFinishLaunchingWithOptions:)`.
+        case didFinishLaunching
+        /// The window shows its root controller (it appears, section 3), the first time the app is in the foreground.
+        case showWindow
+        /// `applicationDidBecomeActive`.
+        case didBecomeActive
+        /// `applicationWillResignActive`.
+        case willResignActive
+        /// `applicationDidEnterBackground`.
+        case didEnterBackground
+        /// The tree's state is preserved (after `applicationDidEnterBackground` has reached the whole tree, and after
+        /// `applicationWillTerminate`, before the teardown).
+        case saveState
+        /// `applicationWillEnterForeground`.
+        case willEnterForeground
+        /// Termination begins: the host tells the service manager (`STOPPING=1`).
+        case beginTermination
+        /// `applicationWillTerminate`.
+        case willTerminate
+        /// Every visible controller disappears and the whole tree is released.
+        case tearDown
+        /// `applicationDidReceiveMemoryWarning`.
+        case didReceiveMemoryWarning
+        /// A reload begins: the host tells the service manager (`RELOADING=1`).
+        case beginReload
+        /// `applicationWillReload`: the tree lets go of what the old configuration set up.
+        case willReload
+        /// The host re-reads its configuration; an invalid one keeps the old.
+        case reloadConfiguration
+        /// `applicationDidReload`: the tree applies the (new or kept) configuration.
+        case didReload
+        /// The launch is over: the host reports readiness (`READY=1`).
+        case finishLaunch
+        /// The reload is over: the host reports readiness again (`READY=1`).
+        case finishReload
+    }
+
+    /// One step of a transition: the callback, the state it fires in, and the state after it.
+    public struct Step: Hashable, Sendable {
+        /// What to do.
+        public var callback: Callback
+        /// The application state while the callback runs.
+        public var stateWhileFiring: ApplicationState
+        /// The application state once the callback has returned.
+        public var stateAfter: ApplicationState
+        /// The request this step belongs to.
+        public var request: Request
+        /// What asked for the request.
+        public var cause: Cause
+    }
+
+    /// What ``request(_:cause:)`` decided.
+    public enum RequestAction: Hashable, Sendable {
+        /// A transition starts now: call ``nextStep()`` until it returns ``Next/idle``.
+        case start
+        /// A transition is running; the request runs after it, in arrival order.
+        case queued
+        /// An identical request is already being delivered or waiting; this one is folded into it.
+        case coalesced
+        /// The request asks for the current state: nothing fires.
+        case noChange
+        /// The request cannot run now; the reason says why (terminating, not launched, launched twice).
+        case dropped(reason: String)
+    }
+
+    /// What ``nextStep()`` hands out.
+    public enum Next: Hashable, Sendable {
+        /// Perform this step.
+        case step(Step)
+        /// A queued request turned out to ask for the state the application is already in.
+        case noChange(Request, Cause)
+        /// Nothing more to do: the machine is idle (or terminated).
+        case idle
+    }
+
+    private struct Pending: Hashable, Sendable {
+        var request: Request
+        var cause: Cause
+    }
+
+    private struct Transition: Hashable, Sendable {
+        var current: Pending
+        var steps: [Step]
+        var queue: [Pending]
+    }
+
+    private enum State: Hashable, Sendable {
+        /// Nothing launched yet.
+        case notRunning
+        /// Running, no transition in progress.
+        case idle(ApplicationState)
+        /// Walking a transition; `state` is the application state reached so far.
+        case transitioning(ApplicationState, Transition)
+        /// Terminated; every request is dropped.
+        case terminated
+    }
+
+    private var state: State = .notRunning
+    /// Whether the window has shown its root controller yet (a background launch defers it to the first foreground).
+    public private(set) var hasShownWindow = false
+
+    /// Creates a machine in `notRunning`.
+    public init() {}
+
+    /// The application state reached so far (during a transition: after the last step handed out).
+    public var applicationState: ApplicationState {
+        switch state {
+        case .notRunning: .notRunning
+        case .idle(let s): s
+        case .transitioning(let s, _): s
+        case .terminated: .terminated
+        }
+    }
+
+    /// Whether a transition is in progress (requests are being queued).
+    public var isTransitioning: Bool {
+        if case .transitioning = state { return true }
+        return false
+    }
+
+    /// Whether the request being walked has handed out its last step (true when no transition runs): the next step,
+    /// if any, starts a queued request.
+    public var isBetweenRequests: Bool {
+        guard case .transitioning(_, let transition) = state else { return true }
+        return transition.steps.isEmpty
+    }
+
+    /// Takes a request; returns what to do about it.
+    public mutating func request(_ request: Request, cause: Cause) -> RequestAction {
+        let pending = Pending(request: request, cause: cause)
+        switch state {
+        case .notRunning:
+            guard case .launch = request else {
+                return .dropped(reason: "the application has not launched yet")
+            }
+            let steps = Self.steps(for: pending, from: .notRunning, hasShownWindow: hasShownWindow)
+            state = .transitioning(.notRunning, Transition(current: pending, steps: steps, queue: []))
+            return .start
+
+        case .terminated:
+            return .dropped(reason: "the application has terminated")
+
+        case .idle(let current):
+            if case .launch = request {
+                return .dropped(reason: "the application has already launched")
+            }
+            let steps = Self.steps(for: pending, from: current, hasShownWindow: hasShownWindow)
+            if steps.isEmpty { return .noChange }
+            state = .transitioning(current, Transition(current: pending, steps: steps, queue: []))
+            return .start
+
+        case .transitioning(let current, var transition):
+            if transition.current.request == .terminate || transition.queue.contains(where: { $0.request == .terminate })
+            {
+                return .dropped(reason: "termination has started")
+            }
+            if case .launch = request {
+                return .dropped(reason: "the application is already launching or running")
+            }
+            if request == .memoryWarning || request == .reload {
+                // A memory warning being delivered covers the ones that arrive during it; a reload that has not
+                // started yet will read the newest configuration anyway. A reload in progress may have read the
+                // file already, so a new one queues behind it.
+                let inFlight = transition.current.request == request
+                let waiting = transition.queue.contains { $0.request == request }
+                if waiting || (inFlight && request == .memoryWarning) { return .coalesced }
+            }
+            transition.queue.append(pending)
+            state = .transitioning(current, transition)
+            return .queued
+        }
+    }
+
+    /// Hands out the next step of the running transition, starting queued requests as earlier ones finish.
+    public mutating func nextStep() -> Next {
+        guard case .transitioning(let current, var transition) = state else { return .idle }
+        if !transition.steps.isEmpty {
+            let step = transition.steps.removeFirst()
+            if step.callback == .showWindow { hasShownWindow = true }
+            if step.stateAfter == .terminated {
+                // Terminate is final: whatever was queued behind it is dropped by request() already.
+                state = transition.steps.isEmpty ? .terminated : .transitioning(.terminated, transition)
+            } else {
+                state = .transitioning(step.stateAfter, transition)
+            }
+            return .step(step)
+        }
+        guard !transition.queue.isEmpty else {
+            state = current == .terminated ? .terminated : .idle(current)
+            return .idle
+        }
+        let next = transition.queue.removeFirst()
+        let steps = Self.steps(for: next, from: current, hasShownWindow: hasShownWindow)
+        transition.current = next
+        transition.steps = steps
+        state = .transitioning(current, transition)
+        if steps.isEmpty { return .noChange(next.request, next.cause) }
+        return nextStep()
+    }
+
+    /// The steps that take the application from `state` to what `pending` asks for.
+    private static func steps(for pending: Pending, from state: ApplicationState, hasShownWindow: Bool) -> [Step] {
+        var steps: [Step] = []
+        var now = state
+        var shown = hasShownWindow
+        func add(_ callback: Callback, firing: ApplicationState, after: ApplicationState) {
+            steps.append(
+                Step(
+                    callback: callback,
+                    stateWhileFiring: firing,
+                    stateAfter: after,
+                    request: pending.request,
+                    cause: pending.cause
+                )
+            )
+            now = after
+        }
+        // The single legal steps of docs/lifecycle.md §1. "Will" callbacks fire in the state being left, "did" callbacks
+        // in the state reached, as UIKit reports `applicationState`; the launch callbacks both see `inactive`.
+        func toInactive() {
+            switch now {
+            case .active: add(.willResignActive, firing: .active, after: .inactive)
+            case .background:
+                add(.willEnterForeground, firing: .background, after: .inactive)
+                if !shown {
+                    add(.showWindow, firing: .inactive, after: .inactive)
+                    shown = true
+                }
+            default: break
+            }
+        }
+        func toActive() {
+            if now == .background { toInactive() }
+            if now == .inactive { add(.didBecomeActive, firing: .active, after: .active) }
+        }
+        func toBackground() {
+            if now == .active { toInactive() }
+            if now == .inactive {
+                add(.didEnterBackground, firing: .background, after: .background)
+                // Termination saves once, after applicationWillTerminate.
+                if pending.request != .terminate { add(.saveState, firing: .background, after: .background) }
+            }
+        }
+
+        switch pending.request {
+        case .launch(let target):
+            guard state == .notRunning else { return [] }
+            add(.willFinishLaunching, firing: .inactive, after: .inactive)
+            add(.restoreState, firing: .inactive, after: .inactive)
+            add(.didFinishLaunching, firing: .inactive, after: .inactive)
+            switch target {
+            case .active:
+                add(.showWindow, firing: .inactive, after: .inactive)
+                shown = true
+                toActive()
+            case .background:
+                toBackground()
+            }
+            add(.finishLaunch, firing: now, after: now)
+        case .becomeActive:
+            toActive()
+        case .resignActive:
+            toInactive()
+        case .enterBackground:
+            toBackground()
+        case .terminate:
+            add(.beginTermination, firing: now, after: now)
+            toBackground()
+            add(.willTerminate, firing: .background, after: .terminated)
+            add(.saveState, firing: .terminated, after: .terminated)
+            add(.tearDown, firing: .terminated, after: .terminated)
+        case .memoryWarning:
+            add(.didReceiveMemoryWarning, firing: now, after: now)
+        case .reload:
+            add(.beginReload, firing: now, after: now)
+            add(.willReload, firing: now, after: now)
+            add(.reloadConfiguration, firing: now, after: now)
+            add(.didReload, firing: now, after: now)
+            add(.finishReload, firing: now, after: now)
+        }
+        return steps
+    }
+}

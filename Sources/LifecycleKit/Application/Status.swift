@@ -1,0 +1,32 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+/// Composes the application's status text, the line behind systemd's `STATUS=` and `systemctl status`: the
+/// application state, then every visible view's text in pre-order, joined by "; ".
+struct StatusComposer {
+    /// The last text composed.
+    private(set) var text = ""
+    /// Whether a display pass or an appearance change may have changed the text since it was composed.
+    var isStale = false
+
+    /// Composes the text again; returns it when it differs from the last one.
+    @MainActor
+    mutating func update(state: ApplicationState, window: Window?) -> String? {
+        isStale = false
+        var parts: [String] = []
+        if let window {
+            for layer in window.visibleLayers {
+                layer.controller.viewIfLoaded?.collectStatus(into: &parts)
+            }
+        }
+        let composed = parts.isEmpty ? state.rawValue : "\(state.rawValue): " + parts.joined(separator: "; ")
+        guard composed != text else { return nil }
+        text = composed
+        return composed
+    }
+}

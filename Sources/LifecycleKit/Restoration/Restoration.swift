@@ -1,0 +1,324 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+/// What the application remembers about state restoration between its steps.
+struct RestorationRecord {
+    /// The generation of the last state saved or restored; the next save is one more.
+    var generation = 0
+    /// The window restoration built or restored into, to notice a delegate that replaces it in `didFinishLaunching`.
+    weak var restoredWindow: Window?
+}
+
+// UIKit's state preservation and restoration.
+//
+// Preservation (after `applicationDidEnterBackground` has reached the whole tree; after `applicationWillTerminate`,
+// before the teardown): `application(_:shouldSaveApplicationState:)`, `application(_:willEncodeRestorableStateWith:)`,
+// then `encodeRestorableState(with:)` on every preserved controller, pre-order; the host writes the archive.
+//
+// Restoration (between `willFinishLaunching` and `didFinishLaunching`): `application(_:shouldRestoreApplicationState:)`;
+// each controller the archive has and the tree lacks is made (`application(_:viewControllerWithRestorationIdentifierPath:coder:)`,
+// else its registered class's `init(coder:)`) and wired in; `awakeFromArchive` on each one made by its class, in the
+// order they were made; the saved presentations; `decodeRestorableState(with:)` on every restored controller, pre-order;
+// `applicationFinishedRestoringState` on each, pre-order; `application(_:didDecodeRestorableStateWith:)`.
+extension Application {
+    /// The classes archives may name: what the delegate registers (``ApplicationDelegate/registerArchiveClasses(in:)``)
+    /// and ``archiveClasses``.
+    public var registeredArchiveClasses: ArchiveClassRegistry {
+        var registry = ArchiveClassRegistry()
+        delegate.registerArchiveClasses(in: &registry)
+        return registry.merging(archiveClasses)
+    }
+
+    /// The generation of the last state saved or restored (0 before any).
+    public var restorationGeneration: Int { restoration.generation }
+
+    func traceDelegateEvent(_ event: String, detail: String? = nil) {
+        trace.record(
+            event: event,
+            isDelegate: true,
+            target: "delegate",
+            state: applicationState,
+            cause: currentCause,
+            detail: detail
+        )
+    }
+
+    // MARK: Preservation
+
+    /// Preserves the tree: runs when the window's root controller has a restoration identifier (otherwise nothing
+    /// could be preserved, and no callback fires), and the delegate agrees.
+    func preserveState() {
+        guard let root = window?.rootViewController, let rootIdentifier = root.restorationIdentifier else { return }
+        let applicationCoder = StateCoder(restorationPath: "application")
+        traceDelegateEvent("application(_:shouldSaveApplicationState:)")
+        guard delegate.application(self, shouldSaveApplicationState: applicationCoder) else { return }
+        traceDelegateEvent("application(_:willEncodeRestorableStateWith:)")
+        delegate.application(self, willEncodeRestorableStateWith: applicationCoder)
+        let registry = registeredArchiveClasses
+        var archive = Archive(root: encode(root, restorationPath: rootIdentifier, registry: registry), sourceName: "saved state")
+        restoration.generation += 1
+        archive.generation = restoration.generation
+        archive.applicationState = applicationCoder.values
+        host?.application(self, didEncodeRestorableState: archive)
+    }
+
+    /// One preserved controller and the preserved ones below it: a controller is preserved when it and every
+    /// controller above it have a restoration identifier.
+    private func encode(_ controller: ViewController, restorationPath: String, registry: ArchiveClassRegistry) -> Archive.Node {
+        let coder = StateCoder(restorationPath: restorationPath)
+        controller.trace("encodeRestorableState(with:)")
+        controller.encodeRestorableState(with: coder)
+        let type = type(of: controller)
+        var node = Archive.Node(
+            className: registry.name(of: type) ?? String(describing: type),
+            identifier: controller.identifier,
+            restorationIdentifier: controller.restorationIdentifier,
+            state: coder.values
+        )
+        if controller.presentingViewController != nil { node.modalPresentationStyle = controller.modalPresentationStyle }
+        for child in controller.children {
+            guard let identifier = child.restorationIdentifier else { continue }
+            node.children.append(encode(child, restorationPath: restorationPath + "/" + identifier, registry: registry))
+        }
+        if let presented = controller.presentedViewController, let identifier = presented.restorationIdentifier {
+            node.presented = encode(presented, restorationPath: restorationPath + "/" + identifier, registry: registry)
+        }
+        return node
+    }
+
+    // MARK: Restoration
+
+    /// Restores ``LaunchOptions/restoredState`` into the tree the window has (built in `willFinishLaunching`, or
+    /// from a storyboard), or builds the tree from it when there is no window yet.
+    func restoreSavedState() {
+        guard let saved = launchOptions.restoredState else { return }
+        let archive = saved.migratedFromFormat1()
+        traceDelegateEvent("application(_:shouldRestoreApplicationState:)")
+        guard delegate.application(self, shouldRestoreApplicationState: saved) else { return }
+        restoration.generation = max(restoration.generation, archive.generation)
+        var restorer = StateRestorer(application: self, archive: archive, registry: registeredArchiveClasses)
+        restorer.restore()
+        let applicationCoder = StateCoder(values: archive.applicationState, restorationPath: "application")
+        traceDelegateEvent("application(_:didDecodeRestorableStateWith:)")
+        delegate.application(self, didDecodeRestorableStateWith: applicationCoder)
+        restoration.restoredWindow = window
+    }
+
+    /// After `didFinishLaunching`: a delegate that replaced the restored window threw the restored tree away.
+    func checkRestoredWindowKept() {
+        guard let restored = restoration.restoredWindow else { return }
+        restoration.restoredWindow = nil
+        if window !== restored {
+            logger.warning(
+                """
+                the window restored from the saved state was replaced in didFinishLaunching, so the restored tree is \
+                gone: build the window in willFinishLaunching (restoration then restores into it), or in \
+                didFinishLaunching only when application.window is nil
+                """
+            )
+        }
+    }
+
+    // MARK: Storyboards
+
+    /// Makes the tree a storyboard declares and shows it in a new window: the host calls it before ``launch(into:options:cause:)``,
+    /// as UIKit loads the main storyboard before `willFinishLaunching`, so restoration applies on top of it. Its
+    /// events carry the cause `launch`. Every property must be read by its class's `init(coder:)`.
+    public func loadStoryboard(_ storyboard: Archive) throws(ArchiveError) {
+        let previous = currentCause
+        currentCause = .launch
+        defer { currentCause = previous }
+        let root = try storyboard.decodeTree(using: registeredArchiveClasses, for: self, requiringEveryProperty: true)
+        window = Window(rootViewController: root)
+    }
+
+    /// Applies a changed storyboard to the live tree as a hand-over, changing only what changed: each changed part
+    /// is made first (nothing in the tree moves if one fails: the error says why), then each incoming part loads its
+    /// view (`viewDidLoad`) before the outgoing one leaves (`viewWillDisappear`), in the contract's navigation order.
+    /// Returns one line per change, for the log.
+    @discardableResult
+    public func applyStoryboardChange(from old: Archive, to new: Archive) throws(ArchiveError) -> [String] {
+        var update = StoryboardUpdate(application: self, source: new.sourceName, registry: registeredArchiveClasses)
+        return try update.apply(old: old.root, new: new.root)
+    }
+}
+
+/// Restores one archive into the application's tree (see the comment on the extension above).
+@MainActor
+struct StateRestorer {
+    let application: Application
+    let archive: Archive
+    private var instantiation: ArchiveInstantiation
+    /// Every controller restored, with its node.
+    private var restored: [ObjectIdentifier: Archive.Node] = [:]
+    /// Controllers made by their class's `init(coder:)`, in the order made.
+    private var madeByClass: [ViewController] = []
+    /// Presentations to make once the made controllers are awake.
+    private var presentations: [(ViewController, ViewController)] = []
+    private var madeCount = 0
+
+    init(application: Application, archive: Archive, registry: ArchiveClassRegistry) {
+        self.application = application
+        self.archive = archive
+        instantiation = ArchiveInstantiation(
+            source: archive.sourceName,
+            registry: registry,
+            application: application,
+            requiringEveryProperty: false
+        )
+    }
+
+    mutating func restore() {
+        let node = archive.root
+        guard let rootIdentifier = node.restorationIdentifier else {
+            application.logger.notice("the saved state's root has no restoration identifier; nothing restored")
+            return
+        }
+        if let root = application.window?.rootViewController {
+            guard root.restorationIdentifier == rootIdentifier else {
+                application.logger.notice(
+                    """
+                    the saved state's root is \(rootIdentifier) but the window's root is \
+                    \(root.restorationIdentifier ?? "without a restoration identifier"); nothing restored
+                    """
+                )
+                return
+            }
+            reconcile(root, node, restorationPath: [rootIdentifier])
+        } else {
+            guard let root = materialize(node, under: nil, restorationPath: [rootIdentifier]) else { return }
+            application.window = Window(rootViewController: root)
+            reconcile(root, node, restorationPath: [rootIdentifier])
+        }
+        for controller in madeByClass {
+            controller.trace("awakeFromArchive")
+            controller.awakeFromArchive()
+        }
+        for (presenter, presented) in presentations {
+            presenter.present(presented, animated: false)
+        }
+        let order = application.controllersInTreeOrder().compactMap { controller in
+            restored[ObjectIdentifier(controller)].map { (controller, $0) }
+        }
+        for (controller, node) in order {
+            controller.trace("decodeRestorableState(with:)")
+            controller.decodeRestorableState(with: StateCoder(values: node.state, restorationPath: controller.restorationPathForLog))
+        }
+        for (controller, _) in order {
+            controller.trace("applicationFinishedRestoringState")
+            controller.applicationFinishedRestoringState()
+        }
+        application.logger.info(
+            "restored the saved state: generation \(archive.generation), \(order.count) controllers (\(madeCount) made for it)"
+        )
+    }
+
+    /// Matches the archive's children (and presentation) of `node` to the controller's by restoration identifier;
+    /// makes and wires in what the tree lacks. A navigation controller's stack becomes the saved one.
+    private mutating func reconcile(_ controller: ViewController, _ node: Archive.Node, restorationPath: [String]) {
+        restored[ObjectIdentifier(controller)] = node
+        var pairs: [(ViewController, Archive.Node, [String])] = []
+        var used: Set<ObjectIdentifier> = []
+        var stack: [ViewController] = []
+        for child in node.children {
+            guard let identifier = child.restorationIdentifier else { continue }
+            let childPath = restorationPath + [identifier]
+            if let existing = controller.children.first(where: {
+                $0.restorationIdentifier == identifier && !used.contains(ObjectIdentifier($0))
+            }) {
+                used.insert(ObjectIdentifier(existing))
+                stack.append(existing)
+                pairs.append((existing, child, childPath))
+                continue
+            }
+            guard let made = materialize(child, under: controller.path, restorationPath: childPath) else { continue }
+            stack.append(made)
+            pairs.append((made, child, childPath))
+            if !(controller is NavigationController) {
+                controller.addChild(made)
+                made.notifyDidMove(toParent: controller)
+                if controller.isViewLoaded, controller.embedsChildViewsOnLoad { controller.view.addSubview(made.view) }
+            }
+        }
+        if let navigation = controller as? NavigationController, !stack.isEmpty,
+            stack.map(ObjectIdentifier.init) != navigation.children.map(ObjectIdentifier.init)
+        {
+            navigation.setViewControllers(stack, animated: false)
+        }
+        for (child, childNode, childPath) in pairs { reconcile(child, childNode, restorationPath: childPath) }
+
+        guard let presentedNode = node.presented, let identifier = presentedNode.restorationIdentifier else { return }
+        let presentedPath = restorationPath + [identifier]
+        if let presented = controller.presentedViewController {
+            if presented.restorationIdentifier == identifier {
+                reconcile(presented, presentedNode, restorationPath: presentedPath)
+            } else {
+                application.logger.notice(
+                    "\(presentedPath.joined(separator: "/")) not restored: \(controller.path) presents another controller"
+                )
+            }
+            return
+        }
+        guard let made = materialize(presentedNode, under: controller.path, restorationPath: presentedPath) else { return }
+        reconcile(made, presentedNode, restorationPath: presentedPath)
+        presentations.append((controller, made))
+    }
+
+    /// Makes the controller for a node the tree lacks: the delegate's, or its registered class's `init(coder:)`.
+    /// `parentPath`: the trace path of the controller it joins (nil for the window's root).
+    private mutating func materialize(_ node: Archive.Node, under parentPath: String?, restorationPath: [String]) -> ViewController? {
+        let tracePath = ArchiveInstantiation.path(
+            of: node,
+            type: instantiation.registry.type(named: node.className),
+            under: parentPath
+        )
+        let coder = Coder(node: node, application: application, destinationPath: tracePath)
+        application.traceDelegateEvent(
+            "application(_:viewControllerWithRestorationIdentifierPath:coder:)",
+            detail: restorationPath.joined(separator: "/")
+        )
+        let made: ViewController
+        if let delegates = application.delegate.application(
+            application,
+            viewControllerWithRestorationIdentifierPath: restorationPath,
+            coder: coder
+        ) {
+            made = delegates
+            if let identifier = node.identifier, made.identifier != identifier { made.identifier = identifier }
+            made.restorationIdentifier = node.restorationIdentifier
+            if let style = node.modalPresentationStyle { made.modalPresentationStyle = style }
+        } else {
+            do {
+                made = try instantiation.makeController(node, path: tracePath)
+                // A container made for the saved state embeds its restored children's views when its view loads.
+                made.embedsChildViewsOnLoad = !(made is NavigationController)
+            } catch {
+                application.logger.warning(
+                    "\(restorationPath.joined(separator: "/")) not restored: \(error.reason); the delegate made no controller for it either"
+                )
+                return nil
+            }
+            madeByClass.append(made)
+        }
+        madeCount += 1
+        return made
+    }
+}
+
+extension ViewController {
+    /// The restoration path of this controller: the restoration identifiers from the root, joined by `/`.
+    var restorationPathForLog: String {
+        var parts: [String] = []
+        var node: ViewController? = self
+        while let current = node {
+            parts.append(current.restorationIdentifier ?? current.identifier)
+            node = current.parent ?? current.presentingViewController
+        }
+        return parts.reversed().joined(separator: "/")
+    }
+}

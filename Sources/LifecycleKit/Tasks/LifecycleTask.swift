@@ -1,0 +1,269 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+/// When a controller's lifecycle-bound work runs (``ViewController/task(_:while:priority:operation:)``).
+public enum LifecycleActivity: String, Sendable, Hashable, CaseIterable {
+    /// While the controller is on screen (from `viewDidAppear` to `viewWillDisappear`) and the application is in
+    /// the foreground (active or inactive): the default, what serving means.
+    case visibleInForeground
+    /// While the controller is on screen, in the foreground and in the background.
+    case visible
+}
+
+/// Why a run of lifecycle-bound work is asked to stop.
+public enum LifecycleStopReason: String, Sendable, Hashable {
+    /// The application entered the background (or terminates: termination passes through the background).
+    case background
+    /// The controller is leaving the window (pushed over, popped, dismissed, torn down).
+    case disappearance
+    /// The task was cancelled (``LifecycleTask/cancel()``) or its controller went away.
+    case cancellation
+}
+
+/// One run of lifecycle-bound work: the body to run, and how to ask it to end beyond Task cancellation.
+public struct LifecycleRun: Sendable {
+    /// The work; it returns (or throws) when it is done.
+    public var body: @Sendable () async throws -> Void
+    /// Asks the work to end gracefully (a server stops accepting and drains) and returns true, or returns false to
+    /// have it cancelled instead; nil: always cancelled. Not called for ``LifecycleStopReason/cancellation``.
+    public var stop: (@Sendable (LifecycleStopReason) -> Bool)?
+
+    /// Describes a run.
+    public init(
+        body: @escaping @Sendable () async throws -> Void,
+        stop: (@Sendable (LifecycleStopReason) -> Bool)? = nil
+    ) {
+        self.body = body
+        self.stop = stop
+    }
+}
+
+/// Asynchronous work bound to a controller's lifecycle: it starts when its ``activity`` begins (the controller
+/// appears, the application returns to the foreground) and is asked to stop when it ends (the controller
+/// disappears, the application enters the background). It starts again the next time, once the previous run has
+/// ended.
+///
+/// While a run is stopping, the application holds a background task for it, so termination (systemd's stop, with
+/// `EXTEND_TIMEOUT_USEC=`) and a sleep (logind's delay inhibitor) wait for it to end, bounded by the background
+/// time: when that runs out the run is cancelled and the background task ended. A run that fails is reported to
+/// the controller (``ViewController/lifecycleTask(_:didFailWithError:)``), to the delegate and in the trace, and
+/// the main loop carries on.
+///
+/// Each step is in the trace on the controller's path, with the task's name as the detail: `taskDidStart`,
+/// `taskWillStop`, then `taskDidEnd` or `lifecycleTask(_:didFailWithError:)`.
+@MainActor
+public final class LifecycleTask {
+    /// The name in the trace, logs and the background task.
+    public let name: String
+    /// When the work runs.
+    public let activity: LifecycleActivity
+    /// Whether a run is in progress, started or stopping.
+    public var isRunning: Bool { current != nil || stopping != nil }
+    /// Whether a run is in progress and has not been asked to stop.
+    public var isActive: Bool { current != nil }
+    /// How many runs have started.
+    public private(set) var runCount = 0
+
+    // Weak: a run that is still stopping outlives a controller released meanwhile (a popped controller whose server
+    // drains), and its last events are then traced under the controller's last path.
+    private weak var controller: ViewController?
+    private weak var application: Application?
+    private var lastPath: String
+    private let priority: TaskPriority?
+    private let makeRun: @MainActor () -> LifecycleRun
+    private var current: Active?
+    private var stopping: Active?
+    private var isCancelled = false
+
+    private struct Active {
+        let generation: Int
+        let task: Task<Void, Never>
+        let stop: (@Sendable (LifecycleStopReason) -> Bool)?
+        var backgroundTask: BackgroundTaskIdentifier = .invalid
+    }
+
+    init(
+        name: String,
+        activity: LifecycleActivity,
+        priority: TaskPriority?,
+        controller: ViewController,
+        makeRun: @escaping @MainActor () -> LifecycleRun
+    ) {
+        self.name = name
+        self.activity = activity
+        self.priority = priority
+        self.controller = controller
+        self.lastPath = controller.identifier
+        self.makeRun = makeRun
+    }
+
+    /// Stops the task for good: the current run is asked to stop and no run starts again.
+    public func cancel() {
+        isCancelled = true
+        stop(reason: .cancellation)
+    }
+
+    /// Starts or stops the work as the controller's visibility and the application's foreground say.
+    func update(visible: Bool, foreground: Bool, reason: LifecycleStopReason) {
+        let wanted: Bool
+        switch activity {
+        case .visibleInForeground: wanted = visible && foreground
+        case .visible: wanted = visible
+        }
+        if wanted, !isCancelled, current == nil {
+            start()
+        } else if !wanted, current != nil {
+            stop(reason: reason)
+        }
+    }
+
+    /// The controller is going away: stop for good, without reaching back to it.
+    func controllerWillDeinitialize(path: String) {
+        lastPath = path
+        controller = nil
+        cancel()
+    }
+
+    private func start() {
+        runCount += 1
+        let generation = runCount
+        let run = makeRun()
+        // A run starts once the previous one has ended: a server binds its port again only after the old listener
+        // closed.
+        let previous = stopping?.task
+        let body = run.body
+        // The task holds this object until the run has ended and is accounted for.
+        let task = Task(priority: priority) {
+            await previous?.value
+            var failure: (any Error)?
+            if !Task.isCancelled {
+                do {
+                    try await body()
+                } catch is CancellationError {
+                    // Asked to stop by cancellation: not a failure.
+                } catch {
+                    failure = error
+                }
+            }
+            self.runDidEnd(generation: generation, failure: failure)
+        }
+        current = Active(generation: generation, task: task, stop: run.stop)
+        trace("taskDidStart")
+    }
+
+    private func stop(reason: LifecycleStopReason) {
+        guard var run = current else { return }
+        current = nil
+        trace("taskWillStop")
+        if stopping != nil {
+            // The previous run has not ended, so this one is still waiting for it and never started its body:
+            // cancel it. The previous one keeps its background task until it ends.
+            run.task.cancel()
+            return
+        }
+        if let application = controller?.application ?? application {
+            let task = run.task
+            run.backgroundTask = application.beginBackgroundTask(withName: "\(lastPath): \(name)", owner: lastPath) {
+                // The background time ran out: stop waiting, and stop the work the hard way.
+                task.cancel()
+            }
+        }
+        if reason == .cancellation || run.stop?(reason) != true {
+            run.task.cancel()
+        }
+        stopping = run
+    }
+
+    private func runDidEnd(generation: Int, failure: (any Error)?) {
+        if let failure {
+            trace("lifecycleTask(_:didFailWithError:)", detail: "\(name): \(failure)")
+            controller?.lifecycleTask(self, didFailWithError: failure)
+            (controller?.application ?? application)?.reportFailure(of: self, error: failure)
+        } else {
+            trace("taskDidEnd")
+        }
+        if let run = current, run.generation == generation {
+            // The work ended by itself while it should run: it starts again at the next appearance or foreground.
+            current = nil
+        }
+        if let run = stopping, run.generation == generation {
+            stopping = nil
+            if run.backgroundTask != .invalid {
+                (controller?.application ?? application)?.endBackgroundTask(run.backgroundTask)
+            }
+        }
+    }
+
+    private func trace(_ event: String, detail: String? = nil) {
+        if let controller {
+            lastPath = controller.path
+            application = controller.application
+            controller.trace(event, detail: detail ?? name)
+        } else {
+            application?.traceEvent(event, target: .named(lastPath), detail: detail ?? name)
+        }
+    }
+}
+
+extension ViewController {
+    /// Runs `operation` while the controller's `activity` lasts: started when the controller appears (and the
+    /// application is in the foreground, by default), cancelled when it disappears or the application enters the
+    /// background, started again when both hold again. The hand-written pattern of starting work in
+    /// `viewDidAppear` and cancelling it in `viewWillDisappear` and `applicationDidEnterBackground`, in one call.
+    ///
+    /// Call it once, typically in `viewDidLoad` or `init`; it returns the task, which ``LifecycleTask/cancel()``
+    /// stops for good.
+    @discardableResult
+    public func task(
+        _ name: String? = nil,
+        while activity: LifecycleActivity = .visibleInForeground,
+        priority: TaskPriority? = nil,
+        operation: @escaping @Sendable () async throws -> Void
+    ) -> LifecycleTask {
+        task(name, while: activity, priority: priority) { LifecycleRun(body: operation) }
+    }
+
+    /// The general form of ``task(_:while:priority:operation:)``: `makeRun` describes each run, including how to ask
+    /// it to stop (a graceful shutdown rather than cancellation).
+    @discardableResult
+    public func task(
+        _ name: String?,
+        while activity: LifecycleActivity = .visibleInForeground,
+        priority: TaskPriority? = nil,
+        makeRun: @escaping @MainActor () -> LifecycleRun
+    ) -> LifecycleTask {
+        let task = LifecycleTask(
+            name: name ?? "task\(lifecycleTasks.count + 1)",
+            activity: activity,
+            priority: priority,
+            controller: self,
+            makeRun: makeRun
+        )
+        lifecycleTasks.append(task)
+        task.update(visible: isVisible, foreground: isInForeground, reason: .cancellation)
+        return task
+    }
+
+    /// Whether the application is in the foreground now (as lifecycle-bound work sees it).
+    var isInForeground: Bool {
+        switch application?.applicationState {
+        case .active?, .inactive?: true
+        default: false
+        }
+    }
+
+    /// Re-evaluates every lifecycle-bound task after a change of visibility or of the application's state.
+    func updateLifecycleTasks(foreground: Bool? = nil, reason: LifecycleStopReason) {
+        guard !lifecycleTasks.isEmpty else { return }
+        let visible = appearance == .appeared
+        let inForeground = foreground ?? isInForeground
+        for task in lifecycleTasks {
+            task.update(visible: visible, foreground: inForeground, reason: reason)
+        }
+    }
+}

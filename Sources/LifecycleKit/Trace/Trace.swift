@@ -1,0 +1,283 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import Logging
+import Synchronization
+
+/// One callback, as it appears in the trace: journald's `LIFECYCLE_*` fields, or one line on stderr.
+public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
+    /// The callback's name, such as `applicationDidEnterBackground` or `viewWillAppear`.
+    public var event: String
+    /// `delegate`, or the object's path in the tree, such as `root/modes/serving` or `root/worker.view/progress`.
+    public var target: String
+    /// The application state when the callback fired.
+    public var state: ApplicationState
+    /// A counter, +1 per event, from 1 at launch.
+    public var sequence: Int
+    /// What asked for the transition this callback belongs to.
+    public var cause: Cause
+    /// The callback's argument where it matters, such as `nil` for `willMove(toWindow:)` on removal.
+    public var detail: String?
+
+    /// Creates an event.
+    public init(
+        event: String,
+        target: String,
+        state: ApplicationState,
+        sequence: Int,
+        cause: Cause,
+        detail: String? = nil
+    ) {
+        self.event = event
+        self.target = target
+        self.state = state
+        self.sequence = sequence
+        self.cause = cause
+        self.detail = detail
+    }
+
+    public var description: String {
+        var line = "#\(sequence) \(target) \(event)"
+        if let detail { line += "(\(detail))" }
+        line += " [\(state), \(cause)]"
+        return line
+    }
+}
+
+/// Watches which callback runs now, from outside the main thread: the daemon's stall detector.
+///
+/// ``callbackWillStart(sequence:event:target:)`` runs on the main actor just before every callback, traced or not;
+/// the monitor must be quick (it runs on the hot path) and may hand what it learned to another thread, which reads
+/// the target's path through ``RunningCallback``.
+public protocol CallbackMonitor: AnyObject, Sendable {
+    /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a controller or a
+    /// view: see ``CallbackTarget``, valid during this call only).
+    func callbackWillStart(sequence: Int, event: String, target: CallbackTarget)
+}
+
+/// Trace lines that wait to be written (``Trace/defersLogLines``), in order: written by the main thread when the
+/// loop's dispatch returns, or by any other thread that must get them out while the main thread cannot (the stall
+/// detector, when a callback hangs). Lines are written in order whoever writes them.
+public final class TraceLineBuffer: Sendable {
+    private struct Pending: Sendable {
+        var logger: Logger
+        var lines: [(Logger.Level, TraceEvent)] = []
+    }
+
+    private let pending: Mutex<Pending>
+
+    init(logger: Logger) {
+        pending = Mutex(Pending(logger: logger))
+    }
+
+    /// Whether lines wait.
+    public var isEmpty: Bool { pending.withLock { $0.lines.isEmpty } }
+
+    func append(_ event: TraceEvent, at level: Logger.Level) {
+        pending.withLock { $0.lines.append((level, event)) }
+    }
+
+    func setLogger(_ logger: Logger) {
+        pending.withLock { $0.logger = logger }
+    }
+
+    /// Writes every waiting line, in order; safe from any thread.
+    public func flush() {
+        pending.withLock { pending in
+            guard !pending.lines.isEmpty else { return }
+            for (level, event) in pending.lines { Trace.write(event, at: level, to: pending.logger) }
+            pending.lines.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
+/// The ordered stream of every lifecycle callback; the ground truth that ordering tests read back.
+///
+/// Observers are called synchronously, in registration order, as each callback fires. The log lines can be
+/// deferred (``defersLogLines``): each event is then written once its callback has returned, when the host calls
+/// ``flush()`` at the end of the loop's dispatch, so writing them costs the callbacks nothing; a hung callback is
+/// named by the ``monitor`` instead.
+@MainActor
+public final class Trace {
+    /// A handle that keeps an observer registered; call ``cancel()`` to remove it.
+    @MainActor
+    public final class Observation {
+        fileprivate weak var trace: Trace?
+        fileprivate let id: Int
+
+        fileprivate init(trace: Trace, id: Int) {
+            self.trace = trace
+            self.id = id
+        }
+
+        /// Stops delivering events to the observer.
+        public func cancel() {
+            trace?.observers.removeAll { $0.id == id }
+            trace?.delegateObservers.removeAll { $0.id == id }
+        }
+    }
+
+    // Read before every traced callback (isObserved): no dynamic exclusivity checks on these (main actor only, no
+    // access held across a call).
+    @exclusivity(unchecked) private var observers: [(id: Int, body: @MainActor (TraceEvent) -> Void)] = []
+    /// Observers of the delegate's events only: they cost nothing per controller.
+    @exclusivity(unchecked) private var delegateObservers: [(id: Int, body: @MainActor (TraceEvent) -> Void)] = []
+    private var nextObserverID = 0
+    @exclusivity(unchecked) private var continuations: [Int: AsyncStream<TraceEvent>.Continuation] = [:]
+
+    /// The number of events recorded so far; the next event gets `sequence + 1`.
+    // Incremented for every controller of every event: no dynamic exclusivity check (main actor only, never held
+    // across a call).
+    @exclusivity(unchecked) public private(set) var sequence = 0
+
+    /// The logger every event is written to: delegate events at info, others at debug (see ``logsEverythingAtInfo``).
+    @exclusivity(unchecked) public var logger: Logger {
+        didSet { lineBuffer.setLogger(logger) }
+    }
+
+    /// When true, controller and view events are logged at info too (`--trace`, `LIFECYCLE_TRACE=all`).
+    @exclusivity(unchecked) public var logsEverythingAtInfo = false
+
+    /// When true, log lines wait for ``flush()`` instead of being written before each callback.
+    @exclusivity(unchecked) public var defersLogLines = false {
+        didSet { if !defersLogLines { flush() } }
+    }
+
+    /// Told of every callback just before it runs (the daemon's stall detector).
+    @exclusivity(unchecked) public var monitor: (any CallbackMonitor)?
+
+    /// The lines that wait for ``flush()`` (``defersLogLines``); another thread may write them too.
+    public let lineBuffer: TraceLineBuffer
+
+    /// Creates a trace writing to `logger`.
+    public init(logger: Logger = Logger(label: "lifecycle")) {
+        self.logger = logger
+        self.lineBuffer = TraceLineBuffer(logger: logger)
+    }
+
+    isolated deinit {
+        // A stream ends with the trace it reads (its application is gone): `for await` loops finish.
+        for continuation in continuations.values { continuation.finish() }
+    }
+
+    /// Calls `body` with every event from now on, in order, until the returned observation is cancelled.
+    @discardableResult
+    public func observe(_ body: @escaping @MainActor (TraceEvent) -> Void) -> Observation {
+        nextObserverID += 1
+        observers.append((nextObserverID, body))
+        return Observation(trace: self, id: nextObserverID)
+    }
+
+    /// Calls `body` with every event of the application delegate from now on (the events whose target is
+    /// `delegate`), in order, until the returned observation is cancelled. The tree's events are neither built nor
+    /// passed for it: an observer of this kind adds a cost per transition, not per controller.
+    @discardableResult
+    public func observeDelegateEvents(_ body: @escaping @MainActor (TraceEvent) -> Void) -> Observation {
+        nextObserverID += 1
+        delegateObservers.append((nextObserverID, body))
+        return Observation(trace: self, id: nextObserverID)
+    }
+
+    /// Every event from now on, as an asynchronous sequence that ends when the trace (its application) goes.
+    public func events() -> AsyncStream<TraceEvent> {
+        let (stream, continuation) = AsyncStream<TraceEvent>.makeStream(bufferingPolicy: .unbounded)
+        nextObserverID += 1
+        let id = nextObserverID
+        continuations[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.continuations[id] = nil }
+        }
+        return stream
+    }
+
+    /// Whether recording an event at this level would reach anybody; lets hot paths skip building paths.
+    func isObserved(delegateEvent: Bool) -> Bool {
+        if !observers.isEmpty || !continuations.isEmpty || (delegateEvent && !delegateObservers.isEmpty) { return true }
+        let level: Logger.Level = delegateEvent || logsEverythingAtInfo ? .info : .debug
+        return logger.logLevel <= level
+    }
+
+    /// Numbers an event that nobody observes (see ``isObserved(delegateEvent:)``), so sequence numbers stay dense.
+    /// `monitor` is ``monitor``, read once by the caller for many events.
+    @inline(__always)
+    func skipUnobservedEvent(_ event: String, controller: ViewController, monitor: (any CallbackMonitor)?) {
+        sequence += 1
+        if let monitor { Self.tell(monitor, sequence: sequence, event: event, controller: controller) }
+    }
+
+    // Out of line: the fan-out's loop stays small enough for each event's callback to be inlined into it.
+    @inline(never)
+    private static func tell(_ monitor: any CallbackMonitor, sequence: Int, event: String, controller: ViewController) {
+        monitor.callbackWillStart(sequence: sequence, event: event, target: controller.callbackTarget)
+    }
+
+    /// Writes the log lines that wait (``defersLogLines``), in order.
+    public func flush() {
+        lineBuffer.flush()
+    }
+
+    /// Records one callback.
+    ///
+    /// The target path is only built when somebody will see the event, so an unobserved trace costs a counter (and,
+    /// with a ``monitor``, telling it of the node).
+    func record(
+        event: String,
+        isDelegate: Bool = false,
+        target: @autoclosure () -> CallbackTarget,
+        state: ApplicationState,
+        cause: Cause,
+        detail: String? = nil
+    ) {
+        sequence += 1
+        guard isObserved(delegateEvent: isDelegate) else {
+            monitor?.callbackWillStart(sequence: sequence, event: event, target: isDelegate ? "delegate" : target())
+            return
+        }
+        let callbackTarget: CallbackTarget = isDelegate ? "delegate" : target()
+        let traced = TraceEvent(
+            event: event,
+            target: callbackTarget.path,
+            state: state,
+            sequence: sequence,
+            cause: cause,
+            detail: detail
+        )
+        monitor?.callbackWillStart(sequence: sequence, event: event, target: callbackTarget)
+        let level: Logger.Level = isDelegate || logsEverythingAtInfo ? .info : .debug
+        if logger.logLevel <= level {
+            if defersLogLines {
+                lineBuffer.append(traced, at: level)
+            } else {
+                Self.write(traced, at: level, to: logger)
+            }
+        }
+        for observer in observers {
+            observer.body(traced)
+        }
+        if isDelegate {
+            for observer in delegateObservers {
+                observer.body(traced)
+            }
+        }
+        for continuation in continuations.values {
+            continuation.yield(traced)
+        }
+    }
+
+    nonisolated static func write(_ traced: TraceEvent, at level: Logger.Level, to logger: Logger) {
+        var metadata: Logger.Metadata = [
+            "lifecycle.event": .string(traced.event),
+            "lifecycle.target": .string(traced.target),
+            "lifecycle.state": .string(traced.state.rawValue),
+            "lifecycle.seq": .stringConvertible(traced.sequence),
+            "lifecycle.cause": .string(traced.cause.rawValue),
+        ]
+        if let detail = traced.detail { metadata["lifecycle.detail"] = .string(detail) }
+        logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
+    }
+}

@@ -1,0 +1,233 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import Logging
+
+/// One trace event as text: the fields of the journal's `LIFECYCLE_*` entries, from log metadata (the daemon's own
+/// records) or from a control reply (`lifecyclectl`).
+public struct TraceRecord: Hashable, Sendable {
+    /// `LIFECYCLE_SEQ`.
+    public var sequence: Int
+    /// `LIFECYCLE_EVENT`: the callback, such as `applicationDidEnterBackground`.
+    public var event: String
+    /// `LIFECYCLE_TARGET`: `delegate`, or a path such as `root/modes/serving`.
+    public var target: String
+    /// `LIFECYCLE_STATE`.
+    public var state: String
+    /// `LIFECYCLE_CAUSE`.
+    public var cause: String
+    /// `LIFECYCLE_DETAIL`, when the callback's argument matters.
+    public var detail: String?
+
+    public init(sequence: Int, event: String, target: String, state: String, cause: String, detail: String? = nil) {
+        self.sequence = sequence
+        self.event = event
+        self.target = target
+        self.state = state
+        self.cause = cause
+        self.detail = detail
+    }
+
+    /// The record behind a log event that carries the trace's metadata (`lifecycle.event`, `lifecycle.target`, ...);
+    /// nil for any other log event.
+    public init?(metadata: Logger.Metadata) {
+        guard case .string(let event)? = metadata["lifecycle.event"],
+            case .string(let target)? = metadata["lifecycle.target"],
+            let sequence = metadata["lifecycle.seq"].flatMap({ Int("\($0)") })
+        else { return nil }
+        self.init(
+            sequence: sequence,
+            event: event,
+            target: target,
+            state: metadata["lifecycle.state"].map { "\($0)" } ?? "",
+            cause: metadata["lifecycle.cause"].map { "\($0)" } ?? "",
+            detail: metadata["lifecycle.detail"].map { "\($0)" }
+        )
+    }
+}
+
+/// ANSI styles for a terminal, off unless asked for.
+public struct TerminalStyle: Hashable, Sendable {
+    /// Whether escape sequences are written at all.
+    public var colour: Bool
+
+    public init(colour: Bool) {
+        self.colour = colour
+    }
+
+    /// Colour for an output: only on a terminal, never with `NO_COLOR` set to anything (no-color.org) or
+    /// `TERM=dumb`.
+    public init(isTerminal: Bool, environment: [String: String]) {
+        let noColour = environment["NO_COLOR"].map { !$0.isEmpty } ?? false
+        self.init(colour: isTerminal && !noColour && environment["TERM"] != "dumb")
+    }
+
+    /// SGR codes.
+    public enum Code: String, Sendable {
+        case bold = "1"
+        case dim = "2"
+        case red = "31"
+        case green = "32"
+        case yellow = "33"
+        case blue = "34"
+        case magenta = "35"
+        case cyan = "36"
+    }
+
+    /// `text` in the style (unchanged without colour).
+    public func apply(_ code: Code, _ text: String) -> String {
+        colour && !text.isEmpty ? "\u{1B}[\(code.rawValue)m\(text)\u{1B}[0m" : text
+    }
+
+    /// An application state in its colour (active green, inactive yellow, background blue, terminated red), or
+    /// `text` in that colour.
+    public func state(_ state: String, showing text: String? = nil) -> String {
+        let shown = text ?? state
+        switch state {
+        case "active": return apply(.green, shown)
+        case "inactive": return apply(.yellow, shown)
+        case "background": return apply(.blue, shown)
+        case "terminated": return apply(.red, shown)
+        default: return apply(.dim, shown)
+        }
+    }
+
+    /// A path with its parent part dimmed: the last component stands out.
+    public func path(_ path: String) -> String {
+        guard colour else { return path }
+        if path == "delegate" { return apply(.cyan, path) }
+        guard let cut = path.lastIndex(where: { $0 == "/" || $0 == "." }) else { return path }
+        return apply(.dim, String(path[...cut])) + String(path[path.index(after: cut)...])
+    }
+}
+
+/// The one human format of the trace, for a person at a terminal: `--trace` on a terminal, `lifecyclectl trace`, and
+/// the events a `lifecyclectl` request prints.
+///
+/// One short line per event: its sequence number, the state, the cause when it changes, the target indented by its
+/// depth in the tree, the event (with its argument):
+///
+/// ```
+///     58 active     signal:SIGUSR1       root/modes/serving applicationWillResignActive
+///     59 active                        root/modes applicationWillResignActive
+///     63 active                    delegate applicationWillResignActive
+/// ```
+///
+/// Repeats fold: an event identical to the one before (same target, event, state and cause: a view that redraws on
+/// a timer) is counted instead of printed, and one line says how many there were when something else happens, or
+/// every ``foldInterval`` while they go on. The journal keeps every event with its fields.
+public struct TraceFormatter: Sendable {
+    /// Colour, or none.
+    public var style: TerminalStyle
+    /// How often a run of repeats that goes on prints its count.
+    public var foldInterval: Duration
+
+    private var lastCause: String?
+    private var run: Run?
+
+    private struct Run: Sendable {
+        var record: TraceRecord
+        var repeats = 0
+        var firstRepeat = 0
+        var lastRepeat = 0
+        var lastPrinted: ContinuousClock.Instant
+    }
+
+    /// The width of the sequence column.
+    static let sequenceWidth = 6
+    /// The width of the state column (`background` and a space).
+    static let stateWidth = 11
+    /// The width of the cause column; a longer cause pushes its line's target along.
+    static let causeWidth = 16
+
+    public init(style: TerminalStyle, foldInterval: Duration = .seconds(60)) {
+        self.style = style
+        self.foldInterval = foldInterval
+    }
+
+    /// What to print for the next event: its line, after the count of a run of repeats it ends; nothing while it
+    /// repeats the one before. Every line ends with a newline.
+    public mutating func format(_ record: TraceRecord, now: ContinuousClock.Instant = .now) -> String {
+        if var current = run, Self.repeats(record, current.record) {
+            if current.repeats == 0 { current.firstRepeat = record.sequence }
+            current.repeats += 1
+            current.lastRepeat = record.sequence
+            run = current
+            guard now - current.lastPrinted >= foldInterval else { return "" }
+            return flush(now: now)
+        }
+        var text = flush(now: now)
+        let showCause = record.cause != lastCause
+        lastCause = record.cause
+        text += line(record, showCause: showCause)
+        run = Run(record: record, lastPrinted: now)
+        return text
+    }
+
+    /// The count of the run of repeats in progress, if it has any (before a line that is not a trace event, or at the
+    /// end); the run goes on.
+    public mutating func flush(now: ContinuousClock.Instant = .now) -> String {
+        guard var current = run, current.repeats > 0 else { return "" }
+        let record = current.record
+        let range =
+            current.firstRepeat == current.lastRepeat
+            ? "#\(current.firstRepeat)" : "#\(current.firstRepeat)–#\(current.lastRepeat)"
+        let count = current.repeats == 1 ? "once more" : "\(current.repeats) times more"
+        let text =
+            String(repeating: " ", count: Self.sequenceWidth + 1 + Self.stateWidth + Self.causeWidth + 1)
+            + String(repeating: "  ", count: Self.depth(of: record.target))
+            + style.apply(.dim, "⋯ \(record.target) \(record.event) \(count) (\(range))") + "\n"
+        current.repeats = 0
+        current.lastPrinted = now
+        run = current
+        return text
+    }
+
+    /// One event's line, newline included; `showCause` fills the cause column.
+    public func line(_ record: TraceRecord, showCause: Bool) -> String {
+        var text = style.apply(.dim, Self.padLeft(String(record.sequence), Self.sequenceWidth))
+        text += " "
+        text += style.state(record.state) + String(repeating: " ", count: max(1, Self.stateWidth - record.state.count))
+        let cause = showCause ? record.cause : ""
+        text += style.apply(.magenta, cause) + String(repeating: " ", count: max(1, Self.causeWidth - cause.count))
+        text += String(repeating: "  ", count: Self.depth(of: record.target))
+        text += style.path(record.target)
+        text += " "
+        text += style.apply(.bold, Self.call(record.event, detail: record.detail))
+        text += "\n"
+        return text
+    }
+
+    /// The event with its argument, as the call reads: `willMove(toWindow: nil)`, `didAddSubview(progress)`,
+    /// `didMoveToWindow(window)`.
+    public static func call(_ event: String, detail: String?) -> String {
+        guard let detail else { return event }
+        if event.hasSuffix("(_:)") { return event.dropLast(3) + detail + ")" }
+        if event.hasSuffix(":)") { return event.dropLast(1) + " " + detail + ")" }
+        return event + "(" + detail + ")"
+    }
+
+    /// How deep a target hangs: the delegate 0, the root controller 1, each `/` one more, and a controller's root view
+    /// (`.view`) one below its controller.
+    public static func depth(of target: String) -> Int {
+        guard target != "delegate" else { return 0 }
+        var depth = 1
+        for character in target.utf8 where character == UInt8(ascii: "/") { depth += 1 }
+        if target.utf8.contains(UInt8(ascii: ".")) { depth += 1 }
+        return depth
+    }
+
+    private static func repeats(_ record: TraceRecord, _ previous: TraceRecord) -> Bool {
+        record.event == previous.event && record.target == previous.target && record.state == previous.state
+            && record.cause == previous.cause
+    }
+
+    private static func padLeft(_ text: String, _ width: Int) -> String {
+        String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}

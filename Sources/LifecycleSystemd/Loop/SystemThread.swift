@@ -1,0 +1,52 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starting the POSIX threads the daemon adds (the stall detector's watcher, the journal writer's sender): each runs
+/// one object's loop and is joined by its owner.
+public enum SystemThread {
+    /// What a started thread runs.
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+
+    /// Starts a thread running `body`; returns it, or the errno `pthread_create` failed with. With `blockingSignals`,
+    /// the thread starts with every signal blocked (so none is ever delivered to it, whatever the caller's mask);
+    /// otherwise it inherits the caller's mask.
+    public static func start(blockingSignals: Bool, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, Errno> {
+        var previous = sigset_t()
+        if blockingSignals {
+            var all = sigset_t()
+            sigfillset(&all)
+            pthread_sigmask(SIG_SETMASK, &all, &previous)
+        }
+        defer { if blockingSignals { pthread_sigmask(SIG_SETMASK, &previous, nil) } }
+        let unmanaged = Unmanaged.passRetained(Body(body))
+        var created = pthread_t()
+        let result = pthread_create(
+            &created,
+            nil,
+            { context in
+                Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            },
+            unmanaged.toOpaque()
+        )
+        guard result == 0 else {
+            unmanaged.release()
+            return .failure(Errno(rawValue: result))
+        }
+        return .success(created)
+    }
+}

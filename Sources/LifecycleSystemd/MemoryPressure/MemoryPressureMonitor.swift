@@ -1,0 +1,288 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+// CSystemd's shim declares socket helpers whose bodies name glibc's SOCK_* constants; once the target compiles them,
+// those constants resolve through CSystemd, so this file, which uses them too, imports it.
+import CSystemd
+import Logging
+import SystemPackage
+import LifecycleIPC
+import LifecycleKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Watches memory pressure with a PSI trigger polled by the main loop (`EPOLLPRI`, no timer), and calls a handler,
+/// at most once per minimum interval.
+///
+/// Sources, in order: `$MEMORY_PRESSURE_WATCH` (+ `$MEMORY_PRESSURE_WRITE`) when systemd 254+ set them; else the
+/// process's own cgroup2 `memory.pressure` (under /sys/fs/cgroup/unified on a hybrid hierarchy); else
+/// `/proc/pressure/memory`. A FIFO or socket named by `$MEMORY_PRESSURE_WATCH` is read instead (any data is an
+/// event), as sd-event does. Like ``MainLoop``, a monitor lives on the loop's thread.
+public final class MemoryPressureMonitor {
+    /// What to watch for and how often to report.
+    public struct Settings: Hashable, Sendable {
+        /// The trigger written to a PSI file (ignored when `$MEMORY_PRESSURE_WRITE` supplies one).
+        public var trigger: MemoryPressureTrigger
+        /// At most one report per this interval; events in between are counted and dropped.
+        public var minimumInterval: Duration
+
+        /// Creates settings; the defaults are systemd's trigger and one report per 10 s.
+        public init(
+            trigger: MemoryPressureTrigger = MemoryPressureTrigger(),
+            minimumInterval: Duration = .seconds(10)
+        ) {
+            self.trigger = trigger
+            self.minimumInterval = minimumInterval
+        }
+    }
+
+    /// The source being watched, once ``start(environment:handler:)`` succeeded.
+    public private(set) var source: MemoryPressureSource?
+    /// The sources tried before ``source`` and why each was passed over (e.g. a read-only cgroup file).
+    public private(set) var skipped: [MemoryPressureError.Attempt] = []
+    /// Events seen since start (reported or not).
+    public private(set) var eventCount = 0
+    /// Events dropped by the rate limit since start.
+    public private(set) var suppressedCount = 0
+    /// The settings in force; changing ``Settings/minimumInterval`` takes effect at the next event, a new trigger
+    /// only at the next start.
+    public var settings: Settings {
+        didSet { limiter.minimumInterval = settings.minimumInterval }
+    }
+
+    private let loop: MainLoop
+    private let logger: Logger
+    private let now: () -> Duration
+    private var limiter: RateLimiter
+    private var fd: Int32 = -1
+    private var ioSource: MainLoop.Source?
+    private var readsData = false
+    private var handler: (() -> Void)?
+
+    /// Creates a monitor on the loop; `clock` times the rate limit (tests pass a manual clock).
+    public init<C: Clock>(loop: MainLoop, settings: Settings, clock: C, logger: Logger) where C.Duration == Duration {
+        self.loop = loop
+        self.settings = settings
+        self.logger = logger
+        self.limiter = RateLimiter(minimumInterval: settings.minimumInterval)
+        let origin = clock.now
+        self.now = { origin.duration(to: clock.now) }
+    }
+
+    /// Creates a monitor whose rate limit runs on the monotonic clock.
+    public convenience init(loop: MainLoop, settings: Settings, logger: Logger) {
+        self.init(loop: loop, settings: settings, clock: ContinuousClock(), logger: logger)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The two variables systemd 254+ sets for `MemoryPressureWatch=`, read from the process environment.
+    public static var processEnvironment: [String: String] {
+        var result: [String: String] = [:]
+        for name in ["MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE"] {
+            if let value = ProcessEnvironment.value(name) { result[name] = value }
+        }
+        return result
+    }
+
+    /// Opens the first usable source, writes its trigger, and polls it on the loop; returns what it watches, or
+    /// nil when the environment switched watching off. Throws, naming every source tried, when none works.
+    @discardableResult
+    public func start(
+        environment: [String: String] = MemoryPressureMonitor.processEnvironment,
+        handler: @escaping () -> Void
+    ) throws(MemoryPressureError) -> MemoryPressureSource? {
+        stop()
+        let plan = try MemoryPressurePlan.make(
+            environment: environment,
+            procSelfCgroup: try? SystemFiles.readText("/proc/self/cgroup"),
+            layout: .detect(),
+            trigger: settings.trigger
+        )
+        switch plan {
+        case .disabled(let reason):
+            logger.info("memory pressure is not watched: \(reason)")
+            return nil
+        case .sources(let sources):
+            return try start(sources: sources, handler: handler)
+        }
+    }
+
+    /// Watches the first of these sources that works (the plan already made).
+    @discardableResult
+    public func start(sources: [MemoryPressureSource], handler: @escaping () -> Void) throws(MemoryPressureError)
+        -> MemoryPressureSource
+    {
+        stop()
+        var attempts: [MemoryPressureError.Attempt] = []
+        for candidate in sources {
+            do {
+                try open(candidate)
+                self.handler = handler
+                self.source = candidate
+                self.skipped = attempts
+                eventCount = 0
+                suppressedCount = 0
+                limiter = RateLimiter(minimumInterval: settings.minimumInterval)
+                return candidate
+            } catch {
+                attempts.append(MemoryPressureError.Attempt(source: candidate, reason: error.reason))
+            }
+        }
+        throw MemoryPressureError(attempts: attempts)
+    }
+
+    /// Stops watching and closes the descriptor; the trigger goes with it.
+    public func stop() {
+        ioSource?.cancel()
+        ioSource = nil
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+        source = nil
+        handler = nil
+    }
+
+    // MARK: Opening
+
+    private struct OpenFailure: Error {
+        let reason: String
+        init(_ step: String, _ code: Int32 = errno) {
+            reason = "\(step): \(Errno(rawValue: code).description) (errno \(code))"
+        }
+        init(reason: String) { self.reason = reason }
+    }
+
+    private func open(_ candidate: MemoryPressureSource) throws(OpenFailure) {
+        var info = stat()
+        guard stat(candidate.path, &info) == 0 else { throw OpenFailure("stat") }
+        let type = info.st_mode & S_IFMT
+        let descriptor: Int32
+        let events: IOEvents
+        switch type {
+        case S_IFSOCK:
+            descriptor = try Self.connectUnixSocket(candidate.path)
+            events = .readable
+        case S_IFREG:
+            // A PSI file: the trigger lives as long as this descriptor, and fires EPOLLPRI.
+            descriptor = Glibc.open(candidate.path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            guard descriptor >= 0 else { throw OpenFailure("open") }
+            events = .priority
+        case S_IFIFO, S_IFCHR:
+            // Read and write, unlike sd-event: a FIFO opened for reading alone reports EPOLLHUP forever once its
+            // last writer goes, which would spin the loop.
+            descriptor = Glibc.open(candidate.path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            guard descriptor >= 0 else { throw OpenFailure("open") }
+            events = .readable
+        default:
+            throw OpenFailure(reason: "not a PSI file, FIFO or socket")
+        }
+        // The trigger must be written before the descriptor is polled: a PSI file polled without a trigger never
+        // wakes its poller.
+        if !candidate.write.isEmpty {
+            let written = candidate.write.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written != candidate.write.count {
+                let code = written < 0 ? errno : EIO
+                Glibc.close(descriptor)
+                throw OpenFailure("write \"\(candidate.writtenText)\"", code)
+            }
+        }
+        do {
+            ioSource = try loop.addIO(fd: descriptor, events: events) { [unowned self] revents in
+                self.ready(revents)
+            }
+        } catch {
+            Glibc.close(descriptor)
+            throw OpenFailure(reason: error.description)
+        }
+        fd = descriptor
+        readsData = events == .readable
+    }
+
+    private static func connectUnixSocket(_ path: String) throws(OpenFailure) -> Int32 {
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        let descriptor = socket(AF_UNIX, type, 0)
+        guard descriptor >= 0 else { throw OpenFailure("socket") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(descriptor)
+            throw OpenFailure(reason: "socket path too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, length) }
+        }
+        guard result == 0 || errno == EINPROGRESS else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw OpenFailure("connect", code)
+        }
+        return descriptor
+    }
+
+    // MARK: Events
+
+    private func ready(_ revents: IOEvents) {
+        if readsData, revents.contains(.readable) {
+            if !drain() {
+                fail("the peer closed \(source?.path ?? "the memory pressure source")")
+                return
+            }
+        } else if revents.contains(.error) || revents.contains(.hangup) {
+            // A PSI trigger reports EPOLLERR once its cgroup is gone; it never fires again.
+            fail("\(source?.path ?? "the memory pressure file") reported an error")
+            return
+        }
+        eventCount += 1
+        let at = now()
+        guard limiter.admit(at: at) else {
+            suppressedCount += 1
+            logger.debug(
+                "memory pressure event rate-limited",
+                metadata: [
+                    "lifecycle.psi_events": "\(eventCount)",
+                    "lifecycle.psi_suppressed": "\(suppressedCount)",
+                    "lifecycle.psi_next_in": "\(limiter.wait(at: at).formattedForLog)",
+                ]
+            )
+            return
+        }
+        logger.info(
+            "memory pressure: \(settings.trigger) exceeded on \(source?.path ?? "?")",
+            metadata: [
+                "lifecycle.psi_events": "\(eventCount)",
+                "lifecycle.psi_suppressed": "\(suppressedCount)",
+            ]
+        )
+        handler?()
+    }
+
+    /// Reads and drops what a FIFO or socket delivered; false at end of file.
+    private func drain() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 { continue }
+            if count == 0 { return false }
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+        }
+    }
+
+    private func fail(_ reason: String) {
+        logger.warning("memory pressure is no longer watched: \(reason)")
+        stop()
+    }
+}

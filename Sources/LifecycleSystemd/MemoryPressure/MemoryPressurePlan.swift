@@ -1,0 +1,224 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import LifecycleKit
+
+/// A PSI trigger: report when tasks stalled on memory for at least `threshold` within any `window`.
+///
+/// The kernel accepts a window of 500 ms to 10 s; an unprivileged process only a multiple of 2 s (Linux 6.5+),
+/// which is why systemd's default, and this one, is 200 ms per 2 s.
+public struct MemoryPressureTrigger: Hashable, Sendable, CustomStringConvertible {
+    /// Which stall counts: `some` (at least one task stalled) or `full` (all non-idle tasks stalled).
+    public enum Kind: String, Hashable, Sendable {
+        /// At least one task stalled on memory.
+        case some
+        /// Every non-idle task stalled on memory at once.
+        case full
+    }
+
+    /// Which stall counts.
+    public var kind: Kind
+    /// The stall time within one window that fires the trigger.
+    public var threshold: Duration
+    /// The window the stall is measured over.
+    public var window: Duration
+
+    /// Creates a trigger; systemd's default is `some` 200 ms per 2 s.
+    public init(kind: Kind = .some, threshold: Duration = .milliseconds(200), window: Duration = .seconds(2)) {
+        self.kind = kind
+        self.threshold = threshold
+        self.window = window
+    }
+
+    /// What is written to a `memory.pressure` file: `some 200000 2000000`, in microseconds.
+    public var text: String {
+        "\(kind.rawValue) \(threshold.microsecondsRoundedUp) \(window.microsecondsRoundedUp)"
+    }
+
+    /// The bytes written: the text and a NUL. /proc/pressure/* overwrites the last byte written with a NUL before
+    /// parsing, so without a terminator the window would lose its last digit.
+    public var bytes: [UInt8] { Array(text.utf8) + [0] }
+
+    /// For logs: `some 200 ms per 2 s`.
+    public var description: String {
+        "\(kind.rawValue) \(threshold.formattedForLog) per \(window.formattedForLog)"
+    }
+}
+
+/// How the cgroup hierarchies are mounted under /sys/fs/cgroup.
+public enum CgroupLayout: String, Hashable, Sendable {
+    /// cgroup2 only, mounted at /sys/fs/cgroup.
+    case unified
+    /// cgroup v1 controllers, plus cgroup2 at /sys/fs/cgroup/unified (systemd's "hybrid" mode).
+    case hybrid
+    /// cgroup v1 only: no per-cgroup pressure files.
+    case legacy
+
+    /// The layout of this mount namespace, from /proc/self/mountinfo.
+    public static func detect() -> CgroupLayout {
+        detect(mountinfo: (try? SystemFiles.readText("/proc/self/mountinfo")) ?? "")
+    }
+
+    /// The layout a /proc/self/mountinfo text describes: where (if anywhere) a cgroup2 file system is mounted.
+    public static func detect(mountinfo: String) -> CgroupLayout {
+        var cgroup2MountPoints: Set<Substring> = []
+        for line in mountinfo.split(separator: "\n") {
+            // "id parent major:minor root mountpoint options [optional fields] - fstype source superoptions"
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { continue }
+            if fields[dash + 1] == "cgroup2" { cgroup2MountPoints.insert(fields[4]) }
+        }
+        if cgroup2MountPoints.contains("/sys/fs/cgroup") { return .unified }
+        if cgroup2MountPoints.contains("/sys/fs/cgroup/unified") { return .hybrid }
+        return .legacy
+    }
+
+    /// Where this layout mounts cgroup2, or nil for `legacy`.
+    public var cgroup2Root: String? {
+        switch self {
+        case .unified: "/sys/fs/cgroup"
+        case .hybrid: "/sys/fs/cgroup/unified"
+        case .legacy: nil
+        }
+    }
+}
+
+/// One file (or FIFO, or socket) a ``MemoryPressureMonitor`` can watch, and what it writes there first.
+public struct MemoryPressureSource: Hashable, Sendable, CustomStringConvertible {
+    /// Where the path came from.
+    public enum Origin: String, Hashable, Sendable {
+        /// `$MEMORY_PRESSURE_WATCH`, set by systemd 254+ (`MemoryPressureWatch=`).
+        case environment
+        /// The `memory.pressure` of the process's own cgroup (cgroup2).
+        case cgroup
+        /// `/proc/pressure/memory`: the whole system.
+        case systemWide = "system-wide"
+    }
+
+    /// The path.
+    public var path: String
+    /// Where the path came from.
+    public var origin: Origin
+    /// Written once after opening: a PSI trigger, or `$MEMORY_PRESSURE_WRITE`; empty for none.
+    public var write: [UInt8]
+
+    /// Describes a source.
+    public init(path: String, origin: Origin, write: [UInt8]) {
+        self.path = path
+        self.origin = origin
+        self.write = write
+    }
+
+    /// What is written, as text up to its NUL (a trigger such as `some 200000 2000000`).
+    public var writtenText: String {
+        String(decoding: write.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    public var description: String { "\(path) (\(origin.rawValue))" }
+}
+
+/// The process's own cgroup2 path and what the environment says, turned into the sources to try, in order.
+public enum MemoryPressurePlan: Hashable, Sendable {
+    /// Watching is switched off (`MEMORY_PRESSURE_WATCH=` empty or `/dev/null`, as systemd does).
+    case disabled(reason: String)
+    /// Try these sources in order; the first that opens and accepts its write is watched.
+    case sources([MemoryPressureSource])
+
+    /// The systemd-wide fallback: every task of the machine.
+    public static let systemWidePath = "/proc/pressure/memory"
+
+    /// Decides what to watch: `$MEMORY_PRESSURE_WATCH` (with `$MEMORY_PRESSURE_WRITE`, base64) when set, with no
+    /// fallback, as sd-event does; else the cgroup's own `memory.pressure`, then `/proc/pressure/memory`.
+    ///
+    /// - Parameters:
+    ///   - environment: the process environment (only the two variables are read).
+    ///   - procSelfCgroup: the text of /proc/self/cgroup; its `0::PATH` line names the cgroup2 group.
+    ///   - layout: where cgroup2 is mounted.
+    ///   - trigger: the trigger to write when the environment names none.
+    public static func make(
+        environment: [String: String],
+        procSelfCgroup: String?,
+        layout: CgroupLayout,
+        trigger: MemoryPressureTrigger
+    ) throws(MemoryPressureError) -> MemoryPressurePlan {
+        if let watch = environment["MEMORY_PRESSURE_WATCH"] {
+            if watch.isEmpty || watch == "/dev/null" {
+                return .disabled(reason: "MEMORY_PRESSURE_WATCH=\(watch) switches it off")
+            }
+            guard watch.hasPrefix("/"), !watch.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else {
+                throw MemoryPressureError(
+                    attempts: [],
+                    summary: "MEMORY_PRESSURE_WATCH=\(watch) is not an absolute, normalized path"
+                )
+            }
+            var write: [UInt8] = []
+            if let encoded = environment["MEMORY_PRESSURE_WRITE"] {
+                guard let decoded = Base64.decode(encoded) else {
+                    throw MemoryPressureError(
+                        attempts: [],
+                        summary: "MEMORY_PRESSURE_WRITE=\(encoded) is not valid base64"
+                    )
+                }
+                write = decoded
+            }
+            return .sources([MemoryPressureSource(path: watch, origin: .environment, write: write)])
+        }
+        var sources: [MemoryPressureSource] = []
+        if let procSelfCgroup, let path = cgroupPressurePath(procSelfCgroup: procSelfCgroup, layout: layout) {
+            sources.append(MemoryPressureSource(path: path, origin: .cgroup, write: trigger.bytes))
+        }
+        sources.append(MemoryPressureSource(path: systemWidePath, origin: .systemWide, write: trigger.bytes))
+        return .sources(sources)
+    }
+
+    /// The `memory.pressure` file of the cgroup2 group that /proc/self/cgroup names (`0::/system.slice/x.service`),
+    /// or nil when there is no cgroup2 line or no cgroup2 mount.
+    public static func cgroupPressurePath(procSelfCgroup: String, layout: CgroupLayout) -> String? {
+        guard let root = layout.cgroup2Root else { return nil }
+        for line in procSelfCgroup.split(separator: "\n") where line.hasPrefix("0::") {
+            let group = line.dropFirst(3)
+            guard group.hasPrefix("/") else { return nil }
+            // A cgroup removed under us is reported with this suffix; its files are gone.
+            guard !group.hasSuffix(" (deleted)") else { return nil }
+            let trimmed = group.hasSuffix("/") ? String(group.dropLast()) : String(group)
+            return root + trimmed + "/memory.pressure"
+        }
+        return nil
+    }
+}
+
+/// Why memory pressure cannot be watched: every source tried and what each reported.
+public struct MemoryPressureError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Each source tried, with the error that ruled it out.
+    public var attempts: [Attempt]
+    /// A reason that applies before any source is tried (a bad environment variable), if any.
+    public var summary: String?
+
+    /// One source that could not be used.
+    public struct Attempt: Hashable, Sendable, CustomStringConvertible {
+        /// The source.
+        public var source: MemoryPressureSource
+        /// What went wrong, e.g. `open: Read-only file system (errno 30)`.
+        public var reason: String
+
+        public var description: String { "\(source.path): \(reason)" }
+    }
+
+    /// Creates an error.
+    public init(attempts: [Attempt], summary: String? = nil) {
+        self.attempts = attempts
+        self.summary = summary
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let summary { parts.append(summary) }
+        parts += attempts.map(\.description)
+        return "Memory pressure cannot be watched: " + parts.joined(separator: "; ") + "."
+    }
+}

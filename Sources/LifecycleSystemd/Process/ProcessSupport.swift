@@ -1,0 +1,71 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The few process-level helpers the systemd side shares: the environment and whole-file reads. One place each, so
+// their edge cases (EINTR, unset versus empty) are settled once.
+
+/// The process environment.
+public enum ProcessEnvironment {
+    /// The value of a variable, or nil when it is unset.
+    public static func value(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    /// Every variable, read without Foundation.
+    public static func all() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
+    }
+}
+
+/// Whole-file reads, for configuration files and the small files of /proc and /sys.
+public enum SystemFiles {
+    /// The file's bytes; throws the errno of the open or read that failed.
+    public static func readBytes(_ path: String) throws(Errno) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Errno(rawValue: errno) }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Errno(rawValue: errno)
+            }
+            if count == 0 { return bytes }
+            bytes += buffer[..<count]
+        }
+    }
+
+    /// The file as UTF-8 text (invalid sequences replaced).
+    public static func readText(_ path: String) throws(Errno) -> String {
+        String(decoding: try readBytes(path), as: UTF8.self)
+    }
+}
+
+/// CLOCK_MONOTONIC in microseconds, the clock systemd's `MONOTONIC_USEC=` and sd-event timers use.
+func monotonicMicroseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+}
