@@ -9,6 +9,15 @@
 
 import PackageDescription
 
+// Every Swift target compiles with the stricter settings of the Swift server packages (hummingbird's): existentials
+// spelled `any`, members visible only through a module imported in the same file, imports internal unless a file
+// marks one `public` (what a module's public API names).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "LifecycleKit",
     products: [
@@ -31,7 +40,8 @@ let package = Package(
         // The pure-Swift core: application state machine, controller/view tree, trace. Never imports C.
         .target(
             name: "LifecycleKit",
-            dependencies: [.product(name: "Logging", package: "swift-log")]
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
         ),
         // The control socket's wire, without libsystemd (lifecyclectl links it): JSON, varlink framing, a varlink server
         // on any event loop and a client, AF_UNIX sockets and peer credentials.
@@ -42,7 +52,8 @@ let package = Package(
                 "LifecycleKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         // The socket calls LifecycleIPC cannot make from Swift (glibc declares them only under _GNU_SOURCE).
         .target(name: "CLifecycleIPC"),
@@ -62,7 +73,8 @@ let package = Package(
                 "LifecycleKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         // The runner: drives a LifecycleKit application from the systemd main loop; configuration; the `@main`
         // entry point (ApplicationMain) with the standard command line.
@@ -75,7 +87,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         // Real async work under the lifecycle: controllers that host swift-service-lifecycle services, and the
         // whole application as a Service of an existing ServiceGroup.
@@ -85,7 +98,8 @@ let package = Package(
                 "LifecycleKit",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         // The demo daemon, written with exactly the entry point a user writes (`@main` on its delegate).
         .executableTarget(
@@ -96,7 +110,8 @@ let package = Package(
                 "LifecycleSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         // The control socket's client: see and drive a running daemon (docs/control.md).
         .executableTarget(
@@ -105,7 +120,8 @@ let package = Package(
                 "LifecycleIPC",
                 "LifecycleKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         // The README's example, compiled as printed (ReadmeExampleTests checks the README shows exactly this file).
         .executableTarget(
@@ -116,14 +132,16 @@ let package = Package(
                 "LifecycleServices",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            path: "Tests/ReadmeExample"
+            path: "Tests/ReadmeExample",
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleKitTests",
             dependencies: [
                 "LifecycleKit",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleServicesTests",
@@ -132,23 +150,28 @@ let package = Package(
                 "ReadmeExample",
                 "LifecycleKit",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleIPCTests",
-            dependencies: ["LifecycleIPC", "LifecycleKit"]
+            dependencies: ["LifecycleIPC", "LifecycleKit"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleSystemdTests",
-            dependencies: ["LifecycleSystemd", "LifecycleIPC", "LifecycleKit"]
+            dependencies: ["LifecycleSystemd", "LifecycleIPC", "LifecycleKit"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleDaemonTests",
-            dependencies: ["LifecycleDaemon", "LifecycleIPC", "LifecycleKit", "LifecycleSystemd"]
+            dependencies: ["LifecycleDaemon", "LifecycleIPC", "LifecycleKit", "LifecycleSystemd"],
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecyclectlTests",
-            dependencies: ["lifecyclectl", "LifecycleIPC", "LifecycleKit"]
+            dependencies: ["lifecyclectl", "LifecycleIPC", "LifecycleKit"],
+            swiftSettings: swiftSettings
         ),
     ]
 )

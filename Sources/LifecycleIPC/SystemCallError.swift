@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import SystemPackage
+public import SystemPackage
 
 /// A system call (or a libsystemd call) that failed, with the errno it reported.
 public struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+public import LifecycleKit
 
 // A trace event as the control socket's replies carry it (docs/control.md, `Event`).
 extension TraceRecord {

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import CLifecycleIPC
+public import CLifecycleIPC
 import SystemPackage
 
 #if canImport(Glibc)

@@ -7,7 +7,7 @@
 //
 
 import LifecycleKit
-import SystemPackage
+public import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

@@ -8,7 +8,7 @@
 
 import CLifecycleIPC
 import LifecycleKit
-import Logging
+public import Logging
 import SystemPackage
 
 #if canImport(Glibc)

@@ -7,9 +7,9 @@
 //
 
 import Dispatch
-import LifecycleKit
-import Logging
-import ServiceLifecycle
+public import LifecycleKit
+public import Logging
+public import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc

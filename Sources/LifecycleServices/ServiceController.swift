@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+public import LifecycleKit
 import Logging
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// What a ``ServiceController``'s services do when the application enters the background.
 public enum BackgroundServicePolicy: String, Sendable, Hashable, CaseIterable {

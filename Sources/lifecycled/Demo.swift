@@ -263,7 +263,7 @@ final class DemoRootController: ViewController {
 /// Does a job per tick while the application is in the foreground; pauses in the background.
 @MainActor
 final class WorkerController: ViewController {
-    private var timer: DispatchSourceTimer?
+    private var timer: (any DispatchSourceTimer)?
     private var jobs = 0
     private var paused = true
     private var timerSuspended = true

@@ -14,6 +14,7 @@ import Testing
 
 @testable import LifecycleDaemon
 import LifecycleIPC
+import SystemPackage
 
 // SystemEvents with stand-ins for logind, PSI and the loop's timers, so that each ordering is asserted as one
 // sequence: the application's trace, the delegate's background tasks and what was done to the inhibitor, in the

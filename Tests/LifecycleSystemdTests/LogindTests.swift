@@ -11,6 +11,7 @@ import Testing
 
 @testable import LifecycleSystemd
 import LifecycleIPC
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

@@ -12,6 +12,7 @@ import Testing
 @testable import lifecyclectl
 import LifecycleIPC
 import LifecycleKit
+import SystemPackage
 
 @Suite struct OutputTests {
     let plain = TerminalStyle(colour: false)

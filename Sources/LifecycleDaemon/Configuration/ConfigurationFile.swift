@@ -7,6 +7,7 @@
 //
 
 import LifecycleSystemd
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

@@ -40,7 +40,7 @@ public struct ConfigurationKey<Root>: Sendable {
     }
 
     /// `yes`/`no` (also `true`/`false`, `on`/`off`, `1`/`0`).
-    public static func boolean(_ name: String, _ keyPath: WritableKeyPath<Root, Bool> & Sendable) -> Self {
+    public static func boolean(_ name: String, _ keyPath: any WritableKeyPath<Root, Bool> & Sendable) -> Self {
         Self(name) { root, value throws(ConfigurationValueError) in
             guard let flag = ConfigurationParsing.boolean(value) else {
                 throw ConfigurationValueError("\(name)=\(value) is not a boolean; use yes or no")
@@ -53,7 +53,7 @@ public struct ConfigurationKey<Root>: Sendable {
     /// `BudgetSec=2.5`.
     public static func duration(
         _ name: String,
-        _ keyPath: WritableKeyPath<Root, Duration> & Sendable,
+        _ keyPath: any WritableKeyPath<Root, Duration> & Sendable,
         unit: Duration = .seconds(1)
     ) -> Self {
         Self(name) { root, value throws(ConfigurationValueError) in
@@ -67,7 +67,7 @@ public struct ConfigurationKey<Root>: Sendable {
     /// A whole number in `range`.
     public static func integer(
         _ name: String,
-        _ keyPath: WritableKeyPath<Root, Int> & Sendable,
+        _ keyPath: any WritableKeyPath<Root, Int> & Sendable,
         in range: ClosedRange<Int> = 0...Int.max
     ) -> Self {
         Self(name) { root, value throws(ConfigurationValueError) in
@@ -83,7 +83,7 @@ public struct ConfigurationKey<Root>: Sendable {
     /// One of the raw values of `Value`'s cases.
     public static func choice<Value: RawRepresentable & CaseIterable & Sendable>(
         _ name: String,
-        _ keyPath: WritableKeyPath<Root, Value> & Sendable,
+        _ keyPath: any WritableKeyPath<Root, Value> & Sendable,
         what: String
     ) -> Self where Value.RawValue == String {
         Self(name) { root, value throws(ConfigurationValueError) in
@@ -97,7 +97,7 @@ public struct ConfigurationKey<Root>: Sendable {
     }
 
     /// Text; an empty value unsets an optional key.
-    public static func text(_ name: String, _ keyPath: WritableKeyPath<Root, String?> & Sendable) -> Self {
+    public static func text(_ name: String, _ keyPath: any WritableKeyPath<Root, String?> & Sendable) -> Self {
         Self(name) { root, value in root[keyPath: keyPath] = value.isEmpty ? nil : value }
     }
 }

@@ -10,7 +10,7 @@ import LifecycleSystemd
 import LifecycleIPC
 
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// `[Control]`: the control socket (docs/control.md).

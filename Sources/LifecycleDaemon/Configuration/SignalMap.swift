@@ -7,7 +7,7 @@
 //
 
 import LifecycleKit
-import LifecycleSystemd
+public import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

@@ -8,7 +8,7 @@
 
 import LifecycleKit
 import LifecycleSystemd
-import LifecycleIPC
+public import LifecycleIPC
 
 /// The interfaces the control socket serves besides `org.varlink.service`: their definitions (the text
 /// `GetInterfaceDescription` returns and docs/control.md prints), their methods' declarations, and the JSON shapes

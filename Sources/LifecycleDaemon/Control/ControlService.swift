@@ -76,7 +76,7 @@ final class ControlService {
     private var logger: Logger { daemon.logger }
 
     /// Answers a call whose method is one of ``ControlInterface``'s (its parameters already checked).
-    func handle(_ call: ControlCall) {
+    func handle(_ call: any ControlCall) {
         switch call.method {
         case "\(ControlInterface.name).GetStatus":
             call.reply(status())
@@ -107,7 +107,7 @@ final class ControlService {
 
     /// Routes the request with the cause `control` and replies once its transition has run: the events it caused
     /// (lifecycle interface), or nothing (`io.systemd.service.Reload`).
-    private func submit(_ action: SignalAction, for call: ControlCall) {
+    private func submit(_ action: SignalAction, for call: any ControlCall) {
         let application = daemon.application
         let lifecycleCall = call.method.hasPrefix(ControlInterface.name + ".")
         logger.info(
@@ -142,7 +142,7 @@ final class ControlService {
         }
     }
 
-    private func trace(_ call: ControlCall) {
+    private func trace(_ call: any ControlCall) {
         let asked = call.parameters["backlog"]?.integerValue
         guard asked.map({ $0 >= 0 }) ?? true else {
             call.fail(.invalidParameter("backlog"))
@@ -156,7 +156,7 @@ final class ControlService {
         }
     }
 
-    private func setLogLevel(_ call: ControlCall) {
+    private func setLogLevel(_ call: any ControlCall) {
         // As systemd's daemons: the service's own user and root only, not the group.
         guard call.peer.uid == 0 || call.peer.uid == serviceUID else {
             call.fail(.permissionDenied)

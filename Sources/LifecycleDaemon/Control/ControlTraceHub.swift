@@ -8,6 +8,7 @@
 
 import LifecycleKit
 import LifecycleSystemd
+import LifecycleIPC
 
 /// What the control socket needs from the trace: the application delegate's last events, kept for `Trace` (a ring
 /// of `TraceBacklog=` events), the events of requests in flight for their replies, and the live events for
@@ -23,11 +24,11 @@ import LifecycleSystemd
 final class ControlTraceHub {
     /// A `Trace` call made with `more`.
     private final class Follower {
-        let request: ControlCall
+        let request: any ControlCall
         /// Events up to this number were sent already.
         var sentThrough: Int
 
-        init(request: ControlCall, sentThrough: Int) {
+        init(request: any ControlCall, sentThrough: Int) {
             self.request = request
             self.sentThrough = sentThrough
         }
@@ -74,7 +75,7 @@ final class ControlTraceHub {
     // MARK: Followers
 
     /// Sends the last `backlog` kept events, then every event as it happens, until the peer goes or ``stop()``.
-    func follow(_ request: ControlCall, backlog: Int) {
+    func follow(_ request: any ControlCall, backlog: Int) {
         let replay = recent(backlog)
         if !replay.isEmpty { request.send(["events": .array(replay.map(ControlInterface.json))]) }
         let follower = Follower(request: request, sentThrough: trace.sequence)

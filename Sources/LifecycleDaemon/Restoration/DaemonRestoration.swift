@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+public import LifecycleKit
 import LifecycleSystemd
 import Logging
 

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import ArgumentParser
-import LifecycleKit
+public import ArgumentParser
+public import LifecycleKit
 import LifecycleSystemd
 
 /// UIKit's `UIApplicationMain` for a daemon: put `@main` on an application delegate that adopts this protocol and

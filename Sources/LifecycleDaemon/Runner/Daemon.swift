@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
-import Logging
-import LifecycleIPC
+public import LifecycleKit
+public import LifecycleSystemd
+public import Logging
+public import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+public import LifecycleKit
+public import LifecycleSystemd
 import Logging
 
 /// Where a request comes from; it names the transition's cause in the trace (`LIFECYCLE_CAUSE`).

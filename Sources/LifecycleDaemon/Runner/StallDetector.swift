@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import Logging
+public import LifecycleKit
+public import Logging
 import LifecycleSystemd
-import LifecycleIPC
+public import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+public import LifecycleKit
+public import LifecycleSystemd
 import Logging
 
 /// Turns the system's notifications other than signals into application requests (docs/lifecycle.md §6):

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Logging
+public import Logging
 
 /// The application object: its state, its delegate, its window, and the requests that move it between states.
 ///
@@ -36,7 +36,7 @@ public final class Application {
     /// The state the application is in; during a callback, the state that callback fires in.
     public private(set) var applicationState: ApplicationState = .notRunning
     /// The delegate, held strongly: a daemon has nobody else to keep it.
-    public let delegate: ApplicationDelegate
+    public let delegate: any ApplicationDelegate
     /// The window, usually set by the delegate in `application(_:didFinishLaunchingWithOptions:)`.
     ///
     /// Replacing it once the application has been in the foreground makes the old window's controllers disappear
@@ -46,7 +46,7 @@ public final class Application {
         set { replaceWindow(with: newValue) }
     }
     /// The host that reports to the service manager; weak, the host owns the application.
-    public weak var host: ApplicationHost?
+    public weak var host: (any ApplicationHost)?
     /// Every callback, in order.
     public let trace: Trace
     /// The logger for the application's own lines (requests queued, dropped, background tasks).
@@ -92,7 +92,7 @@ public final class Application {
     var treeGeneration = 0
 
     /// Creates the application; it becomes ``current``.
-    public init(delegate: ApplicationDelegate, logger: Logger = Logger(label: "lifecycle")) {
+    public init(delegate: any ApplicationDelegate, logger: Logger = Logger(label: "lifecycle")) {
         self.delegate = delegate
         self.logger = logger
         self.trace = Trace(logger: logger)

@@ -367,7 +367,7 @@ public struct Coder: Sendable {
         return state[key]
     }
 
-    private func mismatch(_ key: String, _ value: CustomStringConvertible, _ expected: String) -> ArchiveError {
+    private func mismatch(_ key: String, _ value: any CustomStringConvertible, _ expected: String) -> ArchiveError {
         ArchiveError(
             source: identifier ?? "archive",
             reason: "\(key) is \(value), not \(expected)",

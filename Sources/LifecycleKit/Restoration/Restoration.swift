@@ -6,6 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import Logging
+
 /// What the application remembers about state restoration between its steps.
 struct RestorationRecord {
     /// The generation of the last state saved or restored; the next save is one more.

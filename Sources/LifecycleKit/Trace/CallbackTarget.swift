@@ -7,7 +7,7 @@
 //
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
 /// What a callback runs on, as a ``CallbackMonitor`` is told just before it runs: a fixed name (`delegate`, the path

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Logging
+public import Logging
 
 /// One trace event as text: the fields of the journal's `LIFECYCLE_*` entries, from log metadata (the daemon's own
 /// records) or from a control reply (`lifecyclectl`).

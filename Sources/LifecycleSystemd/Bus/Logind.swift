@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Logging
+public import Logging
 import SystemPackage
-import LifecycleIPC
+public import LifecycleIPC
 import LifecycleKit
 
 #if canImport(Glibc)

@@ -7,7 +7,7 @@
 //
 
 import CSystemd
-import Logging
+public import Logging
 
 #if canImport(Glibc)
 import Glibc

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Logging
+public import Logging
 import Synchronization
 
 /// Where the process's log records go: the journal under systemd, else stderr lines.

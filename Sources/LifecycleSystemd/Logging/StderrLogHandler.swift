@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Logging
+public import Logging
 import Synchronization
 import LifecycleKit
+import CSystemd
 
 #if canImport(Glibc)
 import Glibc

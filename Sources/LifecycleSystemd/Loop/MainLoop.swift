@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import CSystemd
-import LifecycleIPC
+public import CSystemd
+public import LifecycleIPC
 import LifecycleKit
 
 #if canImport(Glibc)

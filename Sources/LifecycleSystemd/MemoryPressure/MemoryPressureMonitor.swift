@@ -9,7 +9,7 @@
 // CSystemd's shim declares socket helpers whose bodies name glibc's SOCK_* constants; once the target compiles them,
 // those constants resolve through CSystemd, so this file, which uses them too, imports it.
 import CSystemd
-import Logging
+public import Logging
 import SystemPackage
 import LifecycleIPC
 import LifecycleKit

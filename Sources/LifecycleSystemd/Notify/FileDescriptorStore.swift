@@ -7,8 +7,8 @@
 //
 
 import CSystemd
-import SystemPackage
-import LifecycleIPC
+public import SystemPackage
+public import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

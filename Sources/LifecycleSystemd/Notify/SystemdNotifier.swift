@@ -7,7 +7,7 @@
 //
 
 import CSystemd
-import LifecycleIPC
+public import LifecycleIPC
 
 /// Sends sd_notify(3) messages to the service manager, or does nothing when not started by one.
 public struct SystemdNotifier: Sendable {

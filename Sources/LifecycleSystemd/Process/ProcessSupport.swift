@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import SystemPackage
+public import SystemPackage
+import CSystemd
 
 #if canImport(Glibc)
 import Glibc
