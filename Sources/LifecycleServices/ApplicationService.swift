@@ -39,40 +39,28 @@ import Glibc
 /// try await group.run()
 /// ```
 public final class ApplicationService: Service, CustomStringConvertible {
-    /// What a mapped signal asks the application for.
-    public enum SignalRequest: Sendable, Hashable {
-        /// Enter the background.
-        case background
-        /// Return to the foreground (active).
-        case foreground
-        /// Become inactive (an interruption).
-        case inactive
-        /// Reload.
-        case reload
-        /// Deliver a memory warning.
-        case memoryWarning
-    }
-
-    /// The default signal map without termination (the group owns SIGTERM and SIGINT).
-    public static var defaultSignals: [Int32: SignalRequest] {
+    /// The daemon's default signal map (docs/lifecycle.md §6) without termination, which the group owns (its
+    /// graceful-shutdown signals): signal numbers, `SIGRTMIN + 2` for the memory warning.
+    public static var defaultSignals: [Int32: LifecycleRequest] {
         let realTimeMin = Int32(__libc_current_sigrtmin())
         return [
-            SIGUSR1: .background, SIGUSR2: .foreground, SIGCONT: .foreground, SIGHUP: .reload,
-            realTimeMin + 2: .memoryWarning, realTimeMin + 3: .inactive,
+            SIGUSR1: .enterBackground, SIGUSR2: .becomeActive, SIGCONT: .becomeActive, SIGHUP: .reload,
+            realTimeMin + 2: .memoryWarning, realTimeMin + 3: .resignActive,
         ]
     }
 
     /// How long termination waits for background tasks before their expiration handlers run.
     public let backgroundTaskBudget: Duration
     private let makeDelegate: @MainActor @Sendable () -> any ApplicationDelegate
-    private let signals: [Int32: SignalRequest]
+    private let signals: [Int32: LifecycleRequest]
     private let logger: Logger
 
     public var description: String { "ApplicationService" }
 
-    /// An application whose delegate `makeDelegate` makes, on the main actor, when the service runs.
+    /// An application whose delegate `makeDelegate` makes, on the main actor, when the service runs; `signals` maps
+    /// signal numbers to what each asks for.
     public init(
-        signals: [Int32: SignalRequest] = ApplicationService.defaultSignals,
+        signals: [Int32: LifecycleRequest] = ApplicationService.defaultSignals,
         backgroundTaskBudget: Duration = .seconds(30),
         logger: Logger = Logger(label: "lifecycle"),
         makeDelegate: @escaping @MainActor @Sendable () -> any ApplicationDelegate
@@ -103,8 +91,8 @@ public final class ApplicationService: Service, CustomStringConvertible {
     // Made outside any actor: a handler closure formed in a main-actor context would be main-actor isolated, and
     // Dispatch calls it on its own queue.
     private nonisolated static func installSignalSources(
-        _ signals: [Int32: SignalRequest],
-        deliver: @escaping @Sendable (SignalRequest) -> Void
+        _ signals: [Int32: LifecycleRequest],
+        deliver: @escaping @Sendable (LifecycleRequest) -> Void
     ) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "lifecycle.signals")
         return signals.map { signal, request in
@@ -125,8 +113,14 @@ final class ServiceHost: ApplicationHost {
     private var endOfTurnScheduled = false
     private var terminated: CheckedContinuation<Void, Never>?
     private var hasTerminated = false
+    /// Terminated, and its background tasks are done (or no longer waited for): `run()` may return.
+    private var isFinished = false
     private var waitsForTasks = true
-    private var budgetTask: Task<Void, Never>?
+    /// Termination's wait for background tasks: the core's budget, timed by Swift concurrency's clock.
+    private lazy var terminationBudget = TaskBudget(name: "termination", application: application) {
+        [unowned self] delay, work in
+        self.application(self.application, schedule: work, after: delay)
+    }
 
     init(delegate: any ApplicationDelegate, budget: Duration, logger: Logger) {
         application = Application(delegate: delegate, logger: logger)
@@ -137,19 +131,16 @@ final class ServiceHost: ApplicationHost {
     func runUntilTerminated() async {
         application.launch(options: LaunchOptions(reason: .serviceManager))
         application.runEndOfTurn()
-        if hasTerminated, application.backgroundTasks.isEmpty { return }
+        if isFinished { return }
         await withCheckedContinuation { terminated = $0 }
     }
 
-    func handle(_ request: ApplicationService.SignalRequest) {
-        let cause = Cause(rawValue: "signal")
-        switch request {
-        case .background: application.requestEnterBackground(cause: cause)
-        case .foreground: application.requestBecomeActive(cause: cause)
-        case .inactive: application.requestResignActive(cause: cause)
-        case .reload: application.requestReload(cause: cause)
-        case .memoryWarning: application.requestMemoryWarning(cause: cause)
+    func handle(_ request: LifecycleRequest) {
+        guard request != .terminate else {
+            terminate(cause: "signal", waitForTasks: true)
+            return
         }
+        application.submit(request, cause: Cause(rawValue: "signal"))
         application.runEndOfTurn()
     }
 
@@ -157,7 +148,8 @@ final class ServiceHost: ApplicationHost {
         waitsForTasks = waitsForTasks && waitForTasks
         application.requestTermination(cause: Cause(rawValue: cause))
         application.runEndOfTurn()
-        finishIfDone()
+        // Cancelled while termination waited for its tasks: it waits no longer.
+        if hasTerminated, !waitsForTasks { finish() }
     }
 
     func applicationNeedsEndOfTurn(_ application: Application) {
@@ -171,26 +163,47 @@ final class ServiceHost: ApplicationHost {
 
     func applicationDidTerminate(_ application: Application) {
         hasTerminated = true
-        if !application.backgroundTasks.isEmpty, waitsForTasks {
-            let budget = self.budget
-            budgetTask = Task { @MainActor [weak self] in
-                try? await Task.sleep(for: budget)
-                guard !Task.isCancelled else { return }
-                self?.application.expireBackgroundTasks()
-            }
-        }
-        finishIfDone()
+        guard waitsForTasks else { return finish() }
+        // Settles at once when no task runs; otherwise when the last one ends, or (their expiration handlers run
+        // first) when the budget runs out.
+        terminationBudget.begin(budget) { [weak self] _ in self?.finish() }
     }
 
     func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
-        finishIfDone()
+        terminationBudget.tasksDidChange()
     }
 
-    private func finishIfDone() {
-        guard hasTerminated else { return }
-        if waitsForTasks, !application.backgroundTasks.isEmpty { return }
-        budgetTask?.cancel()
+    func application(
+        _ application: Application,
+        schedule work: @escaping @MainActor () -> Void,
+        after delay: Duration
+    ) -> (any ScheduledWork)? {
+        SleepingWork(after: delay, work)
+    }
+
+    private func finish() {
+        isFinished = true
+        terminationBudget.cancel()
         terminated?.resume()
         terminated = nil
+    }
+}
+
+/// Work run on the main actor after a delay, by a task that sleeps; cancelling it cancels the task.
+@MainActor
+private final class SleepingWork: ScheduledWork {
+    private var task: Task<Void, Never>?
+
+    init(after delay: Duration, _ work: @escaping @MainActor () -> Void) {
+        task = Task { @MainActor in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            work()
+        }
+    }
+
+    func cancel() {
+        task?.cancel()
+        task = nil
     }
 }

@@ -198,49 +198,50 @@ struct Trace: ParsableCommand {
     }
 }
 
-/// The requests lifecyclectl can make, one command each.
-protocol LifecycleRequest {
-    /// The request's name in the interface (and the command's name).
-    static var name: String { get }
+/// The requests lifecyclectl can make, one command each, named as the daemon's configuration names them
+/// (``LifecycleRequest``'s raw values).
+protocol RequestCommandKind {
+    /// The request the command makes.
+    static var request: LifecycleRequest { get }
     static var abstract: String { get }
 }
 
-enum Background: LifecycleRequest {
-    static let name = "background"
+enum Background: RequestCommandKind {
+    static let request = LifecycleRequest.enterBackground
     static let abstract = "Enter the background (what SIGUSR1 asks for), and print the events it caused."
 }
 
-enum Foreground: LifecycleRequest {
-    static let name = "foreground"
+enum Foreground: RequestCommandKind {
+    static let request = LifecycleRequest.becomeActive
     static let abstract = "Return to the foreground, active (what SIGUSR2 asks for), and print the events it caused."
 }
 
-enum Inactive: LifecycleRequest {
-    static let name = "inactive"
+enum Inactive: RequestCommandKind {
+    static let request = LifecycleRequest.resignActive
     static let abstract = "Become inactive, an interruption (what SIGRTMIN+3 asks for), and print the events it caused."
 }
 
-enum Reload: LifecycleRequest {
-    static let name = "reload"
+enum Reload: RequestCommandKind {
+    static let request = LifecycleRequest.reload
     static let abstract = "Reload the configuration (what SIGHUP asks for), and print the events it caused."
 }
 
-enum MemoryWarning: LifecycleRequest {
-    static let name = "memory-warning"
+enum MemoryWarning: RequestCommandKind {
+    static let request = LifecycleRequest.memoryWarning
     static let abstract = "Deliver a memory warning (what SIGRTMIN+2 asks for), and print the events it caused."
 }
 
-enum Terminate: LifecycleRequest {
-    static let name = "terminate"
+enum Terminate: RequestCommandKind {
+    static let request = LifecycleRequest.terminate
     static let abstract = "Terminate (what SIGTERM asks for): the daemon exits once its background tasks end."
 }
 
 /// A request command: submits the request with the cause `control`, waits for its transition, prints its events.
-struct RequestCommand<Request: LifecycleRequest>: ParsableCommand {
+struct RequestCommand<Kind: RequestCommandKind>: ParsableCommand {
     static var configuration: CommandConfiguration {
         CommandConfiguration(
-            commandName: Request.name,
-            abstract: Request.abstract,
+            commandName: Kind.request.rawValue,
+            abstract: Kind.abstract,
             discussion: """
                 Waits until the transition is over and prints the events it caused (the ones with the cause control), \
                 then the state reached. A request for the state the application is in changes nothing and succeeds; \
@@ -253,7 +254,7 @@ struct RequestCommand<Request: LifecycleRequest>: ParsableCommand {
 
     func run() throws {
         try Lifecyclectl.perform {
-            let reply = try connection.call("Request", ["request": .string(Request.name)])
+            let reply = try connection.call("Request", ["request": .string(Kind.request.rawValue)])
             Lifecyclectl.write(
                 connection.json
                     ? JSONValue.object(reply).text + "\n"

@@ -51,16 +51,16 @@ final class QuietDelegate: ApplicationDelegate {}
 @Suite("Configuration and the signal map")
 struct ConfigurationTests {
     @Test func theDefaultMapIsTheContractsTable() {
-        let map = SignalMap.standard.actions
-        #expect(map[.user1] == .background)
-        #expect(map[.terminalStop] == .background)
-        #expect(map[.user2] == .foreground)
-        #expect(map[.continue] == .foreground)
+        let map = SignalMap.standard.requests
+        #expect(map[.user1] == .enterBackground)
+        #expect(map[.terminalStop] == .enterBackground)
+        #expect(map[.user2] == .becomeActive)
+        #expect(map[.continue] == .becomeActive)
         #expect(map[.hangup] == .reload)
         #expect(map[.terminate] == .terminate)
         #expect(map[.interrupt] == .terminate)
         #expect(map[UnixSignal(name: "SIGRTMIN+2")!] == .memoryWarning)
-        #expect(map[UnixSignal(name: "SIGRTMIN+3")!] == .inactive)
+        #expect(map[UnixSignal(name: "SIGRTMIN+3")!] == .resignActive)
         #expect(map.count == 9)
     }
 
@@ -94,9 +94,9 @@ struct ConfigurationTests {
             source: "test.conf",
             applicationSection: ModeSettings.self
         )
-        #expect(configuration.signalMap.actions[.user1] == .memoryWarning)
-        #expect(configuration.signalMap.actions[.terminalStop] == nil)
-        #expect(configuration.signalMap.actions[UnixSignal(name: "SIGWINCH")!] == .reload)
+        #expect(configuration.signalMap.requests[.user1] == .memoryWarning)
+        #expect(configuration.signalMap.requests[.terminalStop] == nil)
+        #expect(configuration.signalMap.requests[UnixSignal(name: "SIGWINCH")!] == .reload)
         #expect(configuration.launchInto == .background)
         #expect(configuration.traceAll)
         #expect(configuration.backgroundTaskBudget == .milliseconds(2500))
@@ -137,7 +137,7 @@ struct ConfigurationTests {
     }
 
     @Test func badActionsSectionsKeysAndValuesNameWhatWouldBeValid() {
-        #expect(error("[Signals]\nSIGUSR1=sleep")?.contains("valid: background, foreground, reload, terminate, memory-warning, default") == true)
+        #expect(error("[Signals]\nSIGUSR1=sleep")?.contains("valid: background, foreground, inactive, reload, terminate, memory-warning, default") == true)
         #expect(error("[Nope]")?.contains(":1: unknown section [Nope]; valid: [BackgroundTasks]") == true)
         #expect(error("[Launch]\nWhen=now")?.contains(":2: unknown key When= in [Launch]; valid: Into=") == true)
         #expect(error("[Launch]\nInto=sideways")?.contains("valid: active, background") == true)
@@ -178,8 +178,8 @@ struct ConfigurationTests {
         var options = DaemonOptions()
         options.signalOverrides = ["SIGUSR1=reload", "SIGHUP=default"]
         let configuration = try options.resolveConfiguration()
-        #expect(configuration.signalMap.actions[.user1] == .reload)
-        #expect(configuration.signalMap.actions[.hangup] == nil)
+        #expect(configuration.signalMap.requests[.user1] == .reload)
+        #expect(configuration.signalMap.requests[.hangup] == nil)
         options.signalOverrides = ["SIGUSR1=reload", "USR1=background"]
         #expect(throws: ConfigurationError.self) { try options.resolveConfiguration() }
         options.signalOverrides = ["SIGKILL=terminate"]

@@ -6,66 +6,49 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+public import LifecycleKit
 public import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What a mapped signal asks the application for.
-public enum SignalAction: String, Sendable, Hashable, CaseIterable {
-    /// Enter the background.
-    case background
-    /// Return to the foreground (active).
-    case foreground
-    /// Reload the configuration.
-    case reload
-    /// Terminate.
-    case terminate
-    /// Deliver a memory warning.
-    case memoryWarning = "memory-warning"
-    /// Not handled by lifecycled: the signal keeps its default disposition.
-    case `default`
-    /// Become inactive: an interruption (the seeds' incoming call); a foreground request makes it active again.
-    case inactive
-}
-
 /// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped.
 public struct SignalMap: Sendable, Hashable {
-    /// The actions, by signal; `default` entries are left out.
-    public private(set) var actions: [UnixSignal: SignalAction]
+    /// What each mapped signal asks for; a signal left at its default disposition (`default` in the configuration) is
+    /// not in it.
+    public private(set) var requests: [UnixSignal: LifecycleRequest]
 
     /// The defaults of docs/lifecycle.md §6.
     public static var standard: SignalMap {
-        SignalMap(actions: [
-            .user1: .background,
-            .terminalStop: .background,
-            .user2: .foreground,
-            .continue: .foreground,
+        SignalMap(requests: [
+            .user1: .enterBackground,
+            .terminalStop: .enterBackground,
+            .user2: .becomeActive,
+            .continue: .becomeActive,
             .hangup: .reload,
             .terminate: .terminate,
             .interrupt: .terminate,
             .memoryWarning: .memoryWarning,
-            .interruption: .inactive,
+            .interruption: .resignActive,
         ])
     }
 
     /// Creates a map.
-    public init(actions: [UnixSignal: SignalAction]) {
-        self.actions = actions.filter { $0.value != .default }
+    public init(requests: [UnixSignal: LifecycleRequest]) {
+        self.requests = requests
     }
 
-    /// Sets (or, with `default`, removes) the action of one signal.
-    public mutating func set(_ signal: UnixSignal, to action: SignalAction) {
-        actions[signal] = action == .default ? nil : action
+    /// Maps one signal to a request, or (nil: `default`) leaves it at its default disposition.
+    public mutating func set(_ signal: UnixSignal, to request: LifecycleRequest?) {
+        requests[signal] = request
     }
 
     /// The signals that are mapped, in number order.
-    public var signals: [UnixSignal] { actions.keys.sorted { $0.rawValue < $1.rawValue } }
+    public var signals: [UnixSignal] { requests.keys.sorted { $0.rawValue < $1.rawValue } }
 
-    /// Parses `SIG=ACTION`; the error message names the text and what would be valid.
-    public static func parseEntry(_ text: String) throws(ConfigurationError) -> (UnixSignal, SignalAction) {
+    /// Parses `SIG=REQUEST` (`default` for none); the error message names the text and what would be valid.
+    public static func parseEntry(_ text: String) throws(ConfigurationError) -> (UnixSignal, LifecycleRequest?) {
         guard let equals = text.firstIndex(of: "=") else {
             throw ConfigurationError(
                 source: "--signal",
@@ -96,15 +79,17 @@ public struct SignalMap: Sendable, Hashable {
         return signal
     }
 
-    static func parseAction(_ value: String, source: String, line: Int?) throws(ConfigurationError) -> SignalAction {
-        guard let action = SignalAction(rawValue: value) else {
+    /// A request's name, or nil for `default` (the signal keeps its default disposition).
+    static func parseAction(_ value: String, source: String, line: Int?) throws(ConfigurationError) -> LifecycleRequest? {
+        if value == "default" { return nil }
+        guard let request = LifecycleRequest(rawValue: value) else {
             throw ConfigurationError(
                 source: source,
                 line: line,
                 message: "\"\(value)\" is not an action; valid: "
-                    + SignalAction.allCases.map(\.rawValue).joined(separator: ", ")
+                    + (LifecycleRequest.allCases.map(\.rawValue) + ["default"]).joined(separator: ", ")
             )
         }
-        return action
+        return request
     }
 }

@@ -19,8 +19,6 @@ public enum ControlInterface {
     /// systemd's standard service interface, as journald and logind serve it.
     public static let serviceName = "io.systemd.service"
 
-    /// The requests `Request` takes, by the names the signal map uses.
-    public static let requests: [SignalAction] = [.background, .foreground, .inactive, .reload, .memoryWarning, .terminate]
 
     /// The most events a `Request` reply lists; the rest are counted in `eventsOmitted`.
     public static let maximumEventsPerReply = 10_000

@@ -87,11 +87,11 @@ final class ControlService {
             call.reply(["tasks": .array(backgroundTasks())])
         case "\(ControlInterface.name).Request":
             let name = call.parameters["request"]?.stringValue ?? ""
-            guard let action = SignalAction(rawValue: name), ControlInterface.requests.contains(action) else {
+            guard let request = LifecycleRequest(rawValue: name) else {
                 call.fail(.invalidParameter("request"))
                 return
             }
-            submit(action, for: call)
+            submit(request, for: call)
         case "\(ControlInterface.name).Trace":
             trace(call)
         case "\(ControlInterface.serviceName).Ping":
@@ -107,15 +107,15 @@ final class ControlService {
 
     /// Routes the request with the cause `control` and replies once its transition has run: the events it caused
     /// (lifecycle interface), or nothing (`io.systemd.service.Reload`).
-    private func submit(_ action: SignalAction, for call: any ControlCall) {
+    private func submit(_ request: LifecycleRequest, for call: any ControlCall) {
         let application = daemon.application
         let lifecycleCall = call.method.hasPrefix(ControlInterface.name + ".")
         logger.info(
-            "control: \(action.rawValue) requested by \(call.peer)",
-            metadata: ["lifecycle.request": .string(action.rawValue), "lifecycle.cause": "control"]
+            "control: \(request.rawValue) requested by \(call.peer)",
+            metadata: ["lifecycle.request": .string(request.rawValue), "lifecycle.cause": "control"]
         )
         hub.requestStarted()
-        daemon.router.route(action, from: .control) { [hub, unowned daemon = daemon] outcome in
+        daemon.router.route(request, from: .control) { [hub, unowned daemon = daemon] outcome in
             let (events, omitted) = hub.requestFinished(range: outcome.events)
             // journald has taken the transition's lines before the caller hears it is over.
             daemon.deliverTraceLines()
@@ -125,7 +125,7 @@ final class ControlService {
             case .coalesced: name = "coalesced"
             case .noChange: name = "noChange"
             case .dropped(let reason):
-                call.fail(ControlInterface.requestDropped(action.rawValue, reason: reason))
+                call.fail(ControlInterface.requestDropped(request.rawValue, reason: reason))
                 return
             }
             guard lifecycleCall else {
@@ -133,7 +133,7 @@ final class ControlService {
                 return
             }
             call.reply([
-                "request": .string(action.rawValue),
+                "request": .string(request.rawValue),
                 "outcome": .string(name),
                 "state": .string(application.applicationState.rawValue),
                 "events": .array(events.map(ControlInterface.json)),

@@ -161,7 +161,7 @@ public final class Daemon: ApplicationHost {
     /// Blocks the signals of the map and unblocks default-map signals the configuration left unmapped.
     static func adjustSignalMask(to map: SignalMap) {
         MainLoop.blockSignals(map.signals)
-        MainLoop.unblockSignals(SignalMap.standard.signals.filter { map.actions[$0] == nil })
+        MainLoop.unblockSignals(SignalMap.standard.signals.filter { map.requests[$0] == nil })
     }
 
     /// Sets up the loop, launches the application and runs until it terminates; returns the exit code.
@@ -188,7 +188,7 @@ public final class Daemon: ApplicationHost {
             "\(options.programName) starting",
             metadata: [
                 "signals": .string(
-                    configuration.signalMap.signals.map { "\($0.name)=\(configuration.signalMap.actions[$0]!.rawValue)" }
+                    configuration.signalMap.signals.map { "\($0.name)=\(configuration.signalMap.requests[$0]!.rawValue)" }
                         .joined(separator: " ")
                 ),
                 "watchdog": .string(watchdog ? "on" : "off"),
@@ -262,10 +262,10 @@ public final class Daemon: ApplicationHost {
 
     // MARK: Signals
 
-    /// Routes a mapped signal's action.
+    /// Routes what a mapped signal asks for.
     func handle(_ signal: UnixSignal) {
-        guard let action = configuration.signalMap.actions[signal] else { return }
-        router.route(action, from: .signal(signal))
+        guard let request = configuration.signalMap.requests[signal] else { return }
+        router.route(request, from: .signal(signal))
     }
 
     // MARK: ApplicationHost
@@ -351,9 +351,13 @@ public final class Daemon: ApplicationHost {
             guard let seconds else {
                 while true { sleep(3600) }
             }
-            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
-            var remaining = timespec()
-            while nanosleep(&request, &remaining) != 0 { request = remaining }
+            // A second at a time (the daemon's signals are blocked, so nothing cuts a sleep short).
+            var left = UInt64(seconds * 1_000_000)
+            while left > 0 {
+                let chunk = min(left, 1_000_000)
+                usleep(UInt32(chunk))
+                left -= chunk
+            }
         }
     }
 

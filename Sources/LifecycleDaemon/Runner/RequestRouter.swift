@@ -69,21 +69,21 @@ final class RequestRouter {
         terminal.startedOnTerminal && terminal.hasHungUp()
     }
 
-    /// Submits what `action` asks for, with the cause of its `source`; `completion` hears what became of it
+    /// Submits `request` with the cause of its `source`; `completion` hears what became of it
     /// (``Application/submit(_:cause:completion:)``).
-    func route(_ action: SignalAction, from source: RequestSource, completion: RequestCompletion? = nil) {
+    func route(_ request: LifecycleRequest, from source: RequestSource, completion: RequestCompletion? = nil) {
         let cause = source.cause
-        switch action {
-        case .background:
+        switch request {
+        case .enterBackground:
             application.submit(.enterBackground, cause: cause, completion: completion)
             if source == .signal(.terminalStop), stopsOnTerminalStop, application.applicationState == .background {
                 application.runEndOfTurn()
                 stopForJobControl()
             }
-        case .foreground:
+        case .becomeActive:
             stopPending = false
             application.submit(.becomeActive, cause: cause, completion: completion)
-        case .inactive:
+        case .resignActive:
             application.submit(.resignActive, cause: cause, completion: completion)
         case .reload:
             if source == .signal(.hangup), terminalHungUp {
@@ -98,8 +98,6 @@ final class RequestRouter {
             application.submit(.terminate, cause: cause, completion: completion)
         case .memoryWarning:
             application.submit(.memoryWarning, cause: cause, completion: completion)
-        case .default:
-            completion?(.noChange)
         }
     }
 

@@ -200,7 +200,7 @@ public final class SystemEvents {
                 "logind: the system prepares to \(Self.verb(event)); entering the background",
                 metadata: ["lifecycle.logind": "\(event)"]
             )
-            router.route(.background, from: source)
+            router.route(.enterBackground, from: source)
             // The transition has run by now, unless it was queued behind a running one: look again at the end of
             // the turn, when queued transitions are done too.
             releaseIfDone()
@@ -222,7 +222,7 @@ public final class SystemEvents {
         )
         // A lock still held (tasks outran logind's wait) carries over as the next one.
         logind?.takeInhibitors()
-        if finished.returnsToForeground { router.route(.foreground, from: source) }
+        if finished.returnsToForeground { router.route(.becomeActive, from: source) }
     }
 
     /// The application's set of background tasks changed (the daemon forwards its host callback).

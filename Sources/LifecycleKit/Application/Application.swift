@@ -125,7 +125,7 @@ public final class Application {
     public func launch(into target: LaunchTarget = .active, options: LaunchOptions = LaunchOptions(), cause: Cause = .launch) {
         // The options belong to the launch that runs: a dropped second launch must not change them.
         if applicationState == .notRunning, !machine.isTransitioning { launchOptions = options }
-        submit(.launch(target), cause: cause)
+        enqueue(.launch(target), cause: cause)
     }
 
     /// Asks for the application to become active (from the background: `applicationWillEnterForeground`, then
@@ -149,20 +149,16 @@ public final class Application {
     /// Reloads: `applicationWillReload`, the host re-reads its configuration, `applicationDidReload`.
     public func requestReload(cause: Cause = .api) { submit(.reload, cause: cause) }
 
-    /// Submits any request to the state machine; the named methods above are shorthands.
-    public func submit(_ request: ApplicationStateMachine.Request, cause: Cause) {
-        submit(request, cause: cause, completion: nil)
-    }
-
     /// Submits a request and reports what became of it: `completion` runs once, with ``RequestOutcome/performed(events:)``
     /// right after the request's last step (a queued request's when its turn has come and gone), or at once when it
     /// changes nothing or is dropped. A host that waits for a request it was asked to make (a control command) uses
-    /// it; the events it caused are the numbered ones the outcome names.
-    public func submit(
-        _ request: ApplicationStateMachine.Request,
-        cause: Cause,
-        completion: RequestCompletion?
-    ) {
+    /// it; the events it caused are the numbered ones the outcome names. The named methods above are shorthands.
+    public func submit(_ request: LifecycleRequest, cause: Cause, completion: RequestCompletion? = nil) {
+        enqueue(ApplicationStateMachine.Request(request), cause: cause, completion: completion)
+    }
+
+    /// Hands any request, launch included, to the state machine (see ``submit(_:cause:completion:)``).
+    func enqueue(_ request: ApplicationStateMachine.Request, cause: Cause, completion: RequestCompletion? = nil) {
         if turns.isRunning, !isRunningTransitions {
             // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
             // over, so a transition never runs inside the turn's passes and teardown never races them. A memory
@@ -422,7 +418,7 @@ public final class Application {
             if !requestsAfterEndOfTurn.isEmpty {
                 let waiting = requestsAfterEndOfTurn
                 requestsAfterEndOfTurn.removeAll()
-                for (request, cause, completion) in waiting { submit(request, cause: cause, completion: completion) }
+                for (request, cause, completion) in waiting { enqueue(request, cause: cause, completion: completion) }
             }
             guard settled, turns.hasWork || status.isStale || !requestsAfterEndOfTurn.isEmpty else { return }
         }
