@@ -7,7 +7,7 @@
 #
 
 """Crash safety of the saved state: lifecycled as a plain process with --state-directory in a temporary directory and
-the debug switch that spreads the state's write over 20 ms (--state-write-delay-ms), SIGKILLed at 500 random moments
+the tests' switch that spreads the state's write over 20 ms (LIFECYCLE_STATE_WRITE_DELAY_MS), SIGKILLed at 500 random moments
 around a save (SIGUSR1: background → save) and restarted each time. Every launch either restores a complete archive
 (the whole preserved tree, of a generation no older than the last save that completed) or starts fresh; a fresh start
 with an archive on disk comes with one warning naming the file and why, and the file is kept aside. Never a crash,
@@ -49,6 +49,7 @@ class Daemon:
 
     def __init__(self, argv: list[str]):
         environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
+        environment["LIFECYCLE_STATE_WRITE_DELAY_MS"] = str(WRITE_DELAY_MS)
         self.popen = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment
         )
@@ -135,7 +136,7 @@ def test_sigkill_at_random_moments_of_a_save_never_leaves_a_partial_tree(lifecyc
                 damaged = damage(state, rng)
                 figures["archives_damaged_by_the_test"] += 1
             daemon = Daemon(
-                [binary, "--state-directory", directory, "--state-write-delay-ms", str(WRITE_DELAY_MS), "--work-interval", "0"]
+                [binary, "--state-directory", directory, "--work-interval", "0"]
             )
             try:
                 assert daemon.ready.wait(20), f"launch {kill} never became active:\n" + "\n".join(daemon.text())

@@ -239,7 +239,7 @@ struct ConfigurationTests {
                 == "/etc/app.conf:3: maintenance mode serves on port 8080 only"
         )
         // The application's section is among the valid ones; without it, it is unknown.
-        #expect(applicationError("[Server]")?.contains("valid: [BackgroundTasks], [Control], [Debug], [Demo], [Launch]") == true)
+        #expect(applicationError("[Server]")?.contains("valid: [BackgroundTasks], [Control], [Demo], [Launch]") == true)
         #expect(error("[Demo]\nPort=1")?.contains(":1: unknown section [Demo]") == true)
     }
 

@@ -31,8 +31,8 @@ struct FuzzFindingsTests {
     /// ("Double value cannot be converted to _Int128 because it is outside the representable range").
     @Test func aDurationPastItsRangeIsAnErrorNotATrap() {
         #expect(
-            error("[Debug]\nStateWriteDelayMSec=2666666666666606666660")
-                == "fuzz.conf:2: StateWriteDelayMSec=2666666666666606666660 is not a non-negative number (at most 292 years)"
+            error("[BackgroundTasks]\nBudgetSec=2666666666666606666660")
+                == "fuzz.conf:2: BudgetSec=2666666666666606666660 is not a non-negative number (at most 292 years)"
         )
         for (section, key) in [
             ("BackgroundTasks", "BudgetSec"), ("BackgroundTasks", "BackgroundTimeSec"), ("MemoryPressure", "WindowSec"),
@@ -53,12 +53,14 @@ struct FuzzFindingsTests {
         var configuration = DaemonConfiguration()
         try configuration.apply(
             text:
-                "[BackgroundTasks]\nBudgetSec=9223372036\n[Stall]\nWarningSec=9223372036.8\n[Debug]\nStateWriteDelayMSec=9223372036854\n",
+                "[BackgroundTasks]\nBudgetSec=9223372036\n[Stall]\nWarningSec=9223372036.8\n",
             source: "fuzz.conf"
         )
+        var options = DaemonOptions()
+        options.applyEnvironment(["LIFECYCLE_STATE_WRITE_DELAY_MS": "9223372036854"])
         let durations = [
             configuration.backgroundTaskBudget, try #require(configuration.stallWarning),
-            configuration.restoration.stateWriteDelay,
+            try options.resolveConfiguration().restoration.stateWriteDelay,
         ]
         for duration in durations {
             #expect(duration <= Duration.longestSetting)
@@ -79,12 +81,24 @@ struct FuzzFindingsTests {
         }
     }
 
-    /// The same bound holds for the standard flag that takes a duration.
-    @Test func theStateWriteDelayFlagRefusesADurationPastTheBound() throws {
-        #expect(throws: (any Error).self) { try StandardOptions.parse(["--state-write-delay-ms", "1e300"]) }
-        #expect(throws: (any Error).self) { try StandardOptions.parse(["--state-write-delay-ms", "1e16"]) }
-        let options = try StandardOptions.parse(["--state-write-delay-ms", "2.5"])
-        #expect(options.daemonOptions(programName: "t", environment: [:]).stateWriteDelay == .microseconds(2500))
+    /// The same bound holds for the tests' switch that takes a duration (an environment variable, not a flag).
+    @Test func theStateWriteDelaySwitchRefusesADurationPastTheBound() throws {
+        func resolved(_ value: String) throws(ConfigurationError) -> Duration {
+            var options = DaemonOptions()
+            options.applyEnvironment(["LIFECYCLE_STATE_WRITE_DELAY_MS": value])
+            return try options.resolveConfiguration().restoration.stateWriteDelay
+        }
+        for value in ["1e300", "1e16", "-1", "soon"] {
+            #expect(throws: ConfigurationError.self) { try resolved(value) }
+        }
+        #expect(throws: ConfigurationError(
+            source: "LIFECYCLE_STATE_WRITE_DELAY_MS", line: nil,
+            message: "1e300 is not a non-negative number of milliseconds (at most 292 years)"
+        )) { try resolved("1e300") }
+        #expect(try resolved("2.5") == .microseconds(2500))
+        // A flag no more: the shipped command line has no debug switches.
+        #expect(throws: (any Error).self) { try StandardOptions.parse(["--state-write-delay-ms", "2.5"]) }
+        #expect(throws: (any Error).self) { try StandardOptions.parse(["--hang-in", "applicationDidEnterBackground"]) }
     }
 
     /// fuzz-signal-name, finding-rtmin-overflow: `RTMIN+2147483647` overflowed `SIGRTMIN + offset` and trapped, from

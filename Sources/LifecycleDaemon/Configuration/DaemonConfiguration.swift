@@ -31,8 +31,8 @@ public struct DaemonConfiguration: Sendable {
     public var watchMemoryPressure = true
     /// Whether to watch logind's sleep and shutdown announcements.
     public var watchLogind = true
-    /// Debug: the callback that blocks the main thread forever when it fires (the watchdog test).
-    public var hangIn: String?
+    /// A test's switch (`LIFECYCLE_HANG_IN`): the callback that blocks the main thread when it first fires.
+    package var hangIn: String?
     /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``).
     public var releaseStartupMemory = true
     /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
@@ -83,7 +83,6 @@ public struct DaemonConfiguration: Sendable {
             ]
         ),
         ("Control", ControlSettings.keys),
-        ("Debug", [.text("HangIn", \.hangIn), stateWriteDelayKey]),
     ]
 
     /// `[Signals]`: its keys are signal names, so it is read apart from the table.

@@ -25,8 +25,9 @@ public struct DaemonOptions: Sendable, Hashable {
     public var launchInto: LaunchTarget?
     /// `--signal SIG=ACTION`, applied over the file.
     public var signalOverrides: [String] = []
-    /// `--hang-in CALLBACK` or `LIFECYCLE_HANG_IN`: debug switch for the watchdog test.
-    public var hangIn: String?
+    /// `LIFECYCLE_HANG_IN=CALLBACK[=SECONDS]`, a test's switch (docs/testing.md): block the main thread when the
+    /// callback first fires, forever (the watchdog test) or that long (the stall detector's).
+    package var hangIn: String?
     /// `--storyboard FILE`.
     public var storyboardPath: String?
     /// `--state-directory DIR`.
@@ -34,8 +35,10 @@ public struct DaemonOptions: Sendable, Hashable {
     /// `$STATE_DIRECTORY` (the first of its directories): systemd's `StateDirectory=`, used when neither the flag nor
     /// the file names one.
     public var serviceStateDirectory: String?
-    /// `--state-write-delay-ms` (debug).
-    public var stateWriteDelay: Duration?
+    /// `LIFECYCLE_STATE_WRITE_DELAY_MS=MS`, a test's switch (docs/testing.md): spread writing the saved state over at
+    /// least this long, so the crash test can kill the daemon in the middle of a write. Checked when the
+    /// configuration is resolved.
+    package var stateWriteDelaySetting: String?
     /// The program's version (its `--version`), for whoever asks the control socket.
     public var version: String?
 
@@ -54,10 +57,12 @@ public struct DaemonOptions: Sendable, Hashable {
         return name.isEmpty ? "lifecycled" : name
     }
 
-    /// Reads `LIFECYCLE_TRACE` and `LIFECYCLE_HANG_IN` from the environment into options the flags left unset.
+    /// Reads `LIFECYCLE_TRACE`, `STATE_DIRECTORY` and the tests' switches (`LIFECYCLE_HANG_IN`,
+    /// `LIFECYCLE_STATE_WRITE_DELAY_MS`) from the environment into options the flags left unset.
     public mutating func applyEnvironment(_ environment: [String: String]) {
         if environment["LIFECYCLE_TRACE"] == "all" { traceAll = true }
-        if hangIn == nil, let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
+        if let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
+        if let delay = environment["LIFECYCLE_STATE_WRITE_DELAY_MS"], !delay.isEmpty { stateWriteDelaySetting = delay }
         if let directories = environment["STATE_DIRECTORY"],
             let first = directories.split(separator: ":").first, !first.isEmpty
         {
@@ -100,7 +105,16 @@ public struct DaemonOptions: Sendable, Hashable {
         if configuration.restoration.stateDirectory == nil {
             configuration.restoration.stateDirectory = serviceStateDirectory
         }
-        if let stateWriteDelay { configuration.restoration.stateWriteDelay = stateWriteDelay }
+        if let stateWriteDelaySetting {
+            guard let delay = ConfigurationParsing.duration(stateWriteDelaySetting, unit: .milliseconds(1)) else {
+                throw ConfigurationError(
+                    source: "LIFECYCLE_STATE_WRITE_DELAY_MS",
+                    line: nil,
+                    message: "\(stateWriteDelaySetting) is not a non-negative number of milliseconds (at most 292 years)"
+                )
+            }
+            configuration.restoration.stateWriteDelay = delay
+        }
         return configuration
     }
 }

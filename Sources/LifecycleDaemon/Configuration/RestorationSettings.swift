@@ -21,9 +21,9 @@ public struct RestorationSettings: Sendable, Hashable {
     public var keepRejectedFiles = 3
     /// Whether the state also goes to systemd's file descriptor store (`[State] FileDescriptorStore=`).
     public var fileDescriptorStore = FileDescriptorStoreUse.auto
-    /// Debug: how long writing the state file takes at least, spread over its chunks (`[Debug] StateWriteDelayMSec=`,
-    /// `--state-write-delay-ms`), so a crash test can kill the daemon in the middle of a write.
-    public var stateWriteDelay = Duration.zero
+    /// A test's switch (`LIFECYCLE_STATE_WRITE_DELAY_MS`): how long writing the state file takes at least, spread over
+    /// its chunks, so the crash test can kill the daemon in the middle of a write.
+    package var stateWriteDelay = Duration.zero
 
     /// The defaults.
     public init() {}
@@ -49,11 +49,4 @@ extension DaemonConfiguration {
 
     /// `[Launch] Storyboard=`.
     static let storyboardKey = ConfigurationKey<DaemonConfiguration>.text("Storyboard", \.restoration.storyboard)
-
-    /// `[Debug] StateWriteDelayMSec=`.
-    static let stateWriteDelayKey = ConfigurationKey<DaemonConfiguration>.duration(
-        "StateWriteDelayMSec",
-        \.restoration.stateWriteDelay,
-        unit: .milliseconds(1)
-    )
 }

@@ -95,12 +95,6 @@ public struct StandardOptions: ParsableArguments, Sendable {
     public var signals: [String] = []
 
     @Option(
-        name: .customLong("hang-in"),
-        help: ArgumentHelp("Debug: block the main thread forever when this callback fires (LIFECYCLE_HANG_IN).", visibility: .hidden)
-    )
-    public var hangIn: String?
-
-    @Option(
         name: .long,
         help: "The controller tree to launch with (a storyboard file), re-applied on reload; [Launch] Storyboard=."
     )
@@ -112,20 +106,11 @@ public struct StandardOptions: ParsableArguments, Sendable {
     )
     public var stateDirectory: String?
 
-    @Option(
-        name: .customLong("state-write-delay-ms"),
-        help: ArgumentHelp("Debug: spread writing the saved state over at least this many milliseconds.", visibility: .hidden)
-    )
-    public var stateWriteDelayMilliseconds: Double?
-
     public init() {}
 
     public func validate() throws {
         if let launchInto, LaunchTarget(rawValue: launchInto) == nil {
             throw ValidationError("--launch-into \(launchInto) is not a launch target; use active or background")
-        }
-        if let delay = stateWriteDelayMilliseconds, Duration(setting: delay, unit: .milliseconds(1)) == nil {
-            throw ValidationError("--state-write-delay-ms \(delay) is not a non-negative number of milliseconds (at most 292 years)")
         }
     }
 
@@ -136,10 +121,8 @@ public struct StandardOptions: ParsableArguments, Sendable {
         options.traceAll = trace
         options.launchInto = launchInto.flatMap(LaunchTarget.init(rawValue:))
         options.signalOverrides = signals
-        options.hangIn = hangIn
         options.storyboardPath = storyboard
         options.stateDirectory = stateDirectory
-        options.stateWriteDelay = stateWriteDelayMilliseconds.flatMap { Duration(setting: $0, unit: .milliseconds(1)) }
         options.applyEnvironment(environment)
         return options
     }
