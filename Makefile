@@ -16,6 +16,8 @@
 #   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
 #   make fuzz     every libFuzzer target of Fuzzing/ for FUZZ_SECONDS each (default 60); FUZZ_TARGETS=json picks some
+#   make api      write docs/api/public-api.txt, the public API from the symbol graph (CI checks it is current)
+#   make docs     build the DocC catalogs, warnings as errors (CI does too)
 
 SWIFT      ?= swift
 PYTHON     ?= /usr/bin/python3
@@ -32,7 +34,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread fuzz install uninstall bench man clean
+.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -89,6 +91,18 @@ sanitize-thread: deps
 # scripts/fuzz reads FUZZ_SECONDS, FUZZ_TIMEOUT, FUZZ_MAX_LEN, FUZZ_ARGS ... from the environment or this command line.
 fuzz: deps
 	SWIFT="$(SWIFT)" scripts/fuzz $(FUZZ_TARGETS)
+
+# The public API (scripts/api-baseline): `make api` writes the baseline after a deliberate change to the surface;
+# `make api-check` fails when the sources' public API differs from it or a public declaration has no documentation.
+api: deps
+	SWIFT="$(SWIFT)" scripts/api-baseline
+
+api-check: deps
+	SWIFT="$(SWIFT)" scripts/api-baseline --check
+
+# The DocC catalogs of the libraries with public API, with the toolchain's docc, warnings as errors (scripts/docs).
+docs: deps
+	scripts/docs
 
 # The installed binary links the Swift runtime statically: it runs without a toolchain on the machine, starts
 # faster and maps fewer pages (docs/benchmarks.md).

@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "LifecycleSystemd", targets: ["LifecycleSystemd"]),
         .library(name: "LifecycleDaemon", targets: ["LifecycleDaemon"]),
         .library(name: "LifecycleServices", targets: ["LifecycleServices"]),
+        .library(name: "LifecycleKitTesting", targets: ["LifecycleKitTesting"]),
         .executable(name: "lifecycled", targets: ["lifecycled"]),
         .executable(name: "lifecyclectl", targets: ["lifecyclectl"]),
     ],
@@ -101,13 +102,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The test kit for adopters: a host that drives an application as the daemon does, a recorder of callbacks, a
+        // clock the test advances.
+        .target(
+            name: "LifecycleKitTesting",
+            dependencies: ["LifecycleKit", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // The demo daemon, written with exactly the entry point a user writes (`@main` on its delegate).
         .executableTarget(
             name: "lifecycled",
             dependencies: [
                 "LifecycleDaemon",
                 "LifecycleKit",
-                "LifecycleSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -151,6 +158,11 @@ let package = Package(
                 "LifecycleKit",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LifecycleKitTestingTests",
+            dependencies: ["LifecycleKitTesting", "LifecycleKit"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 
 /// A JSON value, as varlink messages carry them: parsed strictly from bytes (RFC 8259, UTF-8, bounded nesting, no
 /// duplicate keys) and written compactly, object members in the order they were given.
@@ -14,7 +14,7 @@ import LifecycleKit
 /// The control socket reads messages from peers it does not control: this parser never recurses deeper than
 /// ``JSONParser/maximumDepth`` (no stack exhaustion), rejects anything RFC 8259 does not allow, and reports where and
 /// why it stopped.
-public enum JSONValue: Hashable, Sendable {
+@_spi(Testing) public enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     /// A number written without a fraction or exponent that fits 64 bits.
@@ -26,7 +26,7 @@ public enum JSONValue: Hashable, Sendable {
     case object(JSONObject)
 
     /// The value as a Swift type, for diagnostics and for the kind a parameter has.
-    public var typeName: String {
+    @_spi(Testing) public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "bool"
@@ -39,19 +39,19 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// The string, if this is one.
-    public var stringValue: String? {
+    @_spi(Testing) public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
     /// The boolean, if this is one.
-    public var boolValue: Bool? {
+    @_spi(Testing) public var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// The integer, if this is one (a float with no fractional part counts, as JSON does not tell them apart).
-    public var integerValue: Int64? {
+    @_spi(Testing) public var integerValue: Int64? {
         switch self {
         case .integer(let value): value
         case .double(let value) where value.rounded() == value && abs(value) < 9.0e15: Int64(value)
@@ -60,7 +60,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// The number as a double, if this is a number.
-    public var doubleValue: Double? {
+    @_spi(Testing) public var doubleValue: Double? {
         switch self {
         case .integer(let value): Double(value)
         case .double(let value): value
@@ -69,31 +69,31 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// The object, if this is one.
-    public var objectValue: JSONObject? {
+    @_spi(Testing) public var objectValue: JSONObject? {
         if case .object(let value) = self { return value }
         return nil
     }
 
     /// The elements, if this is an array.
-    public var arrayValue: [JSONValue]? {
+    @_spi(Testing) public var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
     /// The member of an object, if this is an object that has it.
-    public subscript(key: String) -> JSONValue? {
+    @_spi(Testing) public subscript(key: String) -> JSONValue? {
         objectValue?[key]
     }
 
     /// Compact JSON text (no spaces, no newlines).
-    public var text: String {
+    @_spi(Testing) public var text: String {
         var bytes: [UInt8] = []
         write(to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Appends the compact JSON text of the value.
-    public func write(to bytes: inout [UInt8]) {
+    @_spi(Testing) public func write(to bytes: inout [UInt8]) {
         switch self {
         case .null: bytes.append(contentsOf: "null".utf8)
         case .bool(let value): bytes.append(contentsOf: (value ? "true" : "false").utf8)
@@ -150,7 +150,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// Parses one JSON text; throws where and why it is not valid.
-    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONParser.maximumDepth) throws(JSONError)
+    @_spi(Testing) public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONParser.maximumDepth) throws(JSONError)
         -> JSONValue
     {
         var parser = JSONParser(bytes: Array(bytes), maximumDepth: maximumDepth)
@@ -158,14 +158,14 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// Parses one JSON text given as a string.
-    public static func parse(_ text: String) throws(JSONError) -> JSONValue {
+    @_spi(Testing) public static func parse(_ text: String) throws(JSONError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 }
 
 extension JSONValue {
     /// JSON has one kind of number: `1` and `1.0` are equal.
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    @_spi(Testing) public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -178,7 +178,7 @@ extension JSONValue {
         }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    @_spi(Testing) public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)
@@ -193,44 +193,44 @@ extension JSONValue {
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
 {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(floatLiteral value: Double) { self = .double(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
-    public init(nilLiteral: ()) { self = .null }
+    @_spi(Testing) public init(stringLiteral value: String) { self = .string(value) }
+    @_spi(Testing) public init(integerLiteral value: Int64) { self = .integer(value) }
+    @_spi(Testing) public init(floatLiteral value: Double) { self = .double(value) }
+    @_spi(Testing) public init(booleanLiteral value: Bool) { self = .bool(value) }
+    @_spi(Testing) public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    @_spi(Testing) public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
+    @_spi(Testing) public init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue {
     /// A string, or null.
-    public static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+    @_spi(Testing) public static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
     /// An integer.
-    public static func int(_ value: some BinaryInteger) -> JSONValue { .integer(Int64(clamping: value)) }
+    @_spi(Testing) public static func int(_ value: some BinaryInteger) -> JSONValue { .integer(Int64(clamping: value)) }
     /// Seconds of a duration, as a float with millisecond precision.
-    public static func seconds(_ duration: Duration) -> JSONValue {
+    @_spi(Testing) public static func seconds(_ duration: Duration) -> JSONValue {
         .double(Double(duration.wholeMilliseconds) / 1000)
     }
 }
 
 /// A JSON object: members in order, keys unique.
-public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Sequence {
+@_spi(Testing) public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Sequence {
     /// The members, in the order given (and written).
-    public private(set) var members: [(key: String, value: JSONValue)]
+    @_spi(Testing) public private(set) var members: [(key: String, value: JSONValue)]
 
-    public init() { members = [] }
+    @_spi(Testing) public init() { members = [] }
 
-    public init(_ members: [(String, JSONValue)]) {
+    @_spi(Testing) public init(_ members: [(String, JSONValue)]) {
         self.members = []
         for (key, value) in members { self[key] = value }
     }
 
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    @_spi(Testing) public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements)
     }
 
     /// The member's value; assigning nil removes it, assigning a new key appends it.
-    public subscript(key: String) -> JSONValue? {
+    @_spi(Testing) public subscript(key: String) -> JSONValue? {
         get { members.first { $0.key == key }?.value }
         set {
             let index = members.firstIndex { $0.key == key }
@@ -249,18 +249,18 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Se
     }
 
     /// The keys, in order.
-    public var keys: [String] { members.map(\.key) }
+    @_spi(Testing) public var keys: [String] { members.map(\.key) }
 
     /// Whether the object has no members.
-    public var isEmpty: Bool { members.isEmpty }
+    @_spi(Testing) public var isEmpty: Bool { members.isEmpty }
 
-    public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> {
+    @_spi(Testing) public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> {
         members.makeIterator()
     }
 
     /// The same members with equal values, in any order. Linear: a large object is compared through a dictionary
     /// (a search of the members per member made it quadratic).
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    @_spi(Testing) public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.members.count == rhs.members.count else { return false }
         guard lhs.members.count > 16 else { return lhs.members.allSatisfy { rhs[$0.key] == $0.value } }
         var values: [String: JSONValue] = [:]
@@ -269,7 +269,7 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Se
         return lhs.members.allSatisfy { values[$0.key] == $0.value }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    @_spi(Testing) public func hash(into hasher: inout Hasher) {
         hasher.combine(members.count)
         for member in members.sorted(by: { $0.key < $1.key }) {
             hasher.combine(member.key)
@@ -279,19 +279,19 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Se
 }
 
 /// Why a text is not JSON, and at which byte.
-public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The byte offset where parsing stopped.
-    public var offset: Int
+    @_spi(Testing) public var offset: Int
     /// What was wrong there.
-    public var reason: String
+    @_spi(Testing) public var reason: String
 
-    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+    @_spi(Testing) public var description: String { "invalid JSON at byte \(offset): \(reason)" }
 }
 
 /// A strict JSON parser over bytes, with bounded nesting.
-public struct JSONParser {
+@_spi(Testing) public struct JSONParser {
     /// The deepest nesting of arrays and objects accepted by default; varlink calls need three or four levels.
-    public static let maximumDepth = 32
+    @_spi(Testing) public static let maximumDepth = 32
 
     private let bytes: [UInt8]
     private let maximumDepth: Int

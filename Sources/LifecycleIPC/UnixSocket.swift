@@ -15,17 +15,17 @@ import Glibc
 
 /// Who is at the other end of an AF_UNIX connection, as the kernel recorded it when the peer connected
 /// (`SO_PEERCRED`, `SO_PEERGROUPS`): it cannot be forged by what the peer sends.
-public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
     /// The peer's process ID (0 when it is not visible from this PID namespace).
-    public var pid: pid_t
+    @_spi(Testing) public var pid: pid_t
     /// The peer's effective user ID.
-    public var uid: uid_t
+    @_spi(Testing) public var uid: uid_t
     /// The peer's effective group ID.
-    public var gid: gid_t
+    @_spi(Testing) public var gid: gid_t
     /// The peer's supplementary groups (empty when the kernel could not tell).
-    public var groups: [gid_t]
+    @_spi(Testing) public var groups: [gid_t]
 
-    public init(pid: pid_t, uid: uid_t, gid: gid_t, groups: [gid_t] = []) {
+    @_spi(Testing) public init(pid: pid_t, uid: uid_t, gid: gid_t, groups: [gid_t] = []) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -33,15 +33,15 @@ public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the peer is in a group, as its primary or a supplementary group.
-    public func isMember(of group: gid_t) -> Bool {
+    @_spi(Testing) public func isMember(of group: gid_t) -> Bool {
         gid == group || groups.contains(group)
     }
 
-    public var description: String { "uid \(uid), gid \(gid), pid \(pid)" }
+    @_spi(Testing) public var description: String { "uid \(uid), gid \(gid), pid \(pid)" }
 }
 
 /// What went wrong with a socket path.
-public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A system call failed.
     case system(SystemCallError)
     /// The path does not fit a `sockaddr_un` (107 bytes).
@@ -51,7 +51,7 @@ public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible 
     /// Something that is not a socket is in the way.
     case notASocket(String)
 
-    public var description: String {
+    @_spi(Testing) public var description: String {
         switch self {
         case .system(let error): "\(error)"
         case .pathTooLong(let path): "\(path) is longer than a socket path may be (107 bytes)"
@@ -63,9 +63,9 @@ public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible 
 
 /// AF_UNIX stream sockets: a listening socket on a path (replacing a stale one), a connection to one, and the
 /// credentials of the peer of a connection.
-public enum UnixSocket {
+@_spi(Testing) public enum UnixSocket {
     /// The most bytes of a socket path (`sun_path` without its terminating NUL).
-    public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+    @_spi(Testing) public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     /// A `sockaddr_un` for a path, or nil when the path is too long.
     static func address(_ path: String) -> (sockaddr_un, socklen_t)? {
@@ -102,7 +102,7 @@ public enum UnixSocket {
     ///
     /// A socket file left by a process that is gone (connecting to it is refused) is replaced; a path where another
     /// process listens, or that is not a socket, is left alone and reported.
-    public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
+    @_spi(Testing) public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
         -> Int32
     {
         guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
@@ -146,7 +146,7 @@ public enum UnixSocket {
     }
 
     /// Connects to the socket at `path` (blocking, close-on-exec).
-    public static func connect(to path: String) throws(UnixSocketError) -> Int32 {
+    @_spi(Testing) public static func connect(to path: String) throws(UnixSocketError) -> Int32 {
         guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
         let fd = try makeStreamSocket(nonBlocking: false)
         while true {
@@ -162,7 +162,7 @@ public enum UnixSocket {
     }
 
     /// The kernel's record of who connected: `SO_PEERCRED`, plus `SO_PEERGROUPS` (Linux 4.13) when `groups` is set.
-    public static func peerCredentials(of fd: Int32, groups: Bool = true) throws(SystemCallError) -> PeerCredentials {
+    @_spi(Testing) public static func peerCredentials(of fd: Int32, groups: Bool = true) throws(SystemCallError) -> PeerCredentials {
         // struct ucred (pid, uid, gid), which glibc declares only under _GNU_SOURCE: three 32-bit fields.
         var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: raw))

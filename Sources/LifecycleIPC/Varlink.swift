@@ -13,12 +13,12 @@
 // VarlinkServer.swift serves them on the main loop, VarlinkClient.swift calls them.
 
 /// The name of the interface every varlink service implements.
-public enum Varlink {
+@_spi(Testing) public enum Varlink {
     /// `org.varlink.service`: `GetInfo`, `GetInterfaceDescription` and the standard errors.
-    public static let serviceInterface = "org.varlink.service"
+    @_spi(Testing) public static let serviceInterface = "org.varlink.service"
 
     /// The interface definition of `org.varlink.service`, as the varlink specification gives it.
-    public static let serviceInterfaceDescription = """
+    @_spi(Testing) public static let serviceInterfaceDescription = """
         # The Varlink Service Interface is provided by every varlink service. It
         # describes the service and the interfaces it implements.
         interface org.varlink.service
@@ -59,18 +59,18 @@ public enum Varlink {
 }
 
 /// A method call as a peer sent it.
-public struct VarlinkCall: Hashable, Sendable {
+@_spi(Testing) public struct VarlinkCall: Hashable, Sendable {
     /// The fully qualified method: `io.systemd.service.Ping`.
-    public var method: String
+    @_spi(Testing) public var method: String
     /// The call's parameters (an empty object when it sent none).
-    public var parameters: JSONObject
+    @_spi(Testing) public var parameters: JSONObject
     /// The caller accepts several replies (`continues: true` until the last).
-    public var more: Bool
+    @_spi(Testing) public var more: Bool
     /// The caller wants no reply at all.
-    public var oneway: Bool
+    @_spi(Testing) public var oneway: Bool
 
     /// Creates a call.
-    public init(method: String, parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false) {
+    @_spi(Testing) public init(method: String, parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false) {
         self.method = method
         self.parameters = parameters
         self.more = more
@@ -78,19 +78,19 @@ public struct VarlinkCall: Hashable, Sendable {
     }
 
     /// The interface part of ``method``: everything before the last dot.
-    public var interface: String {
+    @_spi(Testing) public var interface: String {
         guard let dot = method.lastIndex(of: ".") else { return "" }
         return String(method[..<dot])
     }
 
     /// The method's own name: everything after the last dot.
-    public var name: String {
+    @_spi(Testing) public var name: String {
         guard let dot = method.lastIndex(of: ".") else { return method }
         return String(method[method.index(after: dot)...])
     }
 
     /// The message bytes, NUL included.
-    public var message: [UInt8] {
+    @_spi(Testing) public var message: [UInt8] {
         var object: JSONObject = ["method": .string(method)]
         if !parameters.isEmpty { object["parameters"] = .object(parameters) }
         if more { object["more"] = true }
@@ -103,7 +103,7 @@ public struct VarlinkCall: Hashable, Sendable {
     /// Bytes that are not a JSON object are a protocol violation (``VarlinkCallError/malformed(_:)``: the server
     /// closes the connection); an object with a missing or mistyped member is answered with
     /// `org.varlink.service.InvalidParameter` naming the member.
-    public static func decode(_ message: some Collection<UInt8>) throws(VarlinkCallError) -> VarlinkCall {
+    @_spi(Testing) public static func decode(_ message: some Collection<UInt8>) throws(VarlinkCallError) -> VarlinkCall {
         let value: JSONValue
         do {
             value = try JSONValue.parse(message)
@@ -162,7 +162,7 @@ public struct VarlinkCall: Hashable, Sendable {
 }
 
 /// Why a message is not a call.
-public enum VarlinkCallError: Error, Hashable, Sendable {
+@_spi(Testing) public enum VarlinkCallError: Error, Hashable, Sendable {
     /// Not a JSON object at all: the connection is closed.
     case malformed(String)
     /// A call with a member missing or of the wrong type: answered with this error.
@@ -170,53 +170,53 @@ public enum VarlinkCallError: Error, Hashable, Sendable {
 }
 
 /// A varlink error reply: its qualified name and parameters.
-public struct VarlinkError: Error, Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public struct VarlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The qualified error name: `org.varlink.service.InvalidParameter`.
-    public var name: String
+    @_spi(Testing) public var name: String
     /// Its parameters.
-    public var parameters: JSONObject
+    @_spi(Testing) public var parameters: JSONObject
 
     /// Creates an error reply.
-    public init(_ name: String, parameters: JSONObject = [:]) {
+    @_spi(Testing) public init(_ name: String, parameters: JSONObject = [:]) {
         self.name = name
         self.parameters = parameters
     }
 
-    public var description: String {
+    @_spi(Testing) public var description: String {
         parameters.isEmpty ? name : "\(name) \(JSONValue.object(parameters).text)"
     }
 
     /// No interface of that name is served.
-    public static func interfaceNotFound(_ interface: String) -> VarlinkError {
+    @_spi(Testing) public static func interfaceNotFound(_ interface: String) -> VarlinkError {
         VarlinkError("org.varlink.service.InterfaceNotFound", parameters: ["interface": .string(interface)])
     }
 
     /// The interface is served but has no such method.
-    public static func methodNotFound(_ method: String) -> VarlinkError {
+    @_spi(Testing) public static func methodNotFound(_ method: String) -> VarlinkError {
         VarlinkError("org.varlink.service.MethodNotFound", parameters: ["method": .string(method)])
     }
 
     /// The interface defines the method but it is not implemented.
-    public static func methodNotImplemented(_ method: String) -> VarlinkError {
+    @_spi(Testing) public static func methodNotImplemented(_ method: String) -> VarlinkError {
         VarlinkError("org.varlink.service.MethodNotImplemented", parameters: ["method": .string(method)])
     }
 
     /// A parameter (or a member of the call itself) is missing, unknown, or of the wrong type or value.
-    public static func invalidParameter(_ parameter: String) -> VarlinkError {
+    @_spi(Testing) public static func invalidParameter(_ parameter: String) -> VarlinkError {
         VarlinkError("org.varlink.service.InvalidParameter", parameters: ["parameter": .string(parameter)])
     }
 
     /// The peer may not do this.
-    public static let permissionDenied = VarlinkError("org.varlink.service.PermissionDenied")
+    @_spi(Testing) public static let permissionDenied = VarlinkError("org.varlink.service.PermissionDenied")
 
     /// The method sends several replies and must be called with `more: true`.
-    public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
+    @_spi(Testing) public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
 }
 
 /// Encodes the messages of the protocol.
-public enum VarlinkMessage {
+@_spi(Testing) public enum VarlinkMessage {
     /// A JSON object followed by NUL.
-    public static func encode(_ object: JSONObject) -> [UInt8] {
+    @_spi(Testing) public static func encode(_ object: JSONObject) -> [UInt8] {
         var bytes: [UInt8] = []
         JSONValue.object(object).write(to: &bytes)
         bytes.append(0)
@@ -224,27 +224,27 @@ public enum VarlinkMessage {
     }
 
     /// A reply with parameters; `continues` when more replies to the same call follow.
-    public static func reply(_ parameters: JSONObject, continues: Bool = false) -> [UInt8] {
+    @_spi(Testing) public static func reply(_ parameters: JSONObject, continues: Bool = false) -> [UInt8] {
         var object: JSONObject = ["parameters": .object(parameters)]
         if continues { object["continues"] = true }
         return encode(object)
     }
 
     /// An error reply.
-    public static func error(_ error: VarlinkError) -> [UInt8] {
+    @_spi(Testing) public static func error(_ error: VarlinkError) -> [UInt8] {
         encode(["error": .string(error.name), "parameters": .object(error.parameters)])
     }
 }
 
 /// One reply as a caller reads it.
-public enum VarlinkReply: Hashable, Sendable {
+@_spi(Testing) public enum VarlinkReply: Hashable, Sendable {
     /// Parameters; `continues` when more replies to the same call follow.
     case parameters(JSONObject, continues: Bool)
     /// An error.
     case error(VarlinkError)
 
     /// Reads a reply from one message (its bytes without the NUL).
-    public static func decode(_ message: some Collection<UInt8>) throws(VarlinkProtocolError) -> VarlinkReply {
+    @_spi(Testing) public static func decode(_ message: some Collection<UInt8>) throws(VarlinkProtocolError) -> VarlinkReply {
         let value: JSONValue
         do {
             value = try JSONValue.parse(message)
@@ -262,24 +262,24 @@ public enum VarlinkReply: Hashable, Sendable {
 }
 
 /// The peer broke the protocol.
-public struct VarlinkProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public struct VarlinkProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What was wrong.
-    public var reason: String
+    @_spi(Testing) public var reason: String
 
-    public init(reason: String) {
+    @_spi(Testing) public init(reason: String) {
         self.reason = reason
     }
 
-    public var description: String { reason }
+    @_spi(Testing) public var description: String { reason }
 }
 
 /// Splits a byte stream into NUL-terminated messages, with a bound on how much may wait unterminated.
 ///
 /// Bytes are kept from the first unread one; a message is handed out once its NUL has arrived. Scanning resumes where
 /// it stopped, so a message that arrives in many pieces costs linear time.
-public struct VarlinkFramer: Sendable {
+@_spi(Testing) public struct VarlinkFramer: Sendable {
     /// The most bytes one message may have (its NUL not counted), and the most unread input that may wait.
-    public let maximumMessageSize: Int
+    @_spi(Testing) public let maximumMessageSize: Int
 
     private var buffer: [UInt8] = []
     /// Where the unread input starts.
@@ -288,15 +288,15 @@ public struct VarlinkFramer: Sendable {
     private var scanned = 0
 
     /// A framer that accepts messages of up to `maximumMessageSize` bytes.
-    public init(maximumMessageSize: Int) {
+    @_spi(Testing) public init(maximumMessageSize: Int) {
         self.maximumMessageSize = maximumMessageSize
     }
 
     /// How many bytes of input wait unread.
-    public var pendingByteCount: Int { buffer.count - start }
+    @_spi(Testing) public var pendingByteCount: Int { buffer.count - start }
 
     /// Appends bytes that arrived.
-    public mutating func append(_ bytes: some Collection<UInt8>) {
+    @_spi(Testing) public mutating func append(_ bytes: some Collection<UInt8>) {
         if start > 0, start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -307,7 +307,7 @@ public struct VarlinkFramer: Sendable {
 
     /// The next complete message (without its NUL), nil when none is complete yet; throws when the unterminated
     /// input has grown beyond ``maximumMessageSize``.
-    public mutating func next() throws(VarlinkFramingError) -> ArraySlice<UInt8>? {
+    @_spi(Testing) public mutating func next() throws(VarlinkFramingError) -> ArraySlice<UInt8>? {
         if scanned < start { scanned = start }
         while scanned < buffer.count {
             if buffer[scanned] == 0 {
@@ -335,11 +335,11 @@ public struct VarlinkFramer: Sendable {
 }
 
 /// The input broke the framing.
-public enum VarlinkFramingError: Error, Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public enum VarlinkFramingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A message (or unterminated input) larger than the limit.
     case messageTooLarge(Int)
 
-    public var description: String {
+    @_spi(Testing) public var description: String {
         switch self {
         case .messageTooLarge(let size): "a message of more than \(size - 1) bytes, over the limit"
         }
@@ -348,9 +348,9 @@ public enum VarlinkFramingError: Error, Hashable, Sendable, CustomStringConverti
 
 /// A method a service declares: its input parameters, checked before its handler runs, and whether it replies more
 /// than once.
-public struct VarlinkMethodDeclaration: Hashable, Sendable {
+@_spi(Testing) public struct VarlinkMethodDeclaration: Hashable, Sendable {
     /// What a parameter may hold.
-    public enum ParameterType: String, Hashable, Sendable {
+    @_spi(Testing) public enum ParameterType: String, Hashable, Sendable {
         case string
         case int
         case float
@@ -360,13 +360,13 @@ public struct VarlinkMethodDeclaration: Hashable, Sendable {
     }
 
     /// One input parameter.
-    public struct Parameter: Hashable, Sendable {
-        public var name: String
-        public var type: ParameterType
+    @_spi(Testing) public struct Parameter: Hashable, Sendable {
+        @_spi(Testing) public var name: String
+        @_spi(Testing) public var type: ParameterType
         /// Whether it may be left out (or null).
-        public var isOptional: Bool
+        @_spi(Testing) public var isOptional: Bool
 
-        public init(_ name: String, _ type: ParameterType, optional: Bool = false) {
+        @_spi(Testing) public init(_ name: String, _ type: ParameterType, optional: Bool = false) {
             self.name = name
             self.type = type
             self.isOptional = optional
@@ -374,14 +374,14 @@ public struct VarlinkMethodDeclaration: Hashable, Sendable {
     }
 
     /// The method's name within its interface: `GetStatus`.
-    public var name: String
+    @_spi(Testing) public var name: String
     /// Its input parameters; any other parameter is refused.
-    public var parameters: [Parameter]
+    @_spi(Testing) public var parameters: [Parameter]
     /// Whether it only works with `more: true` (it streams); called without, it answers
     /// `org.varlink.service.ExpectedMore`.
-    public var requiresMore: Bool
+    @_spi(Testing) public var requiresMore: Bool
 
-    public init(_ name: String, parameters: [Parameter] = [], requiresMore: Bool = false) {
+    @_spi(Testing) public init(_ name: String, parameters: [Parameter] = [], requiresMore: Bool = false) {
         self.name = name
         self.parameters = parameters
         self.requiresMore = requiresMore
@@ -389,7 +389,7 @@ public struct VarlinkMethodDeclaration: Hashable, Sendable {
 
     /// Checks a call's parameters: every one known, of its type, and none missing; the first one that is not is
     /// named in the `InvalidParameter` error.
-    public func validate(_ call: VarlinkCall) throws(VarlinkError) {
+    @_spi(Testing) public func validate(_ call: VarlinkCall) throws(VarlinkError) {
         for (key, _) in call.parameters where !parameters.contains(where: { $0.name == key }) {
             throw .invalidParameter(key)
         }

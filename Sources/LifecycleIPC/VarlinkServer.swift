@@ -7,7 +7,7 @@
 //
 
 import CLifecycleIPC
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 public import Logging
 import SystemPackage
 
@@ -25,15 +25,15 @@ import Glibc
 ///
 /// It serves `org.varlink.service` (`GetInfo`, `GetInterfaceDescription`) itself, from the interfaces added with
 /// ``add(_:)``.
-public final class VarlinkServer {
+@_spi(Testing) public final class VarlinkServer {
     /// What the service says about itself in `org.varlink.service.GetInfo`.
-    public struct Info: Hashable, Sendable {
-        public var vendor: String
-        public var product: String
-        public var version: String
-        public var url: String
+    @_spi(Testing) public struct Info: Hashable, Sendable {
+        @_spi(Testing) public var vendor: String
+        @_spi(Testing) public var product: String
+        @_spi(Testing) public var version: String
+        @_spi(Testing) public var url: String
 
-        public init(vendor: String, product: String, version: String, url: String) {
+        @_spi(Testing) public init(vendor: String, product: String, version: String, url: String) {
             self.vendor = vendor
             self.product = product
             self.version = version
@@ -42,70 +42,70 @@ public final class VarlinkServer {
     }
 
     /// How much any peer may take; each bound ends in an error reply or a closed connection, never a wait.
-    public struct Limits: Hashable, Sendable {
+    @_spi(Testing) public struct Limits: Hashable, Sendable {
         /// The largest message (its NUL not counted); input beyond it without a NUL closes the connection, and so does
         /// more unanswered input than this waiting behind a call in progress.
-        public var maximumMessageSize = 65_536
+        @_spi(Testing) public var maximumMessageSize = 65_536
         /// Connections open at once; one more is closed as soon as it is accepted.
-        public var maximumConnections = 128
+        @_spi(Testing) public var maximumConnections = 128
         /// A connection with no call in progress is closed once this long has passed since it was accepted or since
         /// its last complete message, whichever is later (idle clients and slow senders alike).
-        public var idleTimeout = Duration.seconds(10)
+        @_spi(Testing) public var idleTimeout = Duration.seconds(10)
         /// The most reply bytes a peer may leave unread when a new reply is due (a trace follower that stopped
         /// reading): beyond it the connection is closed. A single reply may be larger.
-        public var maximumOutputBacklog = 1 << 20
+        @_spi(Testing) public var maximumOutputBacklog = 1 << 20
         /// Connections accepted per dispatch of the listening socket.
-        public var acceptsPerDispatch = 16
+        @_spi(Testing) public var acceptsPerDispatch = 16
         /// Calls handled per dispatch of one connection; the rest wait for the next loop iteration.
-        public var callsPerDispatch = 32
+        @_spi(Testing) public var callsPerDispatch = 32
         /// Bytes read per dispatch of one connection.
-        public var readBytesPerDispatch = 65_536
+        @_spi(Testing) public var readBytesPerDispatch = 65_536
 
-        public init() {}
+        @_spi(Testing) public init() {}
     }
 
     /// Counters of what the server did, for status reports and tests.
-    public struct Statistics: Hashable, Sendable {
+    @_spi(Testing) public struct Statistics: Hashable, Sendable {
         /// Connections accepted from authorized peers.
-        public var accepted = 0
+        @_spi(Testing) public var accepted = 0
         /// Connections refused for their peer's credentials.
-        public var refused = 0
+        @_spi(Testing) public var refused = 0
         /// Connections closed at once because ``Limits/maximumConnections`` were open.
-        public var overLimit = 0
+        @_spi(Testing) public var overLimit = 0
         /// Calls handed to a handler (including `org.varlink.service`).
-        public var calls = 0
+        @_spi(Testing) public var calls = 0
         /// Error replies the server itself sent (unknown interface or method, invalid parameters, expected more).
-        public var errorReplies = 0
+        @_spi(Testing) public var errorReplies = 0
         /// Connections closed for input that is not a JSON object or breaks the framing.
-        public var closedMalformed = 0
+        @_spi(Testing) public var closedMalformed = 0
         /// Connections closed for a message (or unread input) over the size limit.
-        public var closedOversized = 0
+        @_spi(Testing) public var closedOversized = 0
         /// Connections closed by the idle timeout.
-        public var closedIdle = 0
+        @_spi(Testing) public var closedIdle = 0
         /// Connections closed because their peer fell too far behind reading.
-        public var closedBacklog = 0
+        @_spi(Testing) public var closedBacklog = 0
 
-        public init() {}
+        @_spi(Testing) public init() {}
     }
 
     /// A method: its declaration and the handler its valid calls go to.
-    public struct Method {
-        public var declaration: VarlinkMethodDeclaration
-        public var handler: (VarlinkRequest) -> Void
+    @_spi(Testing) public struct Method {
+        @_spi(Testing) public var declaration: VarlinkMethodDeclaration
+        @_spi(Testing) public var handler: (VarlinkRequest) -> Void
 
-        public init(_ declaration: VarlinkMethodDeclaration, handler: @escaping (VarlinkRequest) -> Void) {
+        @_spi(Testing) public init(_ declaration: VarlinkMethodDeclaration, handler: @escaping (VarlinkRequest) -> Void) {
             self.declaration = declaration
             self.handler = handler
         }
     }
 
     /// An interface: its name, its definition (the text `GetInterfaceDescription` returns) and its methods.
-    public struct Interface {
-        public var name: String
-        public var description: String
-        public var methods: [Method]
+    @_spi(Testing) public struct Interface {
+        @_spi(Testing) public var name: String
+        @_spi(Testing) public var description: String
+        @_spi(Testing) public var methods: [Method]
 
-        public init(name: String, description: String, methods: [Method]) {
+        @_spi(Testing) public init(name: String, description: String, methods: [Method]) {
             self.name = name
             self.description = description
             self.methods = methods
@@ -113,17 +113,17 @@ public final class VarlinkServer {
     }
 
     /// The service's self-description.
-    public let info: Info
+    @_spi(Testing) public let info: Info
     /// The limits in force.
-    public let limits: Limits
+    @_spi(Testing) public let limits: Limits
     /// What happened so far.
-    public private(set) var statistics = Statistics()
+    @_spi(Testing) public private(set) var statistics = Statistics()
     /// Decides, from a peer's credentials, whether it may talk to the service at all; checked right after `accept`.
     /// A refused peer gets `org.varlink.service.PermissionDenied` and the connection is closed unread.
-    public var authorize: (PeerCredentials) -> Bool = { _ in true }
+    @_spi(Testing) public var authorize: (PeerCredentials) -> Bool = { _ in true }
     /// The priority of the server's sources on the loop: above 0, so signals, timers and the watchdog go first
     /// when both are ready.
-    public var priority: Int64 = 10
+    @_spi(Testing) public var priority: Int64 = 10
 
     private let loop: any EventLoop
     private let listeningDescriptor: Int32
@@ -140,7 +140,7 @@ public final class VarlinkServer {
 
     /// A server on a listening socket (bound, listening, non-blocking); the server owns it from now on and closes it
     /// in ``stop()``.
-    public init(loop: any EventLoop, listeningDescriptor: Int32, info: Info, limits: Limits = Limits(), logger: Logger) {
+    @_spi(Testing) public init(loop: any EventLoop, listeningDescriptor: Int32, info: Info, limits: Limits = Limits(), logger: Logger) {
         self.loop = loop
         self.listeningDescriptor = listeningDescriptor
         self.info = info
@@ -149,20 +149,20 @@ public final class VarlinkServer {
     }
 
     /// Serves an interface; add every interface before ``start()``.
-    public func add(_ interface: Interface) {
+    @_spi(Testing) public func add(_ interface: Interface) {
         precondition(interface.name != Varlink.serviceInterface, "org.varlink.service is served by the server itself")
         if interfaces[interface.name] == nil { interfaceOrder.append(interface.name) }
         interfaces[interface.name] = interface
     }
 
     /// The interfaces served, `org.varlink.service` first.
-    public var interfaceNames: [String] { [Varlink.serviceInterface] + interfaceOrder }
+    @_spi(Testing) public var interfaceNames: [String] { [Varlink.serviceInterface] + interfaceOrder }
 
     /// How many connections are open.
-    public var connectionCount: Int { connections.count }
+    @_spi(Testing) public var connectionCount: Int { connections.count }
 
     /// Starts accepting connections.
-    public func start() throws(SystemCallError) {
+    @_spi(Testing) public func start() throws(SystemCallError) {
         guard listener == nil else { return }
         // A descriptor handed over by systemd may be blocking; accept must never wait.
         let flags = fcntl(listeningDescriptor, F_GETFL)
@@ -173,7 +173,7 @@ public final class VarlinkServer {
     }
 
     /// Closes every connection (calls in progress are told their peer is gone) and the listening socket.
-    public func stop() {
+    @_spi(Testing) public func stop() {
         listener?.cancel()
         listener = nil
         for connection in Array(connections.values) { connection.close() }
@@ -383,15 +383,15 @@ public final class VarlinkServer {
 ///
 /// Replies to a connection that has gone are dropped silently; ``isConnected`` tells, and ``onDisconnect`` runs when it
 /// goes before the final reply.
-public final class VarlinkRequest {
+@_spi(Testing) public final class VarlinkRequest {
     /// The call.
-    public let call: VarlinkCall
+    @_spi(Testing) public let call: VarlinkCall
     /// Who made it.
-    public let peer: PeerCredentials
+    @_spi(Testing) public let peer: PeerCredentials
     /// Whether the final reply (or error) has been sent.
-    public private(set) var isFinished = false
+    @_spi(Testing) public private(set) var isFinished = false
     /// Runs once if the peer goes away before the final reply.
-    public var onDisconnect: (() -> Void)?
+    @_spi(Testing) public var onDisconnect: (() -> Void)?
 
     private weak var connection: VarlinkConnection?
 
@@ -402,16 +402,16 @@ public final class VarlinkRequest {
     }
 
     /// Whether the peer is still there and waits for a reply.
-    public var isConnected: Bool { !isFinished && connection?.isOpen == true }
+    @_spi(Testing) public var isConnected: Bool { !isFinished && connection?.isOpen == true }
 
     /// The final reply.
-    public func reply(_ parameters: JSONObject = [:]) {
+    @_spi(Testing) public func reply(_ parameters: JSONObject = [:]) {
         finish(VarlinkMessage.reply(parameters))
     }
 
     /// One reply of several (the call was made with `more`); the final one is ``reply(_:)`` or ``fail(_:)``.
     /// Without `more` this is the final reply, as the protocol allows.
-    public func send(_ parameters: JSONObject) {
+    @_spi(Testing) public func send(_ parameters: JSONObject) {
         guard call.more else {
             reply(parameters)
             return
@@ -421,7 +421,7 @@ public final class VarlinkRequest {
     }
 
     /// The final reply: an error.
-    public func fail(_ error: VarlinkError) {
+    @_spi(Testing) public func fail(_ error: VarlinkError) {
         finish(VarlinkMessage.error(error))
     }
 

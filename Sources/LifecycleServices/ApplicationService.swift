@@ -7,7 +7,7 @@
 //
 
 import Dispatch
-public import LifecycleKit
+@_spi(Testing) public import LifecycleKit
 public import Logging
 public import ServiceLifecycle
 

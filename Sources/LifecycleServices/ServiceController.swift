@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
+@_spi(Testing) public import LifecycleKit
 import Logging
 public import ServiceLifecycle
 
@@ -33,7 +33,7 @@ public enum BackgroundServicePolicy: String, Sendable, Hashable, CaseIterable {
 /// stop (`EXTEND_TIMEOUT_USEC=`) and a sleep (logind's delay inhibitor) wait for the in-flight work. On return to
 /// the foreground the services run again, once the previous run has ended (a server binds its port again only
 /// after the old listener closed). A service that throws or returns early ends the run: it is reported in the
-/// trace (`lifecycleTask(_:didFailWithError:)`), to ``lifecycleTask(_:didFailWithError:)`` and to the delegate, and
+/// trace (`lifecycleTask(_:didFailWithError:)`), to the controller's `lifecycleTask(_:didFailWithError:)` and to the delegate, and
 /// the services start again at the next appearance or foreground; the main loop carries on.
 ///
 /// ```swift

@@ -8,8 +8,8 @@
 
 import ArgumentParser
 
-import LifecycleIPC
-import LifecycleKit
+@_spi(Testing) import LifecycleIPC
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc

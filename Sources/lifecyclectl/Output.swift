@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleIPC
-import LifecycleKit
+@_spi(Testing) import LifecycleIPC
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc

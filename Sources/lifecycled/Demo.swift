@@ -10,7 +10,6 @@ import ArgumentParser
 import Dispatch
 import LifecycleDaemon
 import LifecycleKit
-import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)

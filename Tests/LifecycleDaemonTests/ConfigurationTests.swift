@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@testable import LifecycleDaemon
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) @testable import LifecycleDaemon
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Testing
 
 #if canImport(Glibc)

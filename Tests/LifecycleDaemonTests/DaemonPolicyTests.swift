@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Logging
 import Testing
 
-@testable import LifecycleDaemon
+@_spi(Testing) @testable import LifecycleDaemon
 
 /// A daemon whose every effect is a stand-in of ``Stage``: the manual clock and timers, recorded notifications,
 /// the terminal it was started from, process stops and exits.

@@ -7,11 +7,11 @@
 //
 
 import ArgumentParser
-import LifecycleSystemd
+@_spi(Testing) import LifecycleSystemd
 import Testing
 
-@testable import LifecycleDaemon
-import LifecycleKit
+@_spi(Testing) @testable import LifecycleDaemon
+@_spi(Testing) import LifecycleKit
 
 /// What the fuzz targets (Fuzzing/, docs/testing.md "Fuzzing") found, each input as the fuzzer left it (minimized)
 /// and its neighbours; each input is in the seed corpus too (Fuzzing/Corpus/TARGET/finding-*).

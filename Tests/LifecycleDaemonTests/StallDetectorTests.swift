@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 import Logging
 import Synchronization
 import Testing
 
-@testable import LifecycleDaemon
+@_spi(Testing) @testable import LifecycleDaemon
 
 #if canImport(Glibc)
 import Glibc

@@ -6,14 +6,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Logging
 import Synchronization
 import Testing
 
-@testable import LifecycleDaemon
-import LifecycleIPC
+@_spi(Testing) @testable import LifecycleDaemon
+@_spi(Testing) import LifecycleIPC
 import SystemPackage
 
 // SystemEvents with stand-ins for logind, PSI and the loop's timers, so that each ordering is asserted as one

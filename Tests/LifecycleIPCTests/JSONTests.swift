@@ -8,7 +8,7 @@
 
 import Testing
 
-@testable import LifecycleIPC
+@_spi(Testing) @testable import LifecycleIPC
 
 @Suite struct JSONTests {
     @Test func valuesParseAndWriteBackCompactly() throws {

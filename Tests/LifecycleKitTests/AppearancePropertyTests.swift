@@ -7,7 +7,7 @@
 //
 
 import Foundation
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 import PropertyBased
 import Testing
 

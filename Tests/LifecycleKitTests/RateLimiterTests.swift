@@ -8,7 +8,7 @@
 
 import Testing
 
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 @Suite struct RateLimiterTests {
     @Test func theFirstEventPassesAndTheNextOnlyAfterTheInterval() {

@@ -10,7 +10,7 @@ import Logging
 import PropertyBased
 import Testing
 
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 /// A controller that preserves whatever values it is given and records what it decodes.
 @MainActor

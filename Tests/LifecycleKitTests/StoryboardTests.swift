@@ -9,7 +9,7 @@
 import Logging
 import Testing
 
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 /// A controller with typed storyboard properties.
 @MainActor

@@ -9,7 +9,7 @@
 import Logging
 import Testing
 
-@testable import LifecycleSystemd
+@_spi(Testing) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

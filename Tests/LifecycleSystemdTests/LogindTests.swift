@@ -9,8 +9,8 @@
 import Logging
 import Testing
 
-@testable import LifecycleSystemd
-import LifecycleIPC
+@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) import LifecycleIPC
 import SystemPackage
 
 #if canImport(Glibc)

@@ -9,8 +9,8 @@
 import SystemPackage
 import Testing
 
-@testable import LifecycleSystemd
-import LifecycleIPC
+@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

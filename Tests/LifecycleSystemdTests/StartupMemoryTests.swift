@@ -8,7 +8,7 @@
 
 import Testing
 
-@testable import LifecycleSystemd
+@_spi(Testing) @testable import LifecycleSystemd
 
 @Suite("Startup memory")
 struct StartupMemoryTests {

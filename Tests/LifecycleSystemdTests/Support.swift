@@ -10,7 +10,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import LifecycleSystemd
+@_spi(Testing) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

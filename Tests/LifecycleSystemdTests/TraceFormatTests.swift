@@ -9,9 +9,9 @@
 import Logging
 import Testing
 
-import LifecycleIPC
-import LifecycleKit
-@testable import LifecycleSystemd
+@_spi(Testing) import LifecycleIPC
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) @testable import LifecycleSystemd
 
 @Suite struct TraceFormatTests {
     private func record(_ sequence: Int, _ target: String, _ event: String, state: String = "active", cause: String = "signal:SIGUSR1")

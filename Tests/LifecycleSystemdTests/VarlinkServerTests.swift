@@ -10,8 +10,8 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import LifecycleIPC
-@testable import LifecycleSystemd
+@_spi(Testing) @testable import LifecycleIPC
+@_spi(Testing) @testable import LifecycleSystemd
 
 
 #if canImport(Glibc)

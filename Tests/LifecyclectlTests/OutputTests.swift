@@ -10,8 +10,8 @@ import ArgumentParser
 import Testing
 
 @testable import lifecyclectl
-import LifecycleIPC
-import LifecycleKit
+@_spi(Testing) import LifecycleIPC
+@_spi(Testing) import LifecycleKit
 import SystemPackage
 
 @Suite struct OutputTests {

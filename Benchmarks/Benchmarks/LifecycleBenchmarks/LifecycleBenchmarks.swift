@@ -8,8 +8,8 @@
 
 @preconcurrency import Benchmark
 import LifecycleBenchSupport
-import LifecycleDaemon
-import LifecycleKit
+@_spi(Testing) import LifecycleDaemon
+@_spi(Testing) import LifecycleKit
 import Logging
 
 #if canImport(Glibc)

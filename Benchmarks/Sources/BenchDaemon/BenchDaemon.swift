@@ -9,9 +9,9 @@
 import ArgumentParser
 import CBenchSupport
 import LifecycleBenchSupport
-import LifecycleDaemon
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) import LifecycleDaemon
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

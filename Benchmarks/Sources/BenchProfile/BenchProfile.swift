@@ -7,8 +7,8 @@
 //
 
 import LifecycleBenchSupport
-import LifecycleDaemon
-import LifecycleKit
+@_spi(Testing) import LifecycleDaemon
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc

@@ -6,11 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 
 /// What must hold of any saved state `Archive.decodeState` accepted: it is written again (format 2) and read back
 /// as the same tree, generation and application values; a format 1 tree comes back migrated, as format 2.
-public func checkStateRoundTrip(_ archive: Archive, from bytes: [UInt8]) {
+package func checkStateRoundTrip(_ archive: Archive, from bytes: [UInt8]) {
     check(archive.generation >= 0, "a negative generation was accepted")
     check(archive.formatVersion == 1 || archive.formatVersion == 2, "format \(archive.formatVersion) was accepted")
     let written = archive.encodedState()
@@ -33,7 +33,7 @@ public func checkStateRoundTrip(_ archive: Archive, from bytes: [UInt8]) {
 
 /// A saved state's file around `body`: the format 2 header with the body's true length and CRC-32, so the fuzzer's
 /// mutations reach the JSON decoder instead of failing the checksum.
-public func framedState(body: [UInt8]) -> [UInt8] {
+package func framedState(body: [UInt8]) -> [UInt8] {
     let checksum = String(CRC32.checksum(body), radix: 16)
     let header =
         "LifecycleKit-State 2 \(body.count) " + String(repeating: "0", count: 8 - checksum.count) + checksum + "\n"

@@ -6,17 +6,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleDaemon
+@_spi(Testing) import LifecycleDaemon
 
 /// An application's own configuration section, as an application writes one: the demo's `[Demo]` (so the repository's
 /// lifecycled.conf reads whole) with a key of every kind `ConfigurationKey` has and a whole-section check.
-public struct FuzzSettings: ConfigurationSection {
-    public enum ModeChange: String, Sendable, CaseIterable {
+package struct FuzzSettings: ConfigurationSection {
+    package enum ModeChange: String, Sendable, CaseIterable {
         case replace, push
     }
 
-    public static let name = "Demo"
-    public static let keys: [ConfigurationKey<Self>] = [
+    package static let name = "Demo"
+    package static let keys: [ConfigurationKey<Self>] = [
         .duration("WorkIntervalSec", \.workInterval),
         ConfigurationKey("Mode") { settings, value throws(ConfigurationValueError) in
             guard !value.isEmpty, value.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" }) else {
@@ -34,20 +34,20 @@ public struct FuzzSettings: ConfigurationSection {
         .choice("ModeChange", \.modeChange, what: "a way to change modes"),
     ]
 
-    public var workInterval = Duration.seconds(5)
-    public var mode = "serving"
-    public var terminationTask = Duration.zero
-    public var backgroundTask = Duration.zero
-    public var job = Duration.milliseconds(10)
-    public var allocateMiB = 0
-    public var port = 8080
-    public var verbose = false
-    public var greeting: String?
-    public var modeChange = ModeChange.replace
+    package var workInterval = Duration.seconds(5)
+    package var mode = "serving"
+    package var terminationTask = Duration.zero
+    package var backgroundTask = Duration.zero
+    package var job = Duration.milliseconds(10)
+    package var allocateMiB = 0
+    package var port = 8080
+    package var verbose = false
+    package var greeting: String?
+    package var modeChange = ModeChange.replace
 
-    public init() {}
+    package init() {}
 
-    public func validate() throws(ConfigurationValueError) {
+    package func validate() throws(ConfigurationValueError) {
         if backgroundTask > terminationTask, terminationTask > .zero {
             throw ConfigurationValueError("BackgroundTaskSec= must not exceed TerminationTaskSec=")
         }

@@ -24,14 +24,14 @@ import CLibFuzzer
 ///     }
 /// }
 /// ```
-public protocol FuzzTarget {
+package protocol FuzzTarget {
     /// Runs one input.
     static func test(_ bytes: [UInt8])
 }
 
 extension FuzzTarget {
     /// libFuzzer's main(): its flags and corpus directories are the command line (`-help=1` lists them).
-    public static func main() {
+    package static func main() {
         currentTest = test
         var argc = CommandLine.argc
         var argv = Optional(CommandLine.unsafeArgv)
@@ -51,13 +51,13 @@ nonisolated(unsafe) private var currentTest: (([UInt8]) -> Void)?
 
 /// The input as text, the way a file is read: invalid UTF-8 becomes U+FFFD (as `SystemFiles.readText` and
 /// `String(decoding:as:)` do).
-public func text(_ bytes: [UInt8]) -> String {
+package func text(_ bytes: [UInt8]) -> String {
     String(decoding: bytes, as: UTF8.self)
 }
 
 /// An invariant of a decoder that must hold for every input. A violation is a finding like a crash: the process traps
 /// with the message, so libFuzzer keeps the input as a crash artifact.
-public func check(
+package func check(
     _ condition: Bool,
     _ message: @autoclosure () -> String,
     file: StaticString = #fileID,

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleIPC
+@_spi(Testing) import LifecycleIPC
 
 /// A second reading of RFC 8259, written apart from `JSONParser` and shaped differently (one loop over an explicit
 /// stack, no recursion): the oracle the JSON parser is compared with. It says whether a text is grammatical JSON
@@ -15,19 +15,19 @@ import LifecycleIPC
 /// no Double holds.
 ///
 /// Member names are compared as Swift strings, as `JSONObject` does (canonically equivalent names are one name).
-public enum ReferenceJSON {
-    public struct Verdict: Hashable, Sendable {
+package enum ReferenceJSON {
+    package struct Verdict: Hashable, Sendable {
         /// RFC 8259 text, nothing after it but whitespace.
-        public var isGrammatical = false
+        package var isGrammatical = false
         /// The deepest nesting of arrays and objects met (0 for a scalar), as far as the text was read.
-        public var depth = 0
+        package var depth = 0
         /// Some object has a member name twice.
-        public var hasDuplicateMember = false
+        package var hasDuplicateMember = false
         /// Some number is not an Int64 (written as an integer) and not a finite Double.
-        public var hasNumberOutOfRange = false
+        package var hasNumberOutOfRange = false
 
         /// Whether `JSONValue.parse(_:maximumDepth:)` must accept the text.
-        public func isAccepted(maximumDepth: Int = JSONParser.maximumDepth) -> Bool {
+        package func isAccepted(maximumDepth: Int = JSONParser.maximumDepth) -> Bool {
             isGrammatical && depth <= maximumDepth && !hasDuplicateMember && !hasNumberOutOfRange
         }
     }
@@ -48,7 +48,7 @@ public enum ReferenceJSON {
         case separatorOrEnd
     }
 
-    public static func read(_ bytes: [UInt8]) -> Verdict {
+    package static func read(_ bytes: [UInt8]) -> Verdict {
         var verdict = Verdict()
         var index = 0
         var frames: [Frame] = []
@@ -227,7 +227,7 @@ public enum ReferenceJSON {
 }
 
 /// How deep a value nests, as `JSONParser` counts it: 0 for a scalar, 1 for an array or object of scalars.
-public func nestingDepth(_ value: JSONValue) -> Int {
+package func nestingDepth(_ value: JSONValue) -> Int {
     switch value {
     case .array(let values): 1 + (values.map(nestingDepth).max() ?? 0)
     case .object(let object): 1 + (object.members.map { nestingDepth($0.value) }.max() ?? 0)
@@ -239,7 +239,7 @@ public func nestingDepth(_ value: JSONValue) -> Int {
 /// documented refusals allow, refuses nesting past the bound with the documented error, and whatever it accepts
 /// survives ``checkJSONRoundTrip(_:)``. Returns the value, if the text was one.
 @discardableResult
-public func checkJSON(_ bytes: [UInt8], maximumDepth: Int = JSONParser.maximumDepth) -> JSONValue? {
+package func checkJSON(_ bytes: [UInt8], maximumDepth: Int = JSONParser.maximumDepth) -> JSONValue? {
     let verdict = ReferenceJSON.read(bytes)
     let value: JSONValue
     do {
@@ -281,7 +281,7 @@ public func checkJSON(_ bytes: [UInt8], maximumDepth: Int = JSONParser.maximumDe
 /// What must hold of any value: its compact text is valid JSON that reads back as an equal value (with the same
 /// hash) and writes the same text again; the text has no raw control characters, so no NUL can end a varlink
 /// message early.
-public func checkJSONRoundTrip(_ value: JSONValue) {
+package func checkJSONRoundTrip(_ value: JSONValue) {
     check(value == value, "a value is not equal to itself")
     var text: [UInt8] = []
     value.write(to: &text)

@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 
 /// What must hold of any tree `StoryboardFormat.parse` accepted: nesting within ``StoryboardFormat/maximumDepth``,
 /// every node placed in the file, names and classes as the format allows, no two siblings of one name; and the tree
 /// survives a saved state's format (written and read back the same).
-public func checkStoryboard(_ archive: Archive) {
+package func checkStoryboard(_ archive: Archive) {
     func checkClass(_ name: String) {
         check(
             name.first.map { $0.isLetter || $0 == "_" } == true

@@ -6,11 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleDaemon
-import LifecycleSystemd
+@_spi(Testing) import LifecycleDaemon
+@_spi(Testing) import LifecycleSystemd
 import Logging
-import LifecycleIPC
-import LifecycleKit
+@_spi(Testing) import LifecycleIPC
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
     import Glibc
@@ -19,16 +19,16 @@ import LifecycleKit
 // MARK: Framing
 
 /// A small deterministic generator, seeded from the input, so one input always splits into the same chunks.
-public struct SplitMix64: RandomNumberGenerator {
+package struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    public init(seed bytes: [UInt8]) {
+    package init(seed bytes: [UInt8]) {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
         state = hash
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -44,7 +44,7 @@ public struct SplitMix64: RandomNumberGenerator {
 ///
 /// Returns the messages handed out before the end or the error.
 @discardableResult
-public func checkFraming(_ stream: [UInt8], limit: Int, chunks: inout SplitMix64) -> [ArraySlice<UInt8>] {
+package func checkFraming(_ stream: [UInt8], limit: Int, chunks: inout SplitMix64) -> [ArraySlice<UInt8>] {
     var framer = VarlinkFramer(maximumMessageSize: limit)
     var messages: [ArraySlice<UInt8>] = []
     var fed = 0
@@ -96,7 +96,7 @@ public func checkFraming(_ stream: [UInt8], limit: Int, chunks: inout SplitMix64
 /// The method names varlink calls may use, as docs/control.md and `VarlinkCall` document them, read independently:
 /// at most 255 bytes; an interface of two or more dot-separated labels, each a letter then letters, digits and `-`;
 /// a method that starts with an upper-case letter, then letters and digits (ASCII).
-public func isDocumentedMethodName(_ method: String) -> Bool {
+package func isDocumentedMethodName(_ method: String) -> Bool {
     func isLetter(_ c: Character) -> Bool { c.isASCII && c.isLetter }
     func isDigit(_ c: Character) -> Bool { c.isASCII && c.isNumber }
     guard method.utf8.count <= 255 else { return false }
@@ -121,7 +121,7 @@ public func isDocumentedMethodName(_ method: String) -> Bool {
 ///
 /// Returns the decoded call (or why there is none), for the server's model.
 @discardableResult
-public func checkMessage(_ message: ArraySlice<UInt8>) -> Result<VarlinkCall, VarlinkCallError> {
+package func checkMessage(_ message: ArraySlice<UInt8>) -> Result<VarlinkCall, VarlinkCallError> {
     let json = checkJSON(Array(message))
     let result: Result<VarlinkCall, VarlinkCallError>
     do throws(VarlinkCallError) {
@@ -203,10 +203,10 @@ public func checkMessage(_ message: ArraySlice<UInt8>) -> Result<VarlinkCall, Va
 /// ``exchange(_:)`` connects, sends the stream, closes its sending side and runs the loop until the server closes the
 /// connection, reading every reply; the replies are compared with the model's (decoding each message as
 /// ``checkMessage(_:)`` does, then routing, the declarations' checks, `org.varlink.service`).
-public final class VarlinkExchange {
+package final class VarlinkExchange {
     /// The largest message the server takes here: smaller than the control socket's 64 KiB so that inputs of a
     /// fuzzer's size reach the limit.
-    public static let maximumMessageSize = 2048
+    package static let maximumMessageSize = 2048
 
     let loop: MainLoop
     let server: VarlinkServer
@@ -214,7 +214,7 @@ public final class VarlinkExchange {
     let address: sockaddr_un
     let addressLength: socklen_t
 
-    public init() {
+    package init() {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let name = Array("lifecyclekit-fuzz-varlink-\(getpid())".utf8)
@@ -375,7 +375,7 @@ public final class VarlinkExchange {
     }
 
     /// Sends `stream` on a new connection and checks the replies against the model.
-    public func exchange(_ stream: [UInt8]) {
+    package func exchange(_ stream: [UInt8]) {
         let (expected, ending) = expectedReplies(for: stream)
         let before = server.statistics
 

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleSystemd
+@_spi(Testing) import LifecycleSystemd
 import SystemPackage
 
 #if canImport(Glibc)
@@ -14,22 +14,22 @@ import Glibc
 #endif
 
 /// A configuration that cannot be used: the message names the file, the line and what would be valid.
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+@_spi(Testing) public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file (or `--signal`, or another flag) the bad value came from.
-    public var source: String
+    @_spi(Testing) public var source: String
     /// The line in the file, if the value came from a file.
-    public var line: Int?
+    @_spi(Testing) public var line: Int?
     /// What is wrong and what would be valid.
-    public var message: String
+    @_spi(Testing) public var message: String
 
     /// Creates an error.
-    public init(source: String, line: Int?, message: String) {
+    @_spi(Testing) public init(source: String, line: Int?, message: String) {
         self.source = source
         self.line = line
         self.message = message
     }
 
-    public var description: String {
+    @_spi(Testing) public var description: String {
         if let line { return "\(source):\(line): \(message)" }
         return "\(source): \(message)"
     }
@@ -37,28 +37,28 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
 
 /// A configuration file in systemd's INI style (`[Section]` headers, `Key=Value` lines, `#` or `;` comments), split
 /// into its entries. Only the syntax is checked here; what the keys mean is up to the sections that read them.
-public struct ConfigurationFile: Sendable, Hashable {
+@_spi(Testing) public struct ConfigurationFile: Sendable, Hashable {
     /// One `Key=Value` line.
-    public struct Entry: Sendable, Hashable {
+    @_spi(Testing) public struct Entry: Sendable, Hashable {
         /// The section it is in, without brackets.
-        public var section: String
+        @_spi(Testing) public var section: String
         /// The key, trimmed.
-        public var key: String
+        @_spi(Testing) public var key: String
         /// The value, trimmed.
-        public var value: String
+        @_spi(Testing) public var value: String
         /// The line number, from 1.
-        public var line: Int
+        @_spi(Testing) public var line: Int
     }
 
     /// The file (or other source) the text came from, for errors.
-    public let source: String
+    @_spi(Testing) public let source: String
     /// The entries, in file order.
-    public let entries: [Entry]
+    @_spi(Testing) public let entries: [Entry]
     /// Every section header, in file order, with its line.
-    public let sections: [(name: String, line: Int)]
+    @_spi(Testing) public let sections: [(name: String, line: Int)]
 
     /// Splits configuration text; `source` names it in errors.
-    public init(text: String, source: String) throws(ConfigurationError) {
+    @_spi(Testing) public init(text: String, source: String) throws(ConfigurationError) {
         self.source = source
         var entries: [Entry] = []
         var sections: [(name: String, line: Int)] = []
@@ -91,7 +91,7 @@ public struct ConfigurationFile: Sendable, Hashable {
     }
 
     /// Reads and splits a file; errors name the file and the system's reason.
-    public init(contentsOf path: String) throws(ConfigurationError) {
+    @_spi(Testing) public init(contentsOf path: String) throws(ConfigurationError) {
         let text: String
         do {
             text = try SystemFiles.readText(path)
@@ -101,11 +101,11 @@ public struct ConfigurationFile: Sendable, Hashable {
         try self.init(text: text, source: path)
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    @_spi(Testing) public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.source == rhs.source && lhs.entries == rhs.entries
     }
 
-    public func hash(into hasher: inout Hasher) {
+    @_spi(Testing) public func hash(into hasher: inout Hasher) {
         hasher.combine(source)
         hasher.combine(entries)
     }

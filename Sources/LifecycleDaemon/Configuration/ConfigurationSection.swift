@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 
 /// A value a configuration key does not accept; the reader adds the file and line.
 public struct ConfigurationValueError: Error, Sendable, Hashable {
@@ -49,7 +49,7 @@ public struct ConfigurationKey<Root>: Sendable {
         }
     }
 
-    /// A non-negative number of `unit`s (seconds by default), at most ``Swift/Duration/longestSetting``:
+    /// A non-negative number of `unit`s (seconds by default), at most 292 years:
     /// `BudgetSec=2.5`.
     public static func duration(
         _ name: String,
@@ -153,11 +153,11 @@ enum ConfigurationParsing {
 extension Duration {
     /// The longest duration a configuration key or a standard flag takes: what a signed 64-bit count of nanoseconds
     /// holds, about 292 years. Every duration read converts to nanoseconds, microseconds and timers without overflow.
-    public static var longestSetting: Duration { .nanoseconds(Int64.max) }
+    package static var longestSetting: Duration { .nanoseconds(Int64.max) }
 
     /// `number` of `unit`s, as a duration key or flag reads it; nil unless `number` is finite, non-negative and the
-    /// duration at most ``longestSetting``. An application's own duration flags can read their values with it.
-    public init?(setting number: Double, unit: Duration = .seconds(1)) {
+    /// duration at most ``longestSetting``.
+    package init?(setting number: Double, unit: Duration = .seconds(1)) {
         // Compared before multiplying: `unit * number` traps past Duration's range (BudgetSec=1e300, a fuzzing
         // finding), and a value past 292 years would trap later, converted to nanoseconds.
         guard number >= 0, number.isFinite, unit > .zero, number <= Duration.longestSetting / unit else { return nil }

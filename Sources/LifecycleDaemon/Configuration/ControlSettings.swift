@@ -6,35 +6,35 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleSystemd
-import LifecycleIPC
+@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 public import Glibc
 #endif
 
 /// `[Control]`: the control socket (docs/control.md).
-public struct ControlSettings: Sendable, Hashable {
+@_spi(Testing) public struct ControlSettings: Sendable, Hashable {
     /// A group whose members may use the control socket, as configured and as resolved.
-    public struct Group: Sendable, Hashable {
+    @_spi(Testing) public struct Group: Sendable, Hashable {
         /// The name (or number) as written.
-        public var name: String
+        @_spi(Testing) public var name: String
         /// Its group ID.
-        public var id: gid_t
+        @_spi(Testing) public var id: gid_t
     }
 
     /// Whether the control socket is served (`Enable=`, default yes).
-    public var isEnabled = true
+    @_spi(Testing) public var isEnabled = true
     /// Where it listens (`Socket=`); nil: the standard place (see ``ControlSocketLocation``).
-    public var socketPath: String?
+    @_spi(Testing) public var socketPath: String?
     /// A group whose members may use it besides the service's own user and root (`Group=`).
-    public var group: Group?
+    @_spi(Testing) public var group: Group?
     /// How many of the delegate's recent trace events (the application's transitions) the daemon keeps for
     /// `lifecyclectl trace` (`TraceBacklog=`, 0 to 10,000); 0 keeps none, and then the trace is only watched while
     /// someone follows it or waits for a request.
-    public var traceBacklog = 256
+    @_spi(Testing) public var traceBacklog = 256
 
-    public init() {}
+    @_spi(Testing) public init() {}
 
     /// The section's keys, in DaemonConfiguration's one table.
     static let keys: [ConfigurationKey<DaemonConfiguration>] = [
@@ -87,7 +87,7 @@ public struct ControlSettings: Sendable, Hashable {
 /// Where the control socket listens, in order of precedence: a listening socket systemd handed over (`LISTEN_FDS`,
 /// named `control` or the only one), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
 /// `$XDG_RUNTIME_DIR/<program>/control` (run by hand), `/run/<program>/control` (run by hand as root).
-public enum ControlSocketLocation: Hashable, Sendable {
+@_spi(Testing) public enum ControlSocketLocation: Hashable, Sendable {
     /// A listening socket systemd passed.
     case inherited(descriptor: Int32, name: String)
     /// A path to bind, after making its directory (with this mode) if it is missing.

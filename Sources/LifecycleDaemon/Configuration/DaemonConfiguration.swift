@@ -6,49 +6,49 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) public import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 
 /// Everything the daemon reads from its configuration file and flags, plus the application's own section.
-public struct DaemonConfiguration: Sendable {
+@_spi(Testing) public struct DaemonConfiguration: Sendable {
     /// Which signal asks for what.
-    public var signalMap = SignalMap.standard
+    @_spi(Testing) public var signalMap = SignalMap.standard
     /// Launch into the foreground or the background.
-    public var launchInto = LaunchTarget.active
+    @_spi(Testing) public var launchInto = LaunchTarget.active
     /// Log controller and view events at info too.
-    public var traceAll = false
+    @_spi(Testing) public var traceAll = false
     /// How long termination waits for background tasks before their expiration handlers run.
-    public var backgroundTaskBudget = Duration.seconds(30)
+    @_spi(Testing) public var backgroundTaskBudget = Duration.seconds(30)
     /// How long background tasks may run once the application is in the background (UIKit's background time).
-    public var backgroundTime = Duration.seconds(30)
+    @_spi(Testing) public var backgroundTime = Duration.seconds(30)
     /// Memory pressure: the stall (`some`) that triggers a warning, within ``memoryPressureWindow``.
-    public var memoryPressureThreshold = Duration.milliseconds(200)
+    @_spi(Testing) public var memoryPressureThreshold = Duration.milliseconds(200)
     /// Memory pressure: the window the stall is measured over.
-    public var memoryPressureWindow = Duration.seconds(2)
+    @_spi(Testing) public var memoryPressureWindow = Duration.seconds(2)
     /// At most one memory warning from pressure per this interval.
-    public var memoryWarningMinimumInterval = Duration.seconds(10)
+    @_spi(Testing) public var memoryWarningMinimumInterval = Duration.seconds(10)
     /// Whether to watch memory pressure at all.
-    public var watchMemoryPressure = true
+    @_spi(Testing) public var watchMemoryPressure = true
     /// Whether to watch logind's sleep and shutdown announcements.
-    public var watchLogind = true
+    @_spi(Testing) public var watchLogind = true
     /// A test's switch (`LIFECYCLE_HANG_IN`): the callback that blocks the main thread when it first fires.
-    package var hangIn: String?
+    @_spi(Testing) public var hangIn: String?
     /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``).
-    public var releaseStartupMemory = true
+    @_spi(Testing) public var releaseStartupMemory = true
     /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
-    public var watchStalls = true
+    @_spi(Testing) public var watchStalls = true
     /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
-    public var stallWarning: Duration?
+    @_spi(Testing) public var stallWarning: Duration?
     /// State restoration and storyboards (RestorationSettings.swift).
-    public var restoration = RestorationSettings()
+    @_spi(Testing) public var restoration = RestorationSettings()
     /// The control socket (`[Control]`, docs/control.md): whether it is served, where, and which group may use it
     /// besides the service's own user and root.
-    public var control = ControlSettings()
+    @_spi(Testing) public var control = ControlSettings()
     /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
-    public var applicationSettings: (any ConfigurationSection)?
+    @_spi(Testing) public var applicationSettings: (any ConfigurationSection)?
 
     /// The defaults of the lifecycle contract and this project's docs.
-    public init() {}
+    @_spi(Testing) public init() {}
 
     /// The daemon's own sections and their keys: the one table that parses, validates and lists them.
     static let sections: [(name: String, keys: [ConfigurationKey<DaemonConfiguration>])] = [
@@ -92,7 +92,7 @@ public struct DaemonConfiguration: Sendable {
     static var sectionNames: [String] { [signalsSection] + sections.map(\.name) }
 
     /// Reads a configuration file over the current values; errors name the file and line.
-    public mutating func load(
+    @_spi(Testing) public mutating func load(
         file path: String,
         applicationSection: (any ConfigurationSection.Type)? = nil
     ) throws(ConfigurationError) {
@@ -100,7 +100,7 @@ public struct DaemonConfiguration: Sendable {
     }
 
     /// Applies configuration text (systemd's INI style: `[Section]`, `Key=Value`, `#` comments).
-    public mutating func apply(
+    @_spi(Testing) public mutating func apply(
         text: String,
         source: String,
         applicationSection: (any ConfigurationSection.Type)? = nil
@@ -110,7 +110,7 @@ public struct DaemonConfiguration: Sendable {
 
     /// Applies a file's entries: unknown sections are errors listing the valid ones (the daemon's and the
     /// application's), then each section is read through its key table.
-    public mutating func apply(
+    @_spi(Testing) public mutating func apply(
         _ file: ConfigurationFile,
         applicationSection: (any ConfigurationSection.Type)? = nil
     ) throws(ConfigurationError) {

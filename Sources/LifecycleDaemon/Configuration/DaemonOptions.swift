@@ -6,52 +6,52 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) package import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// What the command line (and the environment) say, before the configuration file is read.
-public struct DaemonOptions: Sendable, Hashable {
+package struct DaemonOptions: Sendable, Hashable {
     /// The program's name: the log label, the journal's `SYSLOG_IDENTIFIER`, the default configuration file's name.
-    public var programName: String
+    package var programName: String
     /// The configuration file, re-read on every reload; without one, ``defaultConfigurationPath`` if it exists.
-    public var configurationPath: String?
+    package var configurationPath: String?
     /// `--trace` or `LIFECYCLE_TRACE=all`: every callback at info.
-    public var traceAll = false
+    package var traceAll = false
     /// `--launch-into`.
-    public var launchInto: LaunchTarget?
+    package var launchInto: LaunchTarget?
     /// `--signal SIG=ACTION`, applied over the file.
-    public var signalOverrides: [String] = []
+    package var signalOverrides: [String] = []
     /// `LIFECYCLE_HANG_IN=CALLBACK[=SECONDS]`, a test's switch (docs/testing.md): block the main thread when the
     /// callback first fires, forever (the watchdog test) or that long (the stall detector's).
     package var hangIn: String?
     /// `--storyboard FILE`.
-    public var storyboardPath: String?
+    package var storyboardPath: String?
     /// `--state-directory DIR`.
-    public var stateDirectory: String?
+    package var stateDirectory: String?
     /// `$STATE_DIRECTORY` (the first of its directories): systemd's `StateDirectory=`, used when neither the flag nor
     /// the file names one.
-    public var serviceStateDirectory: String?
+    package var serviceStateDirectory: String?
     /// `LIFECYCLE_STATE_WRITE_DELAY_MS=MS`, a test's switch (docs/testing.md): spread writing the saved state over at
     /// least this long, so the crash test can kill the daemon in the middle of a write. Checked when the
     /// configuration is resolved.
     package var stateWriteDelaySetting: String?
     /// The program's version (its `--version`), for whoever asks the control socket.
-    public var version: String?
+    package var version: String?
 
     /// No options: the defaults, for a program called `programName`.
-    public init(programName: String = "lifecycled") {
+    package init(programName: String = "lifecycled") {
         self.programName = programName
     }
 
     /// Read when no `--config` is given and the file exists: `/etc/<program>.conf`.
-    public var defaultConfigurationPath: String { "/etc/\(programName).conf" }
+    package var defaultConfigurationPath: String { "/etc/\(programName).conf" }
 
     /// The name this process was started as (the last component of `argv[0]`).
-    public static var processName: String {
+    package static var processName: String {
         let path = CommandLine.arguments.first ?? "lifecycled"
         let name = path.split(separator: "/").last.map(String.init) ?? path
         return name.isEmpty ? "lifecycled" : name
@@ -59,7 +59,7 @@ public struct DaemonOptions: Sendable, Hashable {
 
     /// Reads `LIFECYCLE_TRACE`, `STATE_DIRECTORY` and the tests' switches (`LIFECYCLE_HANG_IN`,
     /// `LIFECYCLE_STATE_WRITE_DELAY_MS`) from the environment into options the flags left unset.
-    public mutating func applyEnvironment(_ environment: [String: String]) {
+    package mutating func applyEnvironment(_ environment: [String: String]) {
         if environment["LIFECYCLE_TRACE"] == "all" { traceAll = true }
         if let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
         if let delay = environment["LIFECYCLE_STATE_WRITE_DELAY_MS"], !delay.isEmpty { stateWriteDelaySetting = delay }
@@ -72,7 +72,7 @@ public struct DaemonOptions: Sendable, Hashable {
 
     /// The configuration these options make: the defaults, then the file (with the application's own section),
     /// then the flags.
-    public func resolveConfiguration(
+    package func resolveConfiguration(
         applicationSection: (any ConfigurationSection.Type)? = nil
     ) throws(ConfigurationError) -> DaemonConfiguration {
         var configuration = DaemonConfiguration()

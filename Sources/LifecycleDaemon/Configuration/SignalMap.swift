@@ -6,49 +6,44 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-public import LifecycleSystemd
+@_spi(Testing) public import LifecycleKit
+@_spi(Testing) public import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped.
-public struct SignalMap: Sendable, Hashable {
+@_spi(Testing) public struct SignalMap: Sendable, Hashable {
     /// What each mapped signal asks for; a signal left at its default disposition (`default` in the configuration) is
     /// not in it.
-    public private(set) var requests: [UnixSignal: LifecycleRequest]
+    @_spi(Testing) public private(set) var requests: [UnixSignal: LifecycleRequest]
 
     /// The defaults of docs/lifecycle.md §6.
-    public static var standard: SignalMap {
-        SignalMap(requests: [
-            .user1: .enterBackground,
-            .terminalStop: .enterBackground,
-            .user2: .becomeActive,
-            .continue: .becomeActive,
-            .hangup: .reload,
-            .terminate: .terminate,
-            .interrupt: .terminate,
-            .memoryWarning: .memoryWarning,
-            .interruption: .resignActive,
-        ])
+    @_spi(Testing) public static var standard: SignalMap {
+        var requests: [UnixSignal: LifecycleRequest] = [:]
+        for (name, request) in standardSignalRequests {
+            // Every name in the table is one UnixSignal reads (the configuration tests check the whole map).
+            requests[UnixSignal(name: name)!] = request
+        }
+        return SignalMap(requests: requests)
     }
 
     /// Creates a map.
-    public init(requests: [UnixSignal: LifecycleRequest]) {
+    @_spi(Testing) public init(requests: [UnixSignal: LifecycleRequest]) {
         self.requests = requests
     }
 
     /// Maps one signal to a request, or (nil: `default`) leaves it at its default disposition.
-    public mutating func set(_ signal: UnixSignal, to request: LifecycleRequest?) {
+    @_spi(Testing) public mutating func set(_ signal: UnixSignal, to request: LifecycleRequest?) {
         requests[signal] = request
     }
 
     /// The signals that are mapped, in number order.
-    public var signals: [UnixSignal] { requests.keys.sorted { $0.rawValue < $1.rawValue } }
+    @_spi(Testing) public var signals: [UnixSignal] { requests.keys.sorted { $0.rawValue < $1.rawValue } }
 
     /// Parses `SIG=REQUEST` (`default` for none); the error message names the text and what would be valid.
-    public static func parseEntry(_ text: String) throws(ConfigurationError) -> (UnixSignal, LifecycleRequest?) {
+    @_spi(Testing) public static func parseEntry(_ text: String) throws(ConfigurationError) -> (UnixSignal, LifecycleRequest?) {
         guard let equals = text.firstIndex(of: "=") else {
             throw ConfigurationError(
                 source: "--signal",

@@ -6,28 +6,28 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
-public import LifecycleIPC
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) public import LifecycleIPC
 
 /// The interfaces the control socket serves besides `org.varlink.service`: their definitions (the text
 /// `GetInterfaceDescription` returns and docs/control.md prints), their methods' declarations, and the JSON shapes
 /// of their replies.
-public enum ControlInterface {
+@_spi(Testing) public enum ControlInterface {
     /// LifecycleKit's own interface.
-    public static let name = "io.lifecyclekit.Lifecycle"
+    @_spi(Testing) public static let name = "io.lifecyclekit.Lifecycle"
     /// systemd's standard service interface, as journald and logind serve it.
-    public static let serviceName = "io.systemd.service"
+    @_spi(Testing) public static let serviceName = "io.systemd.service"
 
 
     /// The most events a `Request` reply lists; the rest are counted in `eventsOmitted`.
-    public static let maximumEventsPerReply = 10_000
+    @_spi(Testing) public static let maximumEventsPerReply = 10_000
 
     /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
-    public static let defaultBacklog = 50
+    @_spi(Testing) public static let defaultBacklog = 50
 
     /// The definition of `io.lifecyclekit.Lifecycle`.
-    public static let description = """
+    @_spi(Testing) public static let description = """
         # The lifecycle of a LifecycleKit daemon: the application's state, its controller and view tree, its
         # background tasks, requests that move it (their cause is `control`), and the live trace.
         interface io.lifecyclekit.Lifecycle
@@ -183,7 +183,7 @@ public enum ControlInterface {
         """
 
     /// The definition of `io.systemd.service`.
-    public static let serviceDescription = """
+    @_spi(Testing) public static let serviceDescription = """
         # An interface to control basic properties of systemd services (as journald and logind serve it).
         interface io.systemd.service
 
@@ -201,7 +201,7 @@ public enum ControlInterface {
 
     /// The methods of `io.lifecyclekit.Lifecycle`, as declared to the server (public for the fuzz target of the control
     /// protocol, which checks the server's answers against them).
-    public static let methods: [VarlinkMethodDeclaration] = [
+    @_spi(Testing) public static let methods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration("GetStatus"),
         VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
         VarlinkMethodDeclaration("GetBackgroundTasks"),
@@ -210,7 +210,7 @@ public enum ControlInterface {
     ]
 
     /// The methods of `io.systemd.service`, as declared to the server.
-    public static let serviceMethods: [VarlinkMethodDeclaration] = [
+    @_spi(Testing) public static let serviceMethods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration("Ping"),
         VarlinkMethodDeclaration("Reload"),
         VarlinkMethodDeclaration("SetLogLevel", parameters: [.init("level", .int)]),

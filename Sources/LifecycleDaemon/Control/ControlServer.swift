@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Logging
-import LifecycleIPC
+@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
-import LifecycleIPC
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) import LifecycleIPC
 
 /// What the control socket needs from the trace: the application delegate's last events, kept for `Trace` (a ring
 /// of `TraceBacklog=` events), the events of requests in flight for their replies, and the live events for

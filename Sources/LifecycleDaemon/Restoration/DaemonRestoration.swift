@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) package import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Logging
 
 /// Reads storyboard files.
@@ -84,7 +84,7 @@ extension Daemon {
         }
     }
 
-    public func application(_ application: Application, didEncodeRestorableState archive: Archive) {
+    package func application(_ application: Application, didEncodeRestorableState archive: Archive) {
         stateStore?.save(archive)
     }
 }

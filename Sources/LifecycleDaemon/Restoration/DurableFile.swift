@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import SystemPackage
+package import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -16,16 +16,16 @@ import Glibc
 /// flushed (`fsync`), renamed over the file, and the directory flushed too. A crash at any moment leaves either the
 /// old file or the new one at the path, never a mix; what it may leave is the temporary file, which
 /// ``removeTemporaryFiles(for:)`` clears.
-public enum DurableFile {
+package enum DurableFile {
     /// The temporary files of `path` start with this: `.<name>.tmp-<pid>`.
-    public static func temporaryPrefix(for path: String) -> String {
+    package static func temporaryPrefix(for path: String) -> String {
         let (directory, name) = split(path)
         return directory + "/." + name + ".tmp-"
     }
 
     /// Writes `bytes` to `path` crash-safely. `pause` runs between chunks of the write (a debug setting slows the
     /// write down to widen the window a crash test kills it in); `chunks` is how many pieces the write is split into.
-    public static func write(
+    package static func write(
         _ bytes: [UInt8],
         to path: String,
         chunks: Int = 1,
@@ -61,7 +61,7 @@ public enum DurableFile {
 
     /// Removes the temporary files an interrupted ``write(_:to:chunks:pause:)`` of `path` left; returns their paths.
     @discardableResult
-    public static func removeTemporaryFiles(for path: String) -> [String] {
+    package static func removeTemporaryFiles(for path: String) -> [String] {
         let (directory, _) = split(path)
         let prefix = temporaryPrefix(for: path)
         return directoryEntries(directory).map { directory + "/" + $0 }.filter { $0.hasPrefix(prefix) }.filter {
@@ -70,7 +70,7 @@ public enum DurableFile {
     }
 
     /// The names in a directory (without `.` and `..`); empty when it cannot be read.
-    public static func directoryEntries(_ directory: String) -> [String] {
+    package static func directoryEntries(_ directory: String) -> [String] {
         guard let stream = opendir(directory) else { return [] }
         defer { closedir(stream) }
         var names: [String] = []
@@ -84,7 +84,7 @@ public enum DurableFile {
     }
 
     /// Flushes a directory, so that a rename in it is on disk.
-    public static func syncDirectory(_ directory: String) throws(Errno) {
+    package static func syncDirectory(_ directory: String) throws(Errno) {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Errno(rawValue: errno) }
         defer { close(descriptor) }

@@ -6,11 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Logging
 import SystemPackage
-import LifecycleIPC
+@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

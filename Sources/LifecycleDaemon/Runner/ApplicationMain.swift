@@ -7,8 +7,8 @@
 //
 
 public import ArgumentParser
-public import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) public import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 
 /// UIKit's `UIApplicationMain` for a daemon: put `@main` on an application delegate that adopts this protocol and
 /// it is a whole program.
@@ -78,44 +78,44 @@ public struct NoOptions: ParsableArguments, Sendable {
 }
 
 /// The options every LifecycleKit daemon has.
-public struct StandardOptions: ParsableArguments, Sendable {
+package struct StandardOptions: ParsableArguments, Sendable {
     @Option(name: .long, help: "Configuration file (INI style), re-read on reload (SIGHUP); default /etc/<program>.conf.")
-    public var config: String?
+    package var config: String?
 
     @Flag(name: .long, help: "Log every callback at info, not only the delegate's (same as LIFECYCLE_TRACE=all).")
-    public var trace = false
+    package var trace = false
 
     @Option(name: .customLong("launch-into"), help: "Launch into 'active' (default) or 'background'.")
-    public var launchInto: String?
+    package var launchInto: String?
 
     @Option(
         name: .customLong("signal"),
         help: "Map a signal: SIGNAL=ACTION (background, foreground, reload, terminate, memory-warning, inactive, default). Repeatable."
     )
-    public var signals: [String] = []
+    package var signals: [String] = []
 
     @Option(
         name: .long,
         help: "The controller tree to launch with (a storyboard file), re-applied on reload; [Launch] Storyboard=."
     )
-    public var storyboard: String?
+    package var storyboard: String?
 
     @Option(
         name: .customLong("state-directory"),
         help: "Where the saved state is kept ([State] Directory=); default $STATE_DIRECTORY (the unit's StateDirectory=)."
     )
-    public var stateDirectory: String?
+    package var stateDirectory: String?
 
-    public init() {}
+    package init() {}
 
-    public func validate() throws {
+    package func validate() throws {
         if let launchInto, LaunchTarget(rawValue: launchInto) == nil {
             throw ValidationError("--launch-into \(launchInto) is not a launch target; use active or background")
         }
     }
 
     /// The daemon options these flags and the environment make, for a program called `programName`.
-    public func daemonOptions(programName: String, environment: [String: String]) -> DaemonOptions {
+    package func daemonOptions(programName: String, environment: [String: String]) -> DaemonOptions {
         var options = DaemonOptions(programName: programName)
         options.configurationPath = config
         options.traceAll = trace

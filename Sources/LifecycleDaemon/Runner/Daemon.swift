@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-public import LifecycleSystemd
-public import Logging
-public import LifecycleIPC
+@_spi(Testing) package import LifecycleKit
+@_spi(Testing) package import LifecycleSystemd
+package import Logging
+@_spi(Testing) package import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -19,13 +19,13 @@ import Glibc
 /// delivers them as requests, drains the main queue, ends every turn with the layout and display passes, feeds the
 /// watchdog, and tells systemd what happens (`READY=1`, `STATUS=`, `RELOADING=1`, `STOPPING=1`).
 @MainActor
-public final class Daemon: ApplicationHost {
+package final class Daemon: ApplicationHost {
     /// The configuration in force (replaced by a valid reload).
-    public private(set) var configuration: DaemonConfiguration
+    package private(set) var configuration: DaemonConfiguration
     /// The options it was started with (a reload re-reads the file and re-applies them).
-    public let options: DaemonOptions
+    package let options: DaemonOptions
     /// The application it runs.
-    public let application: Application
+    package let application: Application
     /// The loop that owns the main thread; nil for a daemon whose effects are all stand-ins (tests).
     let loop: MainLoop?
 
@@ -53,7 +53,7 @@ public final class Daemon: ApplicationHost {
     ///
     /// `configure` receives every configuration that takes effect: the first one before launch, then each one a
     /// reload read (between `applicationWillReload` and `applicationDidReload`).
-    public convenience init(
+    package convenience init(
         configuration: DaemonConfiguration,
         options: DaemonOptions,
         application: Application,
@@ -108,14 +108,14 @@ public final class Daemon: ApplicationHost {
     // MARK: Entry point
 
     /// The signals blocked first thing in `main`, before any thread exists: every signal the default map names.
-    public static var signalsToBlockAtStart: [UnixSignal] { SignalMap.standard.signals }
+    package static var signalsToBlockAtStart: [UnixSignal] { SignalMap.standard.signals }
 
     /// Runs a daemon whose application delegate `makeDelegate` builds, and returns the process exit code (sysexits).
     ///
     /// Call it on the main thread with ``signalsToBlockAtStart`` already blocked (``ApplicationMain`` does both);
     /// it blocks the rest of the configured map before it starts any thread. `configure` hands the delegate each
     /// configuration that takes effect (the first before launch, then every valid reload's).
-    public static func run<Delegate: ApplicationDelegate>(
+    package static func run<Delegate: ApplicationDelegate>(
         options: DaemonOptions,
         applicationSection: (any ConfigurationSection.Type)? = nil,
         makeDelegate: @MainActor () -> Delegate,
@@ -165,7 +165,7 @@ public final class Daemon: ApplicationHost {
     }
 
     /// Sets up the loop, launches the application and runs until it terminates; returns the exit code.
-    public func start() throws(SystemCallError) -> Int32 {
+    package func start() throws(SystemCallError) -> Int32 {
         guard let loop else { preconditionFailure("a daemon made without a main loop cannot start") }
         try loop.integrateMainDispatchQueue()
         for signal in configuration.signalMap.signals {
@@ -270,19 +270,19 @@ public final class Daemon: ApplicationHost {
 
     // MARK: ApplicationHost
 
-    public func applicationDidFinishLaunching(_ application: Application) {
+    package func applicationDidFinishLaunching(_ application: Application) {
         notify([.ready, .status(application.statusText)])
     }
 
-    public func application(_ application: Application, didChangeStatus status: String) {
+    package func application(_ application: Application, didChangeStatus status: String) {
         notify([.status(status)])
     }
 
-    public func applicationWillBeginReload(_ application: Application) {
+    package func applicationWillBeginReload(_ application: Application) {
         notify([.reloading])
     }
 
-    public func applicationReloadConfiguration(_ application: Application) {
+    package func applicationReloadConfiguration(_ application: Application) {
         do {
             let fresh = try options.resolveConfiguration(applicationSection: applicationSection)
             if fresh.signalMap != configuration.signalMap {
@@ -304,27 +304,27 @@ public final class Daemon: ApplicationHost {
         reloadStoryboard()
     }
 
-    public func applicationDidFinishReload(_ application: Application) {
+    package func applicationDidFinishReload(_ application: Application) {
         notify([.ready, .status(application.statusText)])
     }
 
-    public func applicationWillBeginTermination(_ application: Application) {
+    package func applicationWillBeginTermination(_ application: Application) {
         router.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: configuration.backgroundTaskBudget)
     }
 
-    public func applicationDidTerminate(_ application: Application) {
+    package func applicationDidTerminate(_ application: Application) {
         termination.treeTornDown()
     }
 
-    public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
+    package func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
         systemEvents?.backgroundTasksDidChange(tasks)
         termination.tasksDidChange()
         router.tasksDidChange()
     }
 
-    public func application(
+    package func application(
         _ application: Application,
         schedule work: @escaping @MainActor () -> Void,
         after delay: Duration

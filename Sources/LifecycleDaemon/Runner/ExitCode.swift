@@ -8,7 +8,7 @@
 
 /// The process exit codes from sysexits(3) that the daemon itself returns; the command line's own errors exit with
 /// 64 (EX_USAGE) through swift-argument-parser, and a clean termination with 0.
-public enum SysExit: Int32, Sendable {
+package enum SysExit: Int32, Sendable {
     /// Something the daemon needs from the system failed (EX_OSERR).
     case osError = 71
     /// The configuration file is wrong (EX_CONFIG).

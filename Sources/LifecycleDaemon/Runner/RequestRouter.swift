@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-public import LifecycleSystemd
+@_spi(Testing) package import LifecycleKit
+@_spi(Testing) package import LifecycleSystemd
 import Logging
 
 /// Where a request comes from; it names the transition's cause in the trace (`LIFECYCLE_CAUSE`).
-public enum RequestSource: Hashable, Sendable {
+package enum RequestSource: Hashable, Sendable {
     /// A Unix signal: `signal:SIGUSR1`.
     case signal(UnixSignal)
     /// A logind announcement: `logind:PrepareForSleep`.
@@ -22,7 +22,7 @@ public enum RequestSource: Hashable, Sendable {
     case control
 
     /// The cause written to the trace.
-    public var cause: Cause {
+    package var cause: Cause {
         switch self {
         case .signal(let signal): .signal(named: signal.name)
         case .logind(let member): .logind(member: member)

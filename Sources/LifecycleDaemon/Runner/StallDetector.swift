@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
+@_spi(Testing) public import LifecycleKit
 public import Logging
-import LifecycleSystemd
-public import LifecycleIPC
+@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) public import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -32,25 +32,25 @@ import Glibc
 ///
 /// A callback is what the trace calls one: "runs past" is measured from its start to the next callback or the end of
 /// the dispatch, whichever comes first.
-public final class StallDetector: CallbackMonitor, @unchecked Sendable {
+@_spi(Testing) public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     // @unchecked Sendable: every mutable field below is guarded by RunningCallback.mutex, taken by the main thread
     // (per callback, briefly) and by the watcher thread.
 
     /// When to warn, measured from the start of the callback that still runs.
-    public struct Thresholds: Hashable, Sendable {
+    @_spi(Testing) public struct Thresholds: Hashable, Sendable {
         /// The first warning.
-        public var warning: Duration
+        @_spi(Testing) public var warning: Duration
         /// The second, louder one; nil for none (no watchdog).
-        public var urgent: Duration?
+        @_spi(Testing) public var urgent: Duration?
 
         /// Thresholds for a watchdog interval: a quarter of it, then half of it; without a watchdog, one second.
-        public static func forWatchdog(_ interval: Duration?) -> Thresholds {
+        @_spi(Testing) public static func forWatchdog(_ interval: Duration?) -> Thresholds {
             guard let interval, interval > .zero else { return Thresholds(warning: .seconds(1), urgent: nil) }
             return Thresholds(warning: interval / 4, urgent: interval / 2)
         }
 
         /// Explicit thresholds.
-        public init(warning: Duration, urgent: Duration?) {
+        @_spi(Testing) public init(warning: Duration, urgent: Duration?) {
             self.warning = warning
             self.urgent = urgent
         }
@@ -70,7 +70,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     }
 
     /// Where the warnings go (a logger usable from any thread: the journal or stderr handler).
-    public let logger: Logger
+    @_spi(Testing) public let logger: Logger
     /// Runs on the watcher thread before each warning: the daemon writes the trace lines the stuck dispatch
     /// deferred, so the journal has every callback that completed before the stall (and the stuck one's).
     private let beforeWarning: @Sendable () -> Void
@@ -87,7 +87,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     @exclusivity(unchecked) private var thread: pthread_t?
 
     /// A detector that warns at `thresholds`; ``start()`` starts the watcher thread.
-    public init(thresholds: Thresholds, logger: Logger, beforeWarning: @escaping @Sendable () -> Void = {}) {
+    @_spi(Testing) public init(thresholds: Thresholds, logger: Logger, beforeWarning: @escaping @Sendable () -> Void = {}) {
         self.thresholds = thresholds
         self.logger = logger
         self.beforeWarning = beforeWarning
@@ -108,7 +108,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
 
     /// Starts the watcher thread. It inherits the caller's signal mask (start it after the mapped signals are
     /// blocked, so no signal is ever delivered to it).
-    public func start() throws(SystemCallError) {
+    @_spi(Testing) public func start() throws(SystemCallError) {
         switch SystemThread.start(blockingSignals: false, { [self] in watch() }) {
         case .success(let created):
             thread = created
@@ -118,7 +118,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     }
 
     /// Stops and joins the watcher thread.
-    public func stop() {
+    @_spi(Testing) public func stop() {
         guard let thread else { return }
         pthread_mutex_lock(mutex)
         stopping = true
@@ -130,7 +130,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
 
     // MARK: The main thread's side
 
-    public func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
+    @_spi(Testing) public func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
         let now = Self.coarseMonotonicNanoseconds()
         pthread_mutex_lock(mutex)
         // The one before returned late: named now, while its publication is still the latest.
@@ -148,7 +148,7 @@ public final class StallDetector: CallbackMonitor, @unchecked Sendable {
     }
 
     /// The loop's dispatch returned: no callback runs any more.
-    public func dispatchDidEnd() {
+    @_spi(Testing) public func dispatchDidEnd() {
         pthread_mutex_lock(mutex)
         guard slot.active else {
             pthread_mutex_unlock(mutex)

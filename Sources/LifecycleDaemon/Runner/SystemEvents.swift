@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import LifecycleKit
-public import LifecycleSystemd
+@_spi(Testing) package import LifecycleKit
+@_spi(Testing) package import LifecycleSystemd
 import Logging
 
 /// Turns the system's notifications other than signals into application requests (docs/lifecycle.md §6):
@@ -29,9 +29,9 @@ import Logging
 ///
 /// A missing peer (no system bus, no logind, no PSI) costs one warning; everything else keeps working.
 @MainActor
-public final class SystemEvents {
+package final class SystemEvents {
     /// What logind asked for and how far the application got.
-    public enum Phase: Hashable, Sendable {
+    package enum Phase: Hashable, Sendable {
         /// Nothing announced: the inhibitors are held (or being asked for).
         case awake
         /// A sleep or shutdown was announced; the inhibitors are held until the application is done.
@@ -41,17 +41,17 @@ public final class SystemEvents {
     }
 
     /// Where the last sleep or shutdown announcement stands.
-    public var phase: Phase {
+    package var phase: Phase {
         guard let preparation else { return .awake }
         return preparation.lockHeld ? .preparing(preparation.event) : .released(preparation.event)
     }
 
     /// Whether both logind delay inhibitors, sleep and shutdown, are held now.
-    public var holdsInhibitors: Bool { logind?.holdsInhibitors ?? false }
+    package var holdsInhibitors: Bool { logind?.holdsInhibitors ?? false }
 
     /// How long the sleep waits for background tasks when logind's `InhibitDelayMaxUSec` cannot be read
     /// (logind's own default).
-    public static let defaultInhibitDelay = Duration.seconds(5)
+    package static let defaultInhibitDelay = Duration.seconds(5)
 
     private let application: Application
     private let router: RequestRouter
@@ -91,20 +91,20 @@ public final class SystemEvents {
 
     /// Connects to logind (taking the delay inhibitors) and arms the memory pressure trigger, as configured. Call it
     /// before the application launches, so that a stall during launch already counts.
-    public func start() {
+    package func start() {
         if configuration.watchLogind { startLogind() }
         if configuration.watchMemoryPressure { startMemoryPressure() }
     }
 
     /// Releases the inhibitors and stops watching.
-    public func stop() {
+    @_spi(Testing) public func stop() {
         stopLogind()
         stopMemoryPressure()
     }
 
     /// Applies a reloaded configuration: starts or stops logind and memory pressure watching, re-arms the trigger
     /// when its threshold or window changed, and takes a new minimum interval at once.
-    public func apply(configuration fresh: DaemonConfiguration) {
+    @_spi(Testing) public func apply(configuration fresh: DaemonConfiguration) {
         let old = configuration
         configuration = fresh
         if old.watchLogind != fresh.watchLogind {
@@ -229,24 +229,24 @@ public final class SystemEvents {
     ///
     /// The inhibitors are released at the end of the loop turn at the earliest: a task can end inside a callback
     /// (even inside `applicationDidEnterBackground` itself), and the release must follow the whole transition.
-    public func backgroundTasksDidChange(_ tasks: [BackgroundTask]) {
+    package func backgroundTasksDidChange(_ tasks: [BackgroundTask]) {
         scheduleReleaseCheck()
     }
 
     /// The sleep's wait for background tasks, while one is in progress (for status reports).
-    public var sleepDeadline: ContinuousClock.Instant? { sleepWait.deadline }
+    package var sleepDeadline: ContinuousClock.Instant? { sleepWait.deadline }
 
     /// The logind delay locks held now (for status reports).
-    public var heldLocks: Set<Logind.LockType> { logind?.heldLocks ?? [] }
+    package var heldLocks: Set<Logind.LockType> { logind?.heldLocks ?? [] }
 
     /// Whether logind's announcements are followed (connected to the system bus).
-    public var isWatchingLogind: Bool { logind != nil }
+    package var isWatchingLogind: Bool { logind != nil }
 
     /// The file memory pressure is read from, while it is watched (for status reports).
-    public var memoryPressureSource: MemoryPressureSource? { memoryPressure?.source }
+    package var memoryPressureSource: MemoryPressureSource? { memoryPressure?.source }
 
     /// Whether memory pressure is watched.
-    public var isWatchingMemoryPressure: Bool { memoryPressure != nil }
+    package var isWatchingMemoryPressure: Bool { memoryPressure != nil }
 
     private func scheduleReleaseCheck() {
         guard preparation?.lockHeld == true, !releaseCheckScheduled else { return }

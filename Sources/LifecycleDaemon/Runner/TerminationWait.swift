@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
-import LifecycleSystemd
+@_spi(Testing) import LifecycleKit
+@_spi(Testing) import LifecycleSystemd
 import Logging
 
 /// Termination's wait for background tasks (the lifecycle's §5): from `STOPPING=1` on, while tasks run, systemd hears

@@ -10,8 +10,8 @@ public import Logging
 
 /// The application object: its state, its delegate, its window, and the requests that move it between states.
 ///
-/// Hosts (the daemon, tests) create it, call ``launch(into:options:cause:)``, feed it requests, and end every
-/// main-loop turn with ``runEndOfTurn()``. It coordinates four parts, each with one job: the state machine (which
+/// Hosts (the daemon, a `TestHost` of LifecycleKitTesting) create it, call ``launch(into:options:cause:)``, feed it
+/// requests, and end every main-loop turn (layout, display, the did-callbacks). It coordinates four parts, each with one job: the state machine (which
 /// callbacks a request fires), the fan-out (every controller hears each application event), the turn scheduler
 /// (layout, display and did-callbacks at the end of a turn) and the background-task registry; the status text is
 /// composed from the visible views.
@@ -46,7 +46,7 @@ public final class Application {
         set { replaceWindow(with: newValue) }
     }
     /// The host that reports to the service manager; weak, the host owns the application.
-    public weak var host: (any ApplicationHost)?
+    package weak var host: (any ApplicationHost)?
     /// Every callback, in order.
     public let trace: Trace
     /// The logger for the application's own lines (requests queued, dropped, background tasks).
@@ -328,18 +328,18 @@ public final class Application {
     ///
     /// A controller joins its application by itself when it enters the window's tree; this is for trees built
     /// apart first whose events should be traced as they happen.
-    public func adopt(_ controller: ViewController) {
+    package func adopt(_ controller: ViewController) {
         controller.adopt(self)
     }
 
     /// Makes a view that is not in the window yet (and its subtree) belong to this application, as
     /// ``adopt(_:)-(ViewController)`` does for a controller.
-    public func adopt(_ view: View) {
+    package func adopt(_ view: View) {
         view.adopt(self)
     }
 
     /// Every controller reachable from the window, pre-order: root, children in the order added, presented ones.
-    public func controllersInTreeOrder() -> [ViewController] {
+    package func controllersInTreeOrder() -> [ViewController] {
         var list: [ViewController] = []
         // Presented controllers hang from their presenters, so the root's walk reaches every layer.
         window?.rootViewController?.appendPreOrder(to: &list)
@@ -403,7 +403,7 @@ public final class Application {
     ///
     /// Requests made from that work start once it is over, and whatever their transitions defer (did-callbacks,
     /// layout) runs in this same call: every transition completes within its own turn.
-    public func runEndOfTurn() {
+    @_spi(Testing) public func runEndOfTurn() {
         // Bounded: each round only runs what the previous one's requests deferred.
         for _ in 0..<TurnScheduler.maximumRounds {
             let settled = turns.run { [unowned self] in runPasses() }
@@ -467,7 +467,7 @@ public final class Application {
 
     /// Runs `work` at the end of the current turn, after the layout and display passes and the appearance
     /// completions scheduled before it.
-    public func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
+    @_spi(Testing) public func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
         turns.schedule(work)
     }
 
@@ -541,7 +541,7 @@ public final class Application {
 
     /// Time is up: runs every running task's expiration handler, oldest first; a task its handler did not end is
     /// ended after it, with a warning.
-    public func expireBackgroundTasks() {
+    package func expireBackgroundTasks() {
         for task in backgroundTaskRegistry.tasks {
             logger.warning(
                 "background task expired",

@@ -99,7 +99,7 @@ extension ApplicationDelegate {
 ///
 /// Every method has an empty default; a test can run an application with no host at all.
 @MainActor
-public protocol ApplicationHost: AnyObject {
+package protocol ApplicationHost: AnyObject {
     /// Launch is over (after `applicationDidBecomeActive`, or `applicationDidEnterBackground` for a background
     /// launch): report readiness (`READY=1`).
     func applicationDidFinishLaunching(_ application: Application)
@@ -133,17 +133,17 @@ public protocol ApplicationHost: AnyObject {
 }
 
 extension ApplicationHost {
-    public func applicationDidFinishLaunching(_ application: Application) {}
-    public func application(_ application: Application, didChangeStatus status: String) {}
-    public func applicationWillBeginReload(_ application: Application) {}
-    public func applicationReloadConfiguration(_ application: Application) {}
-    public func applicationDidFinishReload(_ application: Application) {}
-    public func applicationWillBeginTermination(_ application: Application) {}
-    public func applicationDidTerminate(_ application: Application) {}
-    public func application(_ application: Application, didEncodeRestorableState archive: Archive) {}
-    public func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
-    public func applicationNeedsEndOfTurn(_ application: Application) {}
-    public func application(
+    package func applicationDidFinishLaunching(_ application: Application) {}
+    package func application(_ application: Application, didChangeStatus status: String) {}
+    package func applicationWillBeginReload(_ application: Application) {}
+    package func applicationReloadConfiguration(_ application: Application) {}
+    package func applicationDidFinishReload(_ application: Application) {}
+    package func applicationWillBeginTermination(_ application: Application) {}
+    package func applicationDidTerminate(_ application: Application) {}
+    package func application(_ application: Application, didEncodeRestorableState archive: Archive) {}
+    package func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
+    package func applicationNeedsEndOfTurn(_ application: Application) {}
+    package func application(
         _ application: Application,
         schedule work: @escaping @MainActor () -> Void,
         after delay: Duration

@@ -12,9 +12,9 @@
 /// Rules (docs/lifecycle.md §1): a request names a target; the machine walks the legal path to it one step at a time;
 /// a request equal to the current state is a no-op; requests made during a transition are queued in arrival order;
 /// terminate is final; memory warnings (and reloads) that arrive while one is pending are coalesced into it.
-public struct ApplicationStateMachine: Sendable {
+package struct ApplicationStateMachine: Sendable {
     /// What a host, a signal or the application itself can ask for.
-    public enum Request: Hashable, Sendable, CustomStringConvertible {
+    package enum Request: Hashable, Sendable, CustomStringConvertible {
         /// Launch from `notRunning` into the foreground or the background.
         case launch(LaunchTarget)
         /// Go to `active`.
@@ -30,7 +30,7 @@ public struct ApplicationStateMachine: Sendable {
         /// Reload the configuration; changes no state.
         case reload
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .launch(let target): "launch(\(target.rawValue))"
             case .becomeActive: "becomeActive"
@@ -44,7 +44,7 @@ public struct ApplicationStateMachine: Sendable {
     }
 
     /// One thing the application does while walking a transition.
-    public enum Callback: String, Sendable, Hashable, CaseIterable {
+    package enum Callback: String, Sendable, Hashable, CaseIterable {
         /// `application(_:willFinishLaunchingWithOptions:)`.
         case willFinishLaunching
         /// Restoration of saved state, between the two launch callbacks.
@@ -87,21 +87,21 @@ public struct ApplicationStateMachine: Sendable {
     }
 
     /// One step of a transition: the callback, the state it fires in, and the state after it.
-    public struct Step: Hashable, Sendable {
+    package struct Step: Hashable, Sendable {
         /// What to do.
-        public var callback: Callback
+        package var callback: Callback
         /// The application state while the callback runs.
-        public var stateWhileFiring: ApplicationState
+        package var stateWhileFiring: ApplicationState
         /// The application state once the callback has returned.
-        public var stateAfter: ApplicationState
+        package var stateAfter: ApplicationState
         /// The request this step belongs to.
-        public var request: Request
+        package var request: Request
         /// What asked for the request.
-        public var cause: Cause
+        package var cause: Cause
     }
 
     /// What ``request(_:cause:)`` decided.
-    public enum RequestAction: Hashable, Sendable {
+    package enum RequestAction: Hashable, Sendable {
         /// A transition starts now: call ``nextStep()`` until it returns ``Next/idle``.
         case start
         /// A transition is running; the request runs after it, in arrival order.
@@ -115,7 +115,7 @@ public struct ApplicationStateMachine: Sendable {
     }
 
     /// What ``nextStep()`` hands out.
-    public enum Next: Hashable, Sendable {
+    package enum Next: Hashable, Sendable {
         /// Perform this step.
         case step(Step)
         /// A queued request turned out to ask for the state the application is already in.
@@ -148,13 +148,13 @@ public struct ApplicationStateMachine: Sendable {
 
     private var state: State = .notRunning
     /// Whether the window has shown its root controller yet (a background launch defers it to the first foreground).
-    public private(set) var hasShownWindow = false
+    package private(set) var hasShownWindow = false
 
     /// Creates a machine in `notRunning`.
-    public init() {}
+    package init() {}
 
     /// The application state reached so far (during a transition: after the last step handed out).
-    public var applicationState: ApplicationState {
+    @_spi(Testing) public var applicationState: ApplicationState {
         switch state {
         case .notRunning: .notRunning
         case .idle(let s): s
@@ -164,20 +164,20 @@ public struct ApplicationStateMachine: Sendable {
     }
 
     /// Whether a transition is in progress (requests are being queued).
-    public var isTransitioning: Bool {
+    package var isTransitioning: Bool {
         if case .transitioning = state { return true }
         return false
     }
 
     /// Whether the request being walked has handed out its last step (true when no transition runs): the next step,
     /// if any, starts a queued request.
-    public var isBetweenRequests: Bool {
+    package var isBetweenRequests: Bool {
         guard case .transitioning(_, let transition) = state else { return true }
         return transition.steps.isEmpty
     }
 
     /// Takes a request; returns what to do about it.
-    public mutating func request(_ request: Request, cause: Cause) -> RequestAction {
+    package mutating func request(_ request: Request, cause: Cause) -> RequestAction {
         let pending = Pending(request: request, cause: cause)
         switch state {
         case .notRunning:
@@ -223,7 +223,7 @@ public struct ApplicationStateMachine: Sendable {
     }
 
     /// Hands out the next step of the running transition, starting queued requests as earlier ones finish.
-    public mutating func nextStep() -> Next {
+    package mutating func nextStep() -> Next {
         guard case .transitioning(let current, var transition) = state else { return .idle }
         if !transition.steps.isEmpty {
             let step = transition.steps.removeFirst()

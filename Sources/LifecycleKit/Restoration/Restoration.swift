@@ -30,14 +30,14 @@ struct RestorationRecord {
 extension Application {
     /// The classes archives may name: what the delegate registers (``ApplicationDelegate/registerArchiveClasses(in:)``)
     /// and ``archiveClasses``.
-    public var registeredArchiveClasses: ArchiveClassRegistry {
+    package var registeredArchiveClasses: ArchiveClassRegistry {
         var registry = ArchiveClassRegistry()
         delegate.registerArchiveClasses(in: &registry)
         return registry.merging(archiveClasses)
     }
 
     /// The generation of the last state saved or restored (0 before any).
-    public var restorationGeneration: Int { restoration.generation }
+    package var restorationGeneration: Int { restoration.generation }
 
     func traceDelegateEvent(_ event: String, detail: String? = nil) {
         trace.record(
@@ -131,7 +131,7 @@ extension Application {
     /// Makes the tree a storyboard declares and shows it in a new window: the host calls it before ``launch(into:options:cause:)``,
     /// as UIKit loads the main storyboard before `willFinishLaunching`, so restoration applies on top of it. Its
     /// events carry the cause `launch`. Every property must be read by its class's `init(coder:)`.
-    public func loadStoryboard(_ storyboard: Archive) throws(ArchiveError) {
+    package func loadStoryboard(_ storyboard: Archive) throws(ArchiveError) {
         let previous = currentCause
         currentCause = .launch
         defer { currentCause = previous }
@@ -144,7 +144,7 @@ extension Application {
     /// view (`viewDidLoad`) before the outgoing one leaves (`viewWillDisappear`), in the contract's navigation order.
     /// Returns one line per change, for the log.
     @discardableResult
-    public func applyStoryboardChange(from old: Archive, to new: Archive) throws(ArchiveError) -> [String] {
+    package func applyStoryboardChange(from old: Archive, to new: Archive) throws(ArchiveError) -> [String] {
         var update = StoryboardUpdate(application: self, source: new.sourceName, registry: registeredArchiveClasses)
         return try update.apply(old: old.root, new: new.root)
     }

@@ -7,27 +7,27 @@
 //
 
 /// At most one event per interval: the first event passes, the next only once the interval has passed since it.
-public struct RateLimiter: Hashable, Sendable {
+package struct RateLimiter: Hashable, Sendable {
     /// The shortest time between two admitted events.
-    public var minimumInterval: Duration
+    package var minimumInterval: Duration
     /// When the last admitted event happened, on the caller's clock.
-    public private(set) var lastAdmitted: Duration?
+    package private(set) var lastAdmitted: Duration?
     /// Events refused since the last one admitted.
-    public private(set) var refusedSinceAdmitted = 0
+    package private(set) var refusedSinceAdmitted = 0
 
     /// Creates a limiter that has admitted nothing yet.
-    public init(minimumInterval: Duration) {
+    package init(minimumInterval: Duration) {
         self.minimumInterval = minimumInterval
     }
 
     /// Whether an event at `now` (time since any fixed origin) passes; if it does, it becomes the last admitted.
-    public mutating func admit(at now: Duration) -> Bool {
+    package mutating func admit(at now: Duration) -> Bool {
         admitCountingRefused(at: now) != nil
     }
 
     /// ``admit(at:)`` for a log that says how much it held back: nil when the event at `now` is refused; when it
     /// passes, how many were refused since the one admitted before it.
-    public mutating func admitCountingRefused(at now: Duration) -> Int? {
+    package mutating func admitCountingRefused(at now: Duration) -> Int? {
         if let lastAdmitted, now - lastAdmitted < minimumInterval {
             refusedSinceAdmitted += 1
             return nil
@@ -38,7 +38,7 @@ public struct RateLimiter: Hashable, Sendable {
     }
 
     /// How long after `now` the next event would pass (zero if it would pass now).
-    public func wait(at now: Duration) -> Duration {
+    package func wait(at now: Duration) -> Duration {
         guard let lastAdmitted else { return .zero }
         return max(.zero, lastAdmitted + minimumInterval - now)
     }

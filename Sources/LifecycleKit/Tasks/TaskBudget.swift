@@ -8,13 +8,13 @@
 
 /// Work scheduled for later on the main actor that can be called off: a main-loop timer, a test's manual clock.
 @MainActor
-public protocol ScheduledWork: AnyObject {
+package protocol ScheduledWork: AnyObject {
     /// Calls the work off; harmless after it ran or was cancelled.
     func cancel()
 }
 
 /// Runs work on the main actor after a delay; nil when the host has no timers (nothing then expires).
-public typealias WorkScheduler = @MainActor (Duration, @escaping @MainActor () -> Void) -> (any ScheduledWork)?
+package typealias WorkScheduler = @MainActor (Duration, @escaping @MainActor () -> Void) -> (any ScheduledWork)?
 
 /// A budget of time for the application's background tasks.
 ///
@@ -22,9 +22,9 @@ public typealias WorkScheduler = @MainActor (Duration, @escaping @MainActor () -
 /// then the tasks still running expire (their expiration handlers run, oldest first) and it settles as expired.
 /// Termination, a sleep and the background time all wait for background tasks this way, each with its own budget.
 @MainActor
-public final class TaskBudget {
+package final class TaskBudget {
     /// How a wait ended.
-    public enum Outcome: Sendable, Hashable {
+    package enum Outcome: Sendable, Hashable {
         /// Every background task ended in time (or none was running).
         case tasksEnded
         /// The budget ran out; the tasks still running were expired.
@@ -32,11 +32,11 @@ public final class TaskBudget {
     }
 
     /// What is waiting, for logs: `termination`, `sleep`, `background time`.
-    public let name: String
+    @_spi(Testing) public let name: String
     /// When the budget runs out, while waiting.
-    public private(set) var deadline: ContinuousClock.Instant?
+    package private(set) var deadline: ContinuousClock.Instant?
     /// Whether a wait is in progress.
-    public var isWaiting: Bool { onSettled != nil }
+    package var isWaiting: Bool { onSettled != nil }
 
     private weak var application: Application?
     private let schedule: WorkScheduler
@@ -47,7 +47,7 @@ public final class TaskBudget {
     private var isExpiring = false
 
     /// A budget for `application`'s background tasks, timed by `schedule`.
-    public init(
+    package init(
         name: String,
         application: Application,
         schedule: @escaping WorkScheduler,
@@ -60,14 +60,14 @@ public final class TaskBudget {
     }
 
     /// How much of the budget is left, while waiting.
-    public var remaining: Duration? {
+    package var remaining: Duration? {
         deadline.map { max(.zero, $0 - now()) }
     }
 
     /// Starts waiting for the running background tasks, for at most `budget`; settles at once when none runs.
     /// `willExpire` runs when the budget is used up, before the tasks expire. A wait already in progress keeps its
     /// deadline and its handlers.
-    public func begin(
+    package func begin(
         _ budget: Duration,
         willExpire: (@MainActor () -> Void)? = nil,
         onSettled: @escaping @MainActor (Outcome) -> Void
@@ -84,13 +84,13 @@ public final class TaskBudget {
     }
 
     /// The set of background tasks changed: settles once none is left.
-    public func tasksDidChange() {
+    package func tasksDidChange() {
         guard isWaiting, !isExpiring, application?.backgroundTasks.isEmpty ?? true else { return }
         settle(.tasksEnded)
     }
 
     /// Stops waiting without settling (the wait no longer matters).
-    public func cancel() {
+    package func cancel() {
         timer?.cancel()
         timer = nil
         deadline = nil

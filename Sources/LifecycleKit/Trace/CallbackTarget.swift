@@ -18,8 +18,8 @@ package import Glibc
 /// path while the main thread is blocked in the callback — the stall detector naming a hung callback — through
 /// ``RunningCallback``, which makes the read safe. Outside this package a target is only its ``description``: it
 /// holds its node unretained, so it is valid during ``CallbackMonitor/callbackWillStart(sequence:event:target:)``
-/// only, and nothing outside the package may read the node through it.
-public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+/// only, and nothing outside the @_spi(Testing) public may read the node through it.
+@_spi(Testing) public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     // @unchecked Sendable: the nodes are main-actor objects held unretained; off the main thread they are only read
     // through RunningCallback.path(of:publication:), under its mutex, while they are known to be alive.
 
@@ -36,18 +36,18 @@ public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, Expr
     }
 
     /// A target known by its name alone.
-    public static func named(_ name: String) -> CallbackTarget {
+    @_spi(Testing) public static func named(_ name: String) -> CallbackTarget {
         CallbackTarget(.name(name))
     }
 
-    public init(stringLiteral name: String) {
+    @_spi(Testing) public init(stringLiteral name: String) {
         self.init(.name(name))
     }
 
     /// The target's path now (`delegate`, `root/child`, `root.view/label`). On the main thread, while the callback it
     /// was made for runs (the node is not retained); another thread asks ``RunningCallback/path(of:publication:)``.
     @MainActor
-    package var path: String {
+    @_spi(Testing) public var path: String {
         switch storage {
         case .name(let name): name
         case .controller(let controller): controller.takeUnretainedValue().path
@@ -57,7 +57,7 @@ public struct CallbackTarget: @unchecked Sendable, CustomStringConvertible, Expr
 
     /// The name, for a named target; a node is described by its kind (its path is only read where that is safe:
     /// ``RunningCallback``).
-    public var description: String {
+    @_spi(Testing) public var description: String {
         switch storage {
         case .name(let name): name
         case .controller: "a view controller"

@@ -25,7 +25,7 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
     public var detail: String?
 
     /// Creates an event.
-    public init(
+    package init(
         event: String,
         target: String,
         state: ApplicationState,
@@ -54,7 +54,7 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 /// ``callbackWillStart(sequence:event:target:)`` runs on the main actor just before every callback, traced or not;
 /// the monitor must be quick (it runs on the hot path) and may hand what it learned to another thread, which reads
 /// the target's path through ``RunningCallback``.
-public protocol CallbackMonitor: AnyObject, Sendable {
+@_spi(Testing) public protocol CallbackMonitor: AnyObject, Sendable {
     /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a controller or a
     /// view: see ``CallbackTarget``, valid during this call only).
     func callbackWillStart(sequence: Int, event: String, target: CallbackTarget)
@@ -63,7 +63,7 @@ public protocol CallbackMonitor: AnyObject, Sendable {
 /// Trace lines that wait to be written (``Trace/defersLogLines``), in order: written by the main thread when the
 /// loop's dispatch returns, or by any other thread that must get them out while the main thread cannot (the stall
 /// detector, when a callback hangs). Lines are written in order whoever writes them.
-public final class TraceLineBuffer: Sendable {
+package final class TraceLineBuffer: Sendable {
     private struct Pending: Sendable {
         var logger: Logger
         var lines: [(Logger.Level, TraceEvent)] = []
@@ -76,7 +76,7 @@ public final class TraceLineBuffer: Sendable {
     }
 
     /// Whether lines wait.
-    public var isEmpty: Bool { pending.withLock { $0.lines.isEmpty } }
+    package var isEmpty: Bool { pending.withLock { $0.lines.isEmpty } }
 
     func append(_ event: TraceEvent, at level: Logger.Level) {
         pending.withLock { $0.lines.append((level, event)) }
@@ -87,7 +87,7 @@ public final class TraceLineBuffer: Sendable {
     }
 
     /// Writes every waiting line, in order; safe from any thread.
-    public func flush() {
+    @_spi(Testing) public func flush() {
         pending.withLock { pending in
             guard !pending.lines.isEmpty else { return }
             for (level, event) in pending.lines { Trace.write(event, at: level, to: pending.logger) }
@@ -98,10 +98,8 @@ public final class TraceLineBuffer: Sendable {
 
 /// The ordered stream of every lifecycle callback; the ground truth that ordering tests read back.
 ///
-/// Observers are called synchronously, in registration order, as each callback fires. The log lines can be
-/// deferred (``defersLogLines``): each event is then written once its callback has returned, when the host calls
-/// ``flush()`` at the end of the loop's dispatch, so writing them costs the callbacks nothing; a hung callback is
-/// named by the ``monitor`` instead.
+/// Observers are called synchronously, in registration order, as each callback fires. Every event is also a log
+/// record (docs/lifecycle.md §7): under the daemon, a journal entry with `LIFECYCLE_*` fields.
 @MainActor
 public final class Trace {
     /// A handle that keeps an observer registered; call ``cancel()`` to remove it.
@@ -136,26 +134,26 @@ public final class Trace {
     @exclusivity(unchecked) public private(set) var sequence = 0
 
     /// The logger every event is written to: delegate events at info, others at debug (see ``logsEverythingAtInfo``).
-    @exclusivity(unchecked) public var logger: Logger {
+    @exclusivity(unchecked) package var logger: Logger {
         didSet { lineBuffer.setLogger(logger) }
     }
 
     /// When true, controller and view events are logged at info too (`--trace`, `LIFECYCLE_TRACE=all`).
-    @exclusivity(unchecked) public var logsEverythingAtInfo = false
+    @exclusivity(unchecked) package var logsEverythingAtInfo = false
 
     /// When true, log lines wait for ``flush()`` instead of being written before each callback.
-    @exclusivity(unchecked) public var defersLogLines = false {
+    @exclusivity(unchecked) package var defersLogLines = false {
         didSet { if !defersLogLines { flush() } }
     }
 
     /// Told of every callback just before it runs (the daemon's stall detector).
-    @exclusivity(unchecked) public var monitor: (any CallbackMonitor)?
+    @exclusivity(unchecked) @_spi(Testing) public var monitor: (any CallbackMonitor)?
 
     /// The lines that wait for ``flush()`` (``defersLogLines``); another thread may write them too.
-    public let lineBuffer: TraceLineBuffer
+    package let lineBuffer: TraceLineBuffer
 
     /// Creates a trace writing to `logger`.
-    public init(logger: Logger = Logger(label: "lifecycle")) {
+    package init(logger: Logger = Logger(label: "lifecycle")) {
         self.logger = logger
         self.lineBuffer = TraceLineBuffer(logger: logger)
     }
@@ -217,7 +215,7 @@ public final class Trace {
     }
 
     /// Writes the log lines that wait (``defersLogLines``), in order.
-    public func flush() {
+    @_spi(Testing) public func flush() {
         lineBuffer.flush()
     }
 

@@ -10,21 +10,21 @@ public import Logging
 
 /// One trace event as text: the fields of the journal's `LIFECYCLE_*` entries, from log metadata (the daemon's own
 /// records) or from a control reply (`lifecyclectl`).
-public struct TraceRecord: Hashable, Sendable {
+@_spi(Testing) public struct TraceRecord: Hashable, Sendable {
     /// `LIFECYCLE_SEQ`.
-    public var sequence: Int
+    @_spi(Testing) public var sequence: Int
     /// `LIFECYCLE_EVENT`: the callback, such as `applicationDidEnterBackground`.
-    public var event: String
+    @_spi(Testing) public var event: String
     /// `LIFECYCLE_TARGET`: `delegate`, or a path such as `root/modes/serving`.
-    public var target: String
+    @_spi(Testing) public var target: String
     /// `LIFECYCLE_STATE`.
-    public var state: String
+    @_spi(Testing) public var state: String
     /// `LIFECYCLE_CAUSE`.
-    public var cause: String
+    @_spi(Testing) public var cause: String
     /// `LIFECYCLE_DETAIL`, when the callback's argument matters.
-    public var detail: String?
+    @_spi(Testing) public var detail: String?
 
-    public init(sequence: Int, event: String, target: String, state: String, cause: String, detail: String? = nil) {
+    @_spi(Testing) public init(sequence: Int, event: String, target: String, state: String, cause: String, detail: String? = nil) {
         self.sequence = sequence
         self.event = event
         self.target = target
@@ -35,7 +35,7 @@ public struct TraceRecord: Hashable, Sendable {
 
     /// The record behind a log event that carries the trace's metadata (`lifecycle.event`, `lifecycle.target`, ...);
     /// nil for any other log event.
-    public init?(metadata: Logger.Metadata) {
+    @_spi(Testing) public init?(metadata: Logger.Metadata) {
         guard case .string(let event)? = metadata["lifecycle.event"],
             case .string(let target)? = metadata["lifecycle.target"],
             let sequence = metadata["lifecycle.seq"].flatMap({ Int("\($0)") })
@@ -52,23 +52,23 @@ public struct TraceRecord: Hashable, Sendable {
 }
 
 /// ANSI styles for a terminal, off unless asked for.
-public struct TerminalStyle: Hashable, Sendable {
+@_spi(Testing) public struct TerminalStyle: Hashable, Sendable {
     /// Whether escape sequences are written at all.
-    public var colour: Bool
+    @_spi(Testing) public var colour: Bool
 
-    public init(colour: Bool) {
+    @_spi(Testing) public init(colour: Bool) {
         self.colour = colour
     }
 
     /// Colour for an output: only on a terminal, never with `NO_COLOR` set to anything (no-color.org) or
     /// `TERM=dumb`.
-    public init(isTerminal: Bool, environment: [String: String]) {
+    @_spi(Testing) public init(isTerminal: Bool, environment: [String: String]) {
         let noColour = environment["NO_COLOR"].map { !$0.isEmpty } ?? false
         self.init(colour: isTerminal && !noColour && environment["TERM"] != "dumb")
     }
 
     /// SGR codes.
-    public enum Code: String, Sendable {
+    @_spi(Testing) public enum Code: String, Sendable {
         case bold = "1"
         case dim = "2"
         case red = "31"
@@ -80,13 +80,13 @@ public struct TerminalStyle: Hashable, Sendable {
     }
 
     /// `text` in the style (unchanged without colour).
-    public func apply(_ code: Code, _ text: String) -> String {
+    @_spi(Testing) public func apply(_ code: Code, _ text: String) -> String {
         colour && !text.isEmpty ? "\u{1B}[\(code.rawValue)m\(text)\u{1B}[0m" : text
     }
 
     /// An application state in its colour (active green, inactive yellow, background blue, terminated red), or
     /// `text` in that colour.
-    public func state(_ state: String, showing text: String? = nil) -> String {
+    @_spi(Testing) public func state(_ state: String, showing text: String? = nil) -> String {
         let shown = text ?? state
         switch state {
         case "active": return apply(.green, shown)
@@ -98,7 +98,7 @@ public struct TerminalStyle: Hashable, Sendable {
     }
 
     /// A path with its parent part dimmed: the last component stands out.
-    public func path(_ path: String) -> String {
+    @_spi(Testing) public func path(_ path: String) -> String {
         guard colour else { return path }
         if path == "delegate" { return apply(.cyan, path) }
         guard let cut = path.lastIndex(where: { $0 == "/" || $0 == "." }) else { return path }
@@ -121,11 +121,11 @@ public struct TerminalStyle: Hashable, Sendable {
 /// Repeats fold: an event identical to the one before (same target, event, state and cause: a view that redraws on
 /// a timer) is counted instead of printed, and one line says how many there were when something else happens, or
 /// every ``foldInterval`` while they go on. The journal keeps every event with its fields.
-public struct TraceFormatter: Sendable {
+@_spi(Testing) public struct TraceFormatter: Sendable {
     /// Colour, or none.
-    public var style: TerminalStyle
+    @_spi(Testing) public var style: TerminalStyle
     /// How often a run of repeats that goes on prints its count.
-    public var foldInterval: Duration
+    @_spi(Testing) public var foldInterval: Duration
 
     private var lastCause: String?
     private var run: Run?
@@ -145,14 +145,14 @@ public struct TraceFormatter: Sendable {
     /// The width of the cause column; a longer cause pushes its line's target along.
     static let causeWidth = 16
 
-    public init(style: TerminalStyle, foldInterval: Duration = .seconds(60)) {
+    @_spi(Testing) public init(style: TerminalStyle, foldInterval: Duration = .seconds(60)) {
         self.style = style
         self.foldInterval = foldInterval
     }
 
     /// What to print for the next event: its line, after the count of a run of repeats it ends; nothing while it
     /// repeats the one before. Every line ends with a newline.
-    public mutating func format(_ record: TraceRecord, now: ContinuousClock.Instant = .now) -> String {
+    @_spi(Testing) public mutating func format(_ record: TraceRecord, now: ContinuousClock.Instant = .now) -> String {
         if var current = run, Self.repeats(record, current.record) {
             if current.repeats == 0 { current.firstRepeat = record.sequence }
             current.repeats += 1
@@ -171,7 +171,7 @@ public struct TraceFormatter: Sendable {
 
     /// The count of the run of repeats in progress, if it has any (before a line that is not a trace event, or at the
     /// end); the run goes on.
-    public mutating func flush(now: ContinuousClock.Instant = .now) -> String {
+    @_spi(Testing) public mutating func flush(now: ContinuousClock.Instant = .now) -> String {
         guard var current = run, current.repeats > 0 else { return "" }
         let record = current.record
         let range =
@@ -189,7 +189,7 @@ public struct TraceFormatter: Sendable {
     }
 
     /// One event's line, newline included; `showCause` fills the cause column.
-    public func line(_ record: TraceRecord, showCause: Bool) -> String {
+    @_spi(Testing) public func line(_ record: TraceRecord, showCause: Bool) -> String {
         var text = style.apply(.dim, Self.padLeft(String(record.sequence), Self.sequenceWidth))
         text += " "
         text += style.state(record.state) + String(repeating: " ", count: max(1, Self.stateWidth - record.state.count))
@@ -205,7 +205,7 @@ public struct TraceFormatter: Sendable {
 
     /// The event with its argument, as the call reads: `willMove(toWindow: nil)`, `didAddSubview(progress)`,
     /// `didMoveToWindow(window)`.
-    public static func call(_ event: String, detail: String?) -> String {
+    @_spi(Testing) public static func call(_ event: String, detail: String?) -> String {
         guard let detail else { return event }
         if event.hasSuffix("(_:)") { return event.dropLast(3) + detail + ")" }
         if event.hasSuffix(":)") { return event.dropLast(1) + " " + detail + ")" }
@@ -214,7 +214,7 @@ public struct TraceFormatter: Sendable {
 
     /// How deep a target hangs: the delegate 0, the root controller 1, each `/` one more, and a controller's root view
     /// (`.view`) one below its controller.
-    public static func depth(of target: String) -> Int {
+    @_spi(Testing) public static func depth(of target: String) -> Int {
         guard target != "delegate" else { return 0 }
         var depth = 1
         for character in target.utf8 where character == UInt8(ascii: "/") { depth += 1 }

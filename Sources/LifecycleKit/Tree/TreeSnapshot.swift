@@ -8,15 +8,15 @@
 
 /// One node of an application's controller and view tree as it is at one moment: a value, safe to hand to another
 /// thread or to encode, for tools that show a running service (`lifecyclectl tree`, `lifecyclectl status`).
-public struct TreeNode: Hashable, Sendable {
+package struct TreeNode: Hashable, Sendable {
     /// A controller or a view.
-    public enum Kind: String, Hashable, Sendable {
+    package enum Kind: String, Hashable, Sendable {
         case controller
         case view
     }
 
     /// Where a controller is in its appearance (UIKit's appearance states).
-    public enum Appearance: String, Hashable, Sendable {
+    package enum Appearance: String, Hashable, Sendable {
         /// Not on screen.
         case disappeared
         /// `viewWillAppear` has run; `viewDidAppear` comes at the end of the turn.
@@ -28,30 +28,30 @@ public struct TreeNode: Hashable, Sendable {
     }
 
     /// A controller or a view.
-    public var kind: Kind
+    package var kind: Kind
     /// Its path in the trace: `root/modes/serving`, `root/worker.view/progress`.
-    public var path: String
+    package var path: String
     /// Its Swift type, without the module: `WorkerController`, `LabelView`.
-    public var typeName: String
+    package var typeName: String
     /// How deep it hangs: the root controller is 0; a controller's children, what it presents and its root view are
     /// one deeper than it; a subview is one deeper than its superview.
-    public var depth: Int
+    package var depth: Int
     /// A controller's appearance; nil for a view.
-    public var appearance: Appearance?
+    package var appearance: Appearance?
     /// Whether a controller's root view is loaded; nil for a view.
-    public var isViewLoaded: Bool?
+    package var isViewLoaded: Bool?
     /// A view's frame, or a controller's root view's when it is loaded.
-    public var frame: Rect?
+    package var frame: Rect?
     /// Whether a view is in the window; nil for a controller.
-    public var isInWindow: Bool?
+    package var isInWindow: Bool?
     /// A view's part of the application's status (what its last `draw` wrote); for a controller, the parts of its
     /// own views (not its children's) in pre-order, joined by "; ". Empty when there is none.
-    public var statusText: String
+    package var statusText: String
     /// For a presented controller, how it was presented (`automatic`, `fullScreen`, `overCurrentContext`).
-    public var presentationStyle: String?
+    package var presentationStyle: String?
 
     /// Creates a node.
-    public init(
+    package init(
         kind: Kind,
         path: String,
         typeName: String,
@@ -80,7 +80,7 @@ extension Application {
     /// The window's tree now, pre-order: a controller, then (with `includingViews`) its own views, then its children
     /// in the order added and what it presents. A view that is another controller's root view is listed under that
     /// controller, not under the superview it is embedded in. Empty without a window.
-    public func treeSnapshot(includingViews: Bool) -> [TreeNode] {
+    package func treeSnapshot(includingViews: Bool) -> [TreeNode] {
         var nodes: [TreeNode] = []
         if let root = window?.rootViewController {
             append(root, depth: 0, presented: false, includingViews: includingViews, to: &nodes)
@@ -89,7 +89,7 @@ extension Application {
     }
 
     /// How many controllers the window's tree holds, and how many views are loaded in it.
-    public func treeCounts() -> (controllers: Int, views: Int) {
+    package func treeCounts() -> (controllers: Int, views: Int) {
         var controllers = 0
         var views = 0
         func count(_ view: View, of controller: ViewController) {

@@ -114,7 +114,7 @@ open class ViewController {
     /// (``ModalPresentationStyle/automatic``) the presenter stays visible, as in UIKit since iOS 13.
     public var modalPresentationStyle: ModalPresentationStyle = .automatic
     /// The `animated:` argument of the last appearance transition; recorded, never animated.
-    public private(set) var lastTransitionWasAnimated = false
+    package private(set) var lastTransitionWasAnimated = false
 
     /// Whether this controller is on screen (between `viewDidAppear` and `viewWillDisappear`).
     public var isVisible: Bool { appearance == .appeared }
@@ -236,7 +236,7 @@ open class ViewController {
 
     // MARK: View loading
 
-    /// Creates the root view; the default makes a plain ``View``. Assign ``view`` here; do not call `super`.
+    /// Creates the root view; the default makes a plain ``View``. Assign `view` here; do not call `super`.
     open func loadView() {
         view = View(name: "view")
     }

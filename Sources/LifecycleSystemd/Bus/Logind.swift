@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import Logging
+package import Logging
 import SystemPackage
-public import LifecycleIPC
-import LifecycleKit
+@_spi(Testing) package import LifecycleIPC
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -38,16 +38,16 @@ import Glibc
 /// inhibitors the application still wants. Each outage is one warning; its end, one notice with its length
 /// (`LIFECYCLE_OUTAGE_MS`). A connection the bus closes before it ever came up is the bus refusing this client (a
 /// `DynamicUser=`), which a retry would not change: one warning, and no reconnection.
-public final class Logind {
+package final class Logind {
     /// An announcement from logind.
-    public enum Event: Hashable, Sendable, CustomStringConvertible {
+    package enum Event: Hashable, Sendable, CustomStringConvertible {
         /// `PrepareForSleep(true)`: the system is about to suspend or hibernate; `false`: it resumed.
         case prepareForSleep(Bool)
         /// `PrepareForShutdown(true)`: the system is about to shut down; `false`: the shutdown was cancelled.
         case prepareForShutdown(Bool)
 
         /// The D-Bus signal's member name.
-        public var member: String {
+        package var member: String {
             switch self {
             case .prepareForSleep: "PrepareForSleep"
             case .prepareForShutdown: "PrepareForShutdown"
@@ -55,73 +55,73 @@ public final class Logind {
         }
 
         /// The signal's boolean: true before the sleep or shutdown, false after (resume, cancellation).
-        public var isStarting: Bool {
+        package var isStarting: Bool {
             switch self {
             case .prepareForSleep(let value), .prepareForShutdown(let value): value
             }
         }
 
-        public var description: String { "\(member)(\(isStarting))" }
+        package var description: String { "\(member)(\(isStarting))" }
     }
 
     /// A lock type that a delay inhibitor blocks; the raw value is logind's `what`.
-    public enum LockType: String, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+    package enum LockType: String, CaseIterable, Hashable, Sendable, CustomStringConvertible {
         /// Suspend and hibernation: logind waits for it after `PrepareForSleep(true)`.
         case sleep
         /// Power-off and reboot: logind waits for it after `PrepareForShutdown(true)`.
         case shutdown
 
         /// The polkit action logind checks before granting a delay lock of this type.
-        public var polkitAction: String { "org.freedesktop.login1.inhibit-delay-\(rawValue)" }
+        package var polkitAction: String { "org.freedesktop.login1.inhibit-delay-\(rawValue)" }
 
         /// The announcement whose wait the lock extends.
-        public var announcement: String {
+        package var announcement: String {
             switch self {
             case .sleep: "PrepareForSleep"
             case .shutdown: "PrepareForShutdown"
             }
         }
 
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
     /// logind's well-known bus name.
-    public static let busName = "org.freedesktop.login1"
+    package static let busName = "org.freedesktop.login1"
     static let objectPath = "/org/freedesktop/login1"
     static let managerInterface = "org.freedesktop.login1.Manager"
 
     /// Who holds the inhibitor, as `systemd-inhibit --list` shows it.
-    public let who: String
+    package let who: String
     /// Why, as `systemd-inhibit --list` shows it.
-    public let why: String
+    package let why: String
     /// Called for every announcement from logind (and only logind), on the loop's thread.
-    public var onEvent: (Event) -> Void
+    package var onEvent: (Event) -> Void
     /// Called when the inhibitor of a lock type is granted (true) or released or lost (false), on the loop's thread.
-    public var onInhibitorChange: (LockType, Bool) -> Void = { _, _ in }
+    package var onInhibitorChange: (LockType, Bool) -> Void = { _, _ in }
 
     /// logind's `InhibitDelayMaxUSec`: how long it waits for delay inhibitors; nil until read (or unreadable).
-    public private(set) var inhibitDelayMax: Duration?
+    package private(set) var inhibitDelayMax: Duration?
     /// The unique name of the connection that owns `org.freedesktop.login1`; nil when unknown or unowned.
-    public var owner: String? {
+    package var owner: String? {
         if case .known(let owner) = ownerState { return owner }
         return nil
     }
     /// The lock types whose delay inhibitor is held now.
-    public var heldLocks: Set<LockType> { Set(LockType.allCases.filter { inhibitors[$0].descriptor >= 0 }) }
+    package var heldLocks: Set<LockType> { Set(LockType.allCases.filter { inhibitors[$0].descriptor >= 0 }) }
     /// Whether both delay inhibitors, sleep and shutdown, are held now.
-    public var holdsInhibitors: Bool { heldLocks.count == LockType.allCases.count }
+    package var holdsInhibitors: Bool { heldLocks.count == LockType.allCases.count }
     /// This connection's unique name on the bus, once connected.
-    public var uniqueName: String? { bus?.uniqueName }
+    package var uniqueName: String? { bus?.uniqueName }
     /// Whether logind or the bus is away and the client waits for it (or reconnects to the bus) to hold its inhibitors
     /// again.
-    public var isRecovering: Bool { outage != nil }
+    package var isRecovering: Bool { outage != nil }
     /// How many times the client connected to the bus again after losing its connection.
-    public private(set) var reconnections = 0
+    package private(set) var reconnections = 0
 
     /// The delays before the attempts to reconnect after the first (which is at once), the last repeated: the bus of
     /// a restarting dbus-daemon is listening again within milliseconds (systemd holds its socket), so the first
     /// attempts come quickly; a bus that stays away is tried every 5 s.
-    public static let reconnectDelays: [Duration] = [
+    package static let reconnectDelays: [Duration] = [
         .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
         .milliseconds(3200), .seconds(5),
     ]
@@ -208,7 +208,7 @@ public final class Logind {
     }
 
     /// Creates a client; ``connect(address:)`` attaches it to the bus.
-    public init(
+    package init(
         loop: MainLoop,
         who: String,
         why: String,
@@ -233,7 +233,7 @@ public final class Logind {
     ///
     /// Throws when there is no bus to connect to; a bus without logind is not an error here (the first
     /// ``takeInhibitors()`` reports it, once, and the client waits for logind to appear).
-    public func connect(address: String? = nil) throws(SystemCallError) {
+    package func connect(address: String? = nil) throws(SystemCallError) {
         precondition(bus == nil && reconnection == nil, "Logind.connect called twice")
         self.address = address
         do {
@@ -262,7 +262,7 @@ public final class Logind {
     }
 
     /// Releases the inhibitors, drops every subscription and closes the connection; no reconnection follows.
-    public func close() {
+    package func close() {
         reconnection?.cancel()
         reconnection = nil
         outage = nil
@@ -291,14 +291,14 @@ public final class Logind {
     ///
     /// A lock type that logind refuses (an error reply from logind itself, such as polkit's `AccessDenied`) is
     /// reported in one warning and asked for again only on the next call or when logind restarts.
-    public func takeInhibitors() {
+    package func takeInhibitors() {
         wantsInhibitors = true
         requestInhibitorsIfNeeded()
     }
 
     /// Closes both inhibitors' descriptors (logind then lets the sleep or shutdown proceed), and cancels the
     /// requests still pending.
-    public func releaseInhibitors() {
+    package func releaseInhibitors() {
         wantsInhibitors = false
         dropInhibitors(released: true)
     }

@@ -8,7 +8,7 @@
 
 import CSystemd
 import SystemPackage
-import LifecycleIPC
+@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

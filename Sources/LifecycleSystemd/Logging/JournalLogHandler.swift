@@ -7,7 +7,7 @@
 //
 
 import CSystemd
-public import Logging
+package import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -18,30 +18,30 @@ import Glibc
 /// Every record carries `MESSAGE`, `PRIORITY` (syslog 0–7), `CODE_FILE`, `CODE_LINE`, `CODE_FUNC`,
 /// `SYSLOG_IDENTIFIER` and `SWIFT_LOG_LABEL`, plus one field per metadata key, named by
 /// ``fieldName(forMetadataKey:)`` (`lifecycle.event` becomes `LIFECYCLE_EVENT`).
-public struct JournalLogHandler: LogHandler {
+package struct JournalLogHandler: LogHandler {
     /// The swift-log label of the logger this handler serves.
-    public let label: String
+    package let label: String
     /// The `SYSLOG_IDENTIFIER` of every record, as `journalctl -t` filters it.
-    public let identifier: String
+    @_spi(Testing) public let identifier: String
     /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set, for
     /// a handler that ``followsLevelOverride``).
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { LoggingBackend.effectiveLevel(configuredLevel, followsOverride: followsLevelOverride) }
         set { configuredLevel = newValue }
     }
     private var configuredLevel: Logger.Level
     /// Whether ``LoggingBackend/levelOverride`` applies: true for the handlers of the process's backend
     /// (``LoggingBackend/makeHandler(label:identifier:level:)``).
-    public var followsLevelOverride = false
+    package var followsLevelOverride = false
     /// Metadata attached to every record of this handler.
-    public var metadata: Logger.Metadata = [:]
+    package var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
-    public var metadataProvider: Logger.MetadataProvider?
+    package var metadataProvider: Logger.MetadataProvider?
     /// Where the records go: the process's writer to journald's socket, unless another is given.
-    public let writer: JournalWriter
+    package let writer: JournalWriter
 
     /// Makes a handler for one logger.
-    public init(
+    package init(
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
@@ -56,7 +56,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// Reads or writes one metadata value of this handler.
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
@@ -67,7 +67,7 @@ public struct JournalLogHandler: LogHandler {
     ///
     /// Where journald is not running at all, the records wait and are dropped, which is why ``LoggingBackend`` picks
     /// this handler only when stderr is a journal stream.
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         writer.submit(journalFields(for: event), identifier: identifier)
     }
 
@@ -93,7 +93,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// The syslog priority journald files a swift-log level under: trace and debug 7 … critical 2.
-    public static func syslogPriority(for level: Logger.Level) -> Int {
+    package static func syslogPriority(for level: Logger.Level) -> Int {
         switch level {
         case .trace, .debug: 7
         case .info: 6
@@ -105,14 +105,14 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// The longest field name journald accepts.
-    public static let maximumFieldNameLength = 64
+    package static let maximumFieldNameLength = 64
 
     /// A valid journald field name for a metadata key: `lifecycle.event` → `LIFECYCLE_EVENT`.
     ///
     /// Letters are uppercased, every other character outside `[A-Z0-9_]` becomes `_`, leading underscores are
     /// dropped (journald reserves them for fields it sets itself), a name starting with a digit gets the
     /// prefix `FIELD_`, an empty one becomes `FIELD`, and the result is cut to 64 characters.
-    public static func fieldName(forMetadataKey key: String) -> String {
+    package static func fieldName(forMetadataKey key: String) -> String {
         var scalars = key.unicodeScalars.map { scalar -> Unicode.Scalar in
             switch scalar {
             case "A"..."Z", "0"..."9", "_": scalar
@@ -131,7 +131,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// True when stderr is connected to the journal: `$JOURNAL_STREAM` names stderr's device and inode.
-    public static func isJournalStream() -> Bool {
+    package static func isJournalStream() -> Bool {
         isJournalStream(environmentValue: ProcessEnvironment.value("JOURNAL_STREAM"), fileDescriptor: STDERR_FILENO)
     }
 

@@ -9,7 +9,7 @@
 import CSystemd
 import Logging
 import SystemPackage
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -36,57 +36,57 @@ import Glibc
 /// ``waitForDelivery()`` lets the main loop keep its promise that a state's log lines reach the journal before
 /// systemd hears of the state: it waits while the queue drains, and gives up once journald has taken nothing for
 /// ``stallTimeout`` (then it returns at once until journald takes entries again).
-public final class JournalWriter: @unchecked Sendable {
+package final class JournalWriter: @unchecked Sendable {
     // @unchecked Sendable: every mutable field is in `state`, which only code holding `mutex` touches.
 
     /// How many entries may wait for journald, and how many bytes they may hold in all; beyond either, new entries are
     /// dropped and counted.
-    public struct Limits: Hashable, Sendable {
+    package struct Limits: Hashable, Sendable {
         /// Entries waiting at most.
-        public var entries: Int
+        @_spi(Testing) public var entries: Int
         /// Bytes of waiting entries at most (their fields' sizes).
-        public var bytes: Int
+        package var bytes: Int
 
-        public init(entries: Int, bytes: Int) {
+        package init(entries: Int, bytes: Int) {
             self.entries = entries
             self.bytes = bytes
         }
     }
 
     /// What the writer did so far.
-    public struct Statistics: Hashable, Sendable {
+    package struct Statistics: Hashable, Sendable {
         /// Entries journald took at once, from the thread that logged them.
-        public var sentDirectly = 0
+        package var sentDirectly = 0
         /// Entries that waited in the queue and reached journald late.
-        public var sentLate = 0
+        package var sentLate = 0
         /// Entries sent in a memfd, being too large for a datagram.
-        public var sentInMemfd = 0
+        package var sentInMemfd = 0
         /// Entries dropped because the queue was full.
-        public var dropped = 0
+        package var dropped = 0
         /// Entries journald refused for good (an error other than a full or missing socket), written to stderr.
-        public var failed = 0
+        package var failed = 0
         /// Entries waiting now.
-        public var waiting = 0
+        package var waiting = 0
         /// The reports of drops and stalls the writer sent.
-        public var reports = 0
+        package var reports = 0
     }
 
     /// 1024 entries (about 57 signals' worth of the demo's lines, 18 for a background transition) or 4 MiB.
-    public static let defaultLimits = Limits(entries: 1024, bytes: 4 << 20)
+    package static let defaultLimits = Limits(entries: 1024, bytes: 4 << 20)
     /// journald taking nothing for this long is a stall: callers of ``waitForDelivery()`` stop waiting.
-    public static let defaultStallTimeout = Duration.milliseconds(250)
+    package static let defaultStallTimeout = Duration.milliseconds(250)
     /// journald's native socket.
-    public static let defaultSocketPath = "/run/systemd/journal/socket"
+    package static let defaultSocketPath = "/run/systemd/journal/socket"
 
     /// The process's writer, to journald's socket; ``JournalLogHandler`` sends through it.
-    public static let shared = JournalWriter()
+    package static let shared = JournalWriter()
 
     /// The socket the entries are sent to.
-    public let socketPath: String
+    package let socketPath: String
     /// The queue's bounds.
-    public let limits: Limits
+    package let limits: Limits
     /// How long journald may take nothing before waiting for it stops.
-    public let stallTimeout: Duration
+    package let stallTimeout: Duration
 
     private struct Item {
         var fields: [String]
@@ -138,7 +138,7 @@ public final class JournalWriter: @unchecked Sendable {
     /// A writer to `socketPath` (a path, not an abstract name). `sendBufferSize` is asked for the socket's
     /// `SO_SNDBUF`, which bounds the size of one datagram (the kernel caps it at twice `net.core.wmem_max`); larger
     /// entries go in a memfd.
-    public init(
+    package init(
         socketPath: String = JournalWriter.defaultSocketPath,
         limits: Limits = JournalWriter.defaultLimits,
         stallTimeout: Duration = JournalWriter.defaultStallTimeout,
@@ -184,7 +184,7 @@ public final class JournalWriter: @unchecked Sendable {
 
     /// Sends one entry (`NAME=value` fields; `identifier` is its `SYSLOG_IDENTIFIER`, for the writer's own report),
     /// at once if journald takes it, else after the entries waiting; never blocks beyond taking a lock.
-    public func submit(_ fields: [String], identifier: String) {
+    package func submit(_ fields: [String], identifier: String) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         state.lastIdentifier = identifier
@@ -217,7 +217,7 @@ public final class JournalWriter: @unchecked Sendable {
 
     /// Waits until every waiting entry reached journald, as long as journald keeps taking them: returns at once when
     /// nothing waits or journald is stuck, and after ``stallTimeout`` without progress otherwise.
-    public func waitForDelivery() {
+    package func waitForDelivery() {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while !state.queue.isEmpty, !state.stuck {
@@ -232,7 +232,7 @@ public final class JournalWriter: @unchecked Sendable {
 
     /// Waits, at most `timeout`, until every waiting entry reached journald; gives up once journald has taken nothing
     /// for ``stallTimeout`` from now on. For the end of the process: what waits is lost when it exits.
-    public func flush(timeout: Duration = .seconds(2)) {
+    @_spi(Testing) public func flush(timeout: Duration = .seconds(2)) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let start = Self.now()
@@ -245,7 +245,7 @@ public final class JournalWriter: @unchecked Sendable {
     }
 
     /// What the writer did so far.
-    public var statistics: Statistics {
+    package var statistics: Statistics {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         var statistics = state.statistics
@@ -254,7 +254,7 @@ public final class JournalWriter: @unchecked Sendable {
     }
 
     /// Ends the writer thread once the queue is empty or journald took nothing for ``stallTimeout`` (tests).
-    public func stop() {
+    @_spi(Testing) public func stop() {
         pthread_mutex_lock(mutex)
         state.stopping = true
         pthread_cond_broadcast(work)
@@ -269,7 +269,7 @@ public final class JournalWriter: @unchecked Sendable {
     /// One entry in journald's native protocol: `NAME=value\n` per field, or, for a value with a newline, `NAME\n`,
     /// the value's length as 64-bit little endian, the value and `\n`. A field without `=` is skipped (libsystemd
     /// refuses the whole entry for it).
-    public static func encode(_ fields: [String]) -> [UInt8] {
+    package static func encode(_ fields: [String]) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(fields.reduce(fields.count * 9) { $0 + $1.utf8.count })
         for field in fields {

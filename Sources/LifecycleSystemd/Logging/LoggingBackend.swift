@@ -6,24 +6,24 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import Logging
+package import Logging
 import Synchronization
 
 /// Where the process's log records go: the journal under systemd, else stderr lines.
-public enum LoggingBackend: Hashable, Sendable {
+package enum LoggingBackend: Hashable, Sendable {
     /// Structured records through ``JournalLogHandler``.
     case journal
     /// One line per record through ``StderrLogHandler``.
     case stderr
 
     /// The journal when stderr is a journald stream (``JournalLogHandler/isJournalStream()``), else stderr.
-    public static func detect() -> LoggingBackend {
+    package static func detect() -> LoggingBackend {
         JournalLogHandler.isJournalStream() ? .journal : .stderr
     }
 
     /// A handler of this backend for one logger.
     /// Its level follows ``levelOverride``.
-    public func makeHandler(label: String, identifier: String, level: Logger.Level) -> any LogHandler {
+    package func makeHandler(label: String, identifier: String, level: Logger.Level) -> any LogHandler {
         switch self {
         case .journal:
             var handler = JournalLogHandler(label: label, identifier: identifier, logLevel: level)
@@ -41,7 +41,7 @@ public enum LoggingBackend: Hashable, Sendable {
 
     /// Bootstraps swift-log with the detected backend once per process and returns it; later calls only return it.
     @discardableResult
-    public static func bootstrap(identifier: String, level: Logger.Level) -> LoggingBackend {
+    package static func bootstrap(identifier: String, level: Logger.Level) -> LoggingBackend {
         bootstrapped.withLock { chosen in
             if let chosen { return chosen }
             let backend = detect()
@@ -57,7 +57,7 @@ extension LoggingBackend {
 
     /// The level every handler of the process's backend writes at, whatever its logger asked for, while set: what
     /// `io.systemd.service.SetLogLevel` sets at run time. nil (the default): each logger's own level.
-    public static var levelOverride: Logger.Level? {
+    package static var levelOverride: Logger.Level? {
         get {
             let raw = levelOverrideStorage.load(ordering: .relaxed)
             return raw < 0 ? nil : Logger.Level.allCases[raw]
@@ -77,7 +77,7 @@ extension LoggingBackend {
     }
 
     /// The swift-log level of a syslog priority (0 emerg … 7 debug), as `SetLogLevel` passes it.
-    public static func level(syslogPriority priority: Int) -> Logger.Level? {
+    package static func level(syslogPriority priority: Int) -> Logger.Level? {
         switch priority {
         case 0, 1, 2: .critical
         case 3: .error

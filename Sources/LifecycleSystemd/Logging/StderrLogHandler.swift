@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import Logging
+package import Logging
 import Synchronization
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 import CSystemd
 
 #if canImport(Glibc)
@@ -19,32 +19,32 @@ import Glibc
 ///
 /// Lines read `2026-05-20T10:11:12.345678Z info lifecycled: message key=value key=value`, with the metadata
 /// keys sorted. Each line is one write(2), so it is flushed at once and lines from threads do not interleave.
-public struct StderrLogHandler: LogHandler {
+package struct StderrLogHandler: LogHandler {
     /// The swift-log label of the logger this handler serves.
-    public let label: String
+    package let label: String
     /// The program name written before each message.
-    public let identifier: String
+    @_spi(Testing) public let identifier: String
     /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set, for
     /// a handler that ``followsLevelOverride``).
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { LoggingBackend.effectiveLevel(configuredLevel, followsOverride: followsLevelOverride) }
         set { configuredLevel = newValue }
     }
     private var configuredLevel: Logger.Level
     /// Whether ``LoggingBackend/levelOverride`` applies: true for the handlers of the process's backend
     /// (``LoggingBackend/makeHandler(label:identifier:level:)``).
-    public var followsLevelOverride = false
+    package var followsLevelOverride = false
     /// Metadata attached to every record of this handler.
-    public var metadata: Logger.Metadata = [:]
+    package var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
-    public var metadataProvider: Logger.MetadataProvider?
+    package var metadataProvider: Logger.MetadataProvider?
     private let fileDescriptor: Int32
     /// On a terminal, trace events in the human format (``TraceFormatter``), shared by every handler of the process.
     private let terminalTrace: SharedTraceFormatter?
 
     /// Makes a handler for one logger. On a terminal, trace events are written in the human format of
     /// ``TraceFormatter`` (in colour unless `NO_COLOR` is set); elsewhere every record is one `key=value` line.
-    public init(
+    package init(
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
@@ -76,13 +76,13 @@ public struct StderrLogHandler: LogHandler {
         isatty(STDERR_FILENO) == 1 ? SharedTraceFormatter(style: TerminalStyle(isTerminal: true, environment: ProcessEnvironment.all())) : nil
 
     /// Reads or writes one metadata value of this handler.
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
     /// Writes the record as one line.
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var metadata = mergedMetadata(handler: self.metadata, provider: metadataProvider, event: event.metadata)
         if let error = event.error {
             metadata["error"] = "\(String(describing: error))"

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import SystemPackage
-public import CSystemd
+package import SystemPackage
+package import CSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ import Glibc
 
 /// Starting the POSIX threads the daemon adds (the stall detector's watcher, the journal writer's sender): each runs
 /// one object's loop and is joined by its owner.
-public enum SystemThread {
+package enum SystemThread {
     /// What a started thread runs.
     private final class Body {
         let run: @Sendable () -> Void
@@ -25,7 +25,7 @@ public enum SystemThread {
     /// Starts a thread running `body`; returns it, or the errno `pthread_create` failed with. With `blockingSignals`,
     /// the thread starts with every signal blocked (so none is ever delivered to it, whatever the caller's mask);
     /// otherwise it inherits the caller's mask.
-    public static func start(blockingSignals: Bool, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, Errno> {
+    package static func start(blockingSignals: Bool, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, Errno> {
         var previous = sigset_t()
         if blockingSignals {
             var all = sigset_t()

@@ -7,19 +7,19 @@
 //
 
 import CSystemd
-import LifecycleIPC
+@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A Unix signal, named as `kill -l` and signal(7) name it (`SIGUSR1`, `SIGRTMIN+2`).
-public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
+@_spi(Testing) public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     /// The signal number.
-    public let rawValue: Int32
+    @_spi(Testing) public let rawValue: Int32
 
     /// Wraps a signal number.
-    public init(rawValue: Int32) {
+    package init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
@@ -35,12 +35,12 @@ public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     ]
 
     /// The lowest real-time signal available to applications (glibc reserves the first few).
-    public static var realTimeMin: Int32 { Int32(__libc_current_sigrtmin()) }
+    package static var realTimeMin: Int32 { Int32(__libc_current_sigrtmin()) }
     /// The highest real-time signal.
-    public static var realTimeMax: Int32 { Int32(__libc_current_sigrtmax()) }
+    @_spi(Testing) public static var realTimeMax: Int32 { Int32(__libc_current_sigrtmax()) }
 
     /// Parses `SIGUSR1`, `USR1`, `usr1`, `SIGRTMIN+2`, `RTMIN`, `SIGRTMAX-1`; nil when no such signal exists.
-    public init?(name: String) {
+    @_spi(Testing) public init?(name: String) {
         var text = name.uppercased()
         if !text.hasPrefix("SIG") { text = "SIG" + text }
         if let match = Self.standard.first(where: { $0.0 == text }) {
@@ -70,7 +70,7 @@ public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The conventional name: `SIGUSR1`, or `SIGRTMIN+n` for real-time signals.
-    public var name: String {
+    @_spi(Testing) public var name: String {
         if let match = Self.standard.first(where: { $0.1 == rawValue }) { return match.0 }
         if rawValue >= Self.realTimeMin, rawValue <= Self.realTimeMax {
             let offset = rawValue - Self.realTimeMin
@@ -80,29 +80,29 @@ public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The conventional name, as ``name``.
-    public var description: String { name }
+    @_spi(Testing) public var description: String { name }
 
     /// True for `SIGKILL` and `SIGSTOP`, which no process can catch, block or map.
-    public var isUncatchable: Bool { rawValue == SIGKILL || rawValue == SIGSTOP }
+    @_spi(Testing) public var isUncatchable: Bool { rawValue == SIGKILL || rawValue == SIGSTOP }
 
     /// `SIGHUP`: reload by convention.
-    public static let hangup = UnixSignal(rawValue: SIGHUP)
+    package static let hangup = UnixSignal(rawValue: SIGHUP)
     /// `SIGINT`: Ctrl-C in a terminal.
-    public static let interrupt = UnixSignal(rawValue: SIGINT)
+    package static let interrupt = UnixSignal(rawValue: SIGINT)
     /// `SIGTERM`: systemd's stop request.
-    public static let terminate = UnixSignal(rawValue: SIGTERM)
+    package static let terminate = UnixSignal(rawValue: SIGTERM)
     /// `SIGUSR1`.
-    public static let user1 = UnixSignal(rawValue: SIGUSR1)
+    package static let user1 = UnixSignal(rawValue: SIGUSR1)
     /// `SIGUSR2`.
-    public static let user2 = UnixSignal(rawValue: SIGUSR2)
+    package static let user2 = UnixSignal(rawValue: SIGUSR2)
     /// `SIGTSTP`: Ctrl-Z in a terminal.
-    public static let terminalStop = UnixSignal(rawValue: SIGTSTP)
+    package static let terminalStop = UnixSignal(rawValue: SIGTSTP)
     /// `SIGCONT`: resumes a stopped process.
-    public static let `continue` = UnixSignal(rawValue: SIGCONT)
+    package static let `continue` = UnixSignal(rawValue: SIGCONT)
     /// The memory-warning signal by default: `SIGRTMIN+2`.
-    public static var memoryWarning: UnixSignal { UnixSignal(rawValue: realTimeMin + 2) }
+    package static var memoryWarning: UnixSignal { UnixSignal(rawValue: realTimeMin + 2) }
     /// The interruption signal by default (the application becomes inactive): `SIGRTMIN+3`.
-    public static var interruption: UnixSignal { UnixSignal(rawValue: realTimeMin + 3) }
+    package static var interruption: UnixSignal { UnixSignal(rawValue: realTimeMin + 3) }
 
     /// Sends the signal with sigqueue(3)'s integer to one thread of this process (a gettid(2) ID).
     ///

@@ -9,10 +9,10 @@
 // CSystemd's shim declares socket helpers whose bodies name glibc's SOCK_* constants; once the target compiles them,
 // those constants resolve through CSystemd, so this file, which uses them too, imports it.
 import CSystemd
-public import Logging
+package import Logging
 import SystemPackage
-import LifecycleIPC
-import LifecycleKit
+@_spi(Testing) import LifecycleIPC
+@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -25,16 +25,16 @@ import Glibc
 /// process's own cgroup2 `memory.pressure` (under /sys/fs/cgroup/unified on a hybrid hierarchy); else
 /// `/proc/pressure/memory`. A FIFO or socket named by `$MEMORY_PRESSURE_WATCH` is read instead (any data is an
 /// event), as sd-event does. Like ``MainLoop``, a monitor lives on the loop's thread.
-public final class MemoryPressureMonitor {
+package final class MemoryPressureMonitor {
     /// What to watch for and how often to report.
-    public struct Settings: Hashable, Sendable {
+    package struct Settings: Hashable, Sendable {
         /// The trigger written to a PSI file (ignored when `$MEMORY_PRESSURE_WRITE` supplies one).
-        public var trigger: MemoryPressureTrigger
+        package var trigger: MemoryPressureTrigger
         /// At most one report per this interval; events in between are counted and dropped.
-        public var minimumInterval: Duration
+        package var minimumInterval: Duration
 
         /// Creates settings; the defaults are systemd's trigger and one report per 10 s.
-        public init(
+        package init(
             trigger: MemoryPressureTrigger = MemoryPressureTrigger(),
             minimumInterval: Duration = .seconds(10)
         ) {
@@ -44,16 +44,16 @@ public final class MemoryPressureMonitor {
     }
 
     /// The source being watched, once ``start(environment:handler:)`` succeeded.
-    public private(set) var source: MemoryPressureSource?
+    package private(set) var source: MemoryPressureSource?
     /// The sources tried before ``source`` and why each was passed over (e.g. a read-only cgroup file).
-    public private(set) var skipped: [MemoryPressureError.Attempt] = []
+    package private(set) var skipped: [MemoryPressureError.Attempt] = []
     /// Events seen since start (reported or not).
-    public private(set) var eventCount = 0
+    package private(set) var eventCount = 0
     /// Events dropped by the rate limit since start.
-    public private(set) var suppressedCount = 0
+    package private(set) var suppressedCount = 0
     /// The settings in force; changing ``Settings/minimumInterval`` takes effect at the next event, a new trigger
     /// only at the next start.
-    public var settings: Settings {
+    package var settings: Settings {
         didSet { limiter.minimumInterval = settings.minimumInterval }
     }
 
@@ -67,7 +67,7 @@ public final class MemoryPressureMonitor {
     private var handler: (() -> Void)?
 
     /// Creates a monitor on the loop; `clock` times the rate limit (tests pass a manual clock).
-    public init<C: Clock>(loop: MainLoop, settings: Settings, clock: C, logger: Logger) where C.Duration == Duration {
+    package init<C: Clock>(loop: MainLoop, settings: Settings, clock: C, logger: Logger) where C.Duration == Duration {
         self.loop = loop
         self.settings = settings
         self.logger = logger
@@ -77,7 +77,7 @@ public final class MemoryPressureMonitor {
     }
 
     /// Creates a monitor whose rate limit runs on the monotonic clock.
-    public convenience init(loop: MainLoop, settings: Settings, logger: Logger) {
+    package convenience init(loop: MainLoop, settings: Settings, logger: Logger) {
         self.init(loop: loop, settings: settings, clock: ContinuousClock(), logger: logger)
     }
 
@@ -86,7 +86,7 @@ public final class MemoryPressureMonitor {
     }
 
     /// The two variables systemd 254+ sets for `MemoryPressureWatch=`, read from the process environment.
-    public static var processEnvironment: [String: String] {
+    package static var processEnvironment: [String: String] {
         var result: [String: String] = [:]
         for name in ["MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE"] {
             if let value = ProcessEnvironment.value(name) { result[name] = value }
@@ -97,7 +97,7 @@ public final class MemoryPressureMonitor {
     /// Opens the first usable source, writes its trigger, and polls it on the loop; returns what it watches, or
     /// nil when the environment switched watching off. Throws, naming every source tried, when none works.
     @discardableResult
-    public func start(
+    package func start(
         environment: [String: String] = MemoryPressureMonitor.processEnvironment,
         handler: @escaping () -> Void
     ) throws(MemoryPressureError) -> MemoryPressureSource? {
@@ -119,7 +119,7 @@ public final class MemoryPressureMonitor {
 
     /// Watches the first of these sources that works (the plan already made).
     @discardableResult
-    public func start(sources: [MemoryPressureSource], handler: @escaping () -> Void) throws(MemoryPressureError)
+    package func start(sources: [MemoryPressureSource], handler: @escaping () -> Void) throws(MemoryPressureError)
         -> MemoryPressureSource
     {
         stop()
@@ -142,7 +142,7 @@ public final class MemoryPressureMonitor {
     }
 
     /// Stops watching and closes the descriptor; the trigger goes with it.
-    public func stop() {
+    @_spi(Testing) public func stop() {
         ioSource?.cancel()
         ioSource = nil
         if fd >= 0 { Glibc.close(fd) }

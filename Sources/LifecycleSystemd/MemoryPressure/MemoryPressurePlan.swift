@@ -6,15 +6,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
+@_spi(Testing) import LifecycleKit
 
 /// A PSI trigger: report when tasks stalled on memory for at least `threshold` within any `window`.
 ///
 /// The kernel accepts a window of 500 ms to 10 s; an unprivileged process only a multiple of 2 s (Linux 6.5+),
 /// which is why systemd's default, and this one, is 200 ms per 2 s.
-public struct MemoryPressureTrigger: Hashable, Sendable, CustomStringConvertible {
+package struct MemoryPressureTrigger: Hashable, Sendable, CustomStringConvertible {
     /// Which stall counts: `some` (at least one task stalled) or `full` (all non-idle tasks stalled).
-    public enum Kind: String, Hashable, Sendable {
+    package enum Kind: String, Hashable, Sendable {
         /// At least one task stalled on memory.
         case some
         /// Every non-idle task stalled on memory at once.
@@ -22,36 +22,36 @@ public struct MemoryPressureTrigger: Hashable, Sendable, CustomStringConvertible
     }
 
     /// Which stall counts.
-    public var kind: Kind
+    package var kind: Kind
     /// The stall time within one window that fires the trigger.
-    public var threshold: Duration
+    package var threshold: Duration
     /// The window the stall is measured over.
-    public var window: Duration
+    package var window: Duration
 
     /// Creates a trigger; systemd's default is `some` 200 ms per 2 s.
-    public init(kind: Kind = .some, threshold: Duration = .milliseconds(200), window: Duration = .seconds(2)) {
+    package init(kind: Kind = .some, threshold: Duration = .milliseconds(200), window: Duration = .seconds(2)) {
         self.kind = kind
         self.threshold = threshold
         self.window = window
     }
 
     /// What is written to a `memory.pressure` file: `some 200000 2000000`, in microseconds.
-    public var text: String {
+    package var text: String {
         "\(kind.rawValue) \(threshold.microsecondsRoundedUp) \(window.microsecondsRoundedUp)"
     }
 
     /// The bytes written: the text and a NUL. /proc/pressure/* overwrites the last byte written with a NUL before
     /// parsing, so without a terminator the window would lose its last digit.
-    public var bytes: [UInt8] { Array(text.utf8) + [0] }
+    package var bytes: [UInt8] { Array(text.utf8) + [0] }
 
     /// For logs: `some 200 ms per 2 s`.
-    public var description: String {
+    package var description: String {
         "\(kind.rawValue) \(threshold.formattedForLog) per \(window.formattedForLog)"
     }
 }
 
 /// How the cgroup hierarchies are mounted under /sys/fs/cgroup.
-public enum CgroupLayout: String, Hashable, Sendable {
+package enum CgroupLayout: String, Hashable, Sendable {
     /// cgroup2 only, mounted at /sys/fs/cgroup.
     case unified
     /// cgroup v1 controllers, plus cgroup2 at /sys/fs/cgroup/unified (systemd's "hybrid" mode).
@@ -60,12 +60,12 @@ public enum CgroupLayout: String, Hashable, Sendable {
     case legacy
 
     /// The layout of this mount namespace, from /proc/self/mountinfo.
-    public static func detect() -> CgroupLayout {
+    package static func detect() -> CgroupLayout {
         detect(mountinfo: (try? SystemFiles.readText("/proc/self/mountinfo")) ?? "")
     }
 
     /// The layout a /proc/self/mountinfo text describes: where (if anywhere) a cgroup2 file system is mounted.
-    public static func detect(mountinfo: String) -> CgroupLayout {
+    package static func detect(mountinfo: String) -> CgroupLayout {
         var cgroup2MountPoints: Set<Substring> = []
         for line in mountinfo.split(separator: "\n") {
             // "id parent major:minor root mountpoint options [optional fields] - fstype source superoptions"
@@ -79,7 +79,7 @@ public enum CgroupLayout: String, Hashable, Sendable {
     }
 
     /// Where this layout mounts cgroup2, or nil for `legacy`.
-    public var cgroup2Root: String? {
+    package var cgroup2Root: String? {
         switch self {
         case .unified: "/sys/fs/cgroup"
         case .hybrid: "/sys/fs/cgroup/unified"
@@ -89,9 +89,9 @@ public enum CgroupLayout: String, Hashable, Sendable {
 }
 
 /// One file (or FIFO, or socket) a ``MemoryPressureMonitor`` can watch, and what it writes there first.
-public struct MemoryPressureSource: Hashable, Sendable, CustomStringConvertible {
+package struct MemoryPressureSource: Hashable, Sendable, CustomStringConvertible {
     /// Where the path came from.
-    public enum Origin: String, Hashable, Sendable {
+    package enum Origin: String, Hashable, Sendable {
         /// `$MEMORY_PRESSURE_WATCH`, set by systemd 254+ (`MemoryPressureWatch=`).
         case environment
         /// The `memory.pressure` of the process's own cgroup (cgroup2).
@@ -101,36 +101,36 @@ public struct MemoryPressureSource: Hashable, Sendable, CustomStringConvertible 
     }
 
     /// The path.
-    public var path: String
+    package var path: String
     /// Where the path came from.
-    public var origin: Origin
+    @_spi(Testing) public var origin: Origin
     /// Written once after opening: a PSI trigger, or `$MEMORY_PRESSURE_WRITE`; empty for none.
-    public var write: [UInt8]
+    package var write: [UInt8]
 
     /// Describes a source.
-    public init(path: String, origin: Origin, write: [UInt8]) {
+    package init(path: String, origin: Origin, write: [UInt8]) {
         self.path = path
         self.origin = origin
         self.write = write
     }
 
     /// What is written, as text up to its NUL (a trigger such as `some 200000 2000000`).
-    public var writtenText: String {
+    package var writtenText: String {
         String(decoding: write.prefix { $0 != 0 }, as: UTF8.self)
     }
 
-    public var description: String { "\(path) (\(origin.rawValue))" }
+    package var description: String { "\(path) (\(origin.rawValue))" }
 }
 
 /// The process's own cgroup2 path and what the environment says, turned into the sources to try, in order.
-public enum MemoryPressurePlan: Hashable, Sendable {
+package enum MemoryPressurePlan: Hashable, Sendable {
     /// Watching is switched off (`MEMORY_PRESSURE_WATCH=` empty or `/dev/null`, as systemd does).
     case disabled(reason: String)
     /// Try these sources in order; the first that opens and accepts its write is watched.
     case sources([MemoryPressureSource])
 
     /// The systemd-wide fallback: every task of the machine.
-    public static let systemWidePath = "/proc/pressure/memory"
+    package static let systemWidePath = "/proc/pressure/memory"
 
     /// Decides what to watch: `$MEMORY_PRESSURE_WATCH` (with `$MEMORY_PRESSURE_WRITE`, base64) when set, with no
     /// fallback, as sd-event does; else the cgroup's own `memory.pressure`, then `/proc/pressure/memory`.
@@ -140,7 +140,7 @@ public enum MemoryPressurePlan: Hashable, Sendable {
     ///   - procSelfCgroup: the text of /proc/self/cgroup; its `0::PATH` line names the cgroup2 group.
     ///   - layout: where cgroup2 is mounted.
     ///   - trigger: the trigger to write when the environment names none.
-    public static func make(
+    package static func make(
         environment: [String: String],
         procSelfCgroup: String?,
         layout: CgroupLayout,
@@ -178,7 +178,7 @@ public enum MemoryPressurePlan: Hashable, Sendable {
 
     /// The `memory.pressure` file of the cgroup2 group that /proc/self/cgroup names (`0::/system.slice/x.service`),
     /// or nil when there is no cgroup2 line or no cgroup2 mount.
-    public static func cgroupPressurePath(procSelfCgroup: String, layout: CgroupLayout) -> String? {
+    package static func cgroupPressurePath(procSelfCgroup: String, layout: CgroupLayout) -> String? {
         guard let root = layout.cgroup2Root else { return nil }
         for line in procSelfCgroup.split(separator: "\n") where line.hasPrefix("0::") {
             let group = line.dropFirst(3)
@@ -193,29 +193,29 @@ public enum MemoryPressurePlan: Hashable, Sendable {
 }
 
 /// Why memory pressure cannot be watched: every source tried and what each reported.
-public struct MemoryPressureError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct MemoryPressureError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Each source tried, with the error that ruled it out.
-    public var attempts: [Attempt]
+    package var attempts: [Attempt]
     /// A reason that applies before any source is tried (a bad environment variable), if any.
-    public var summary: String?
+    package var summary: String?
 
     /// One source that could not be used.
-    public struct Attempt: Hashable, Sendable, CustomStringConvertible {
+    package struct Attempt: Hashable, Sendable, CustomStringConvertible {
         /// The source.
-        public var source: MemoryPressureSource
+        package var source: MemoryPressureSource
         /// What went wrong, e.g. `open: Read-only file system (errno 30)`.
-        public var reason: String
+        @_spi(Testing) public var reason: String
 
-        public var description: String { "\(source.path): \(reason)" }
+        package var description: String { "\(source.path): \(reason)" }
     }
 
     /// Creates an error.
-    public init(attempts: [Attempt], summary: String? = nil) {
+    package init(attempts: [Attempt], summary: String? = nil) {
         self.attempts = attempts
         self.summary = summary
     }
 
-    public var description: String {
+    package var description: String {
         var parts: [String] = []
         if let summary { parts.append(summary) }
         parts += attempts.map(\.description)

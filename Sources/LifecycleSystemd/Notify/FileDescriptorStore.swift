@@ -7,8 +7,8 @@
 //
 
 import CSystemd
-public import SystemPackage
-public import LifecycleIPC
+package import SystemPackage
+@_spi(Testing) package import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -20,28 +20,28 @@ import Glibc
 /// A stored memfd is sent with `FDSTORE=1` and a name (`FDNAME=`); at the next start it comes back among the
 /// `LISTEN_FDS` with that name (``takeStored(prefix:)``). `FDSTOREREMOVE=1` with the name drops it. The memfd is
 /// sealed before it is sent (no writes, no growing or shrinking), so what comes back is exactly what was stored.
-public struct FileDescriptorStore: Sendable {
+package struct FileDescriptorStore: Sendable {
     /// One stored file, as handed back at start.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// Its `FDNAME=`.
-        public var name: String
+        @_spi(Testing) public var name: String
         /// Its bytes, or the errno that reading them failed with.
-        public var contents: Result<[UInt8], Errno>
+        package var contents: Result<[UInt8], Errno>
     }
 
     private let notifier: SystemdNotifier
 
     /// A store reached through `notifier` (disabled outside systemd).
-    public init(notifier: SystemdNotifier) {
+    package init(notifier: SystemdNotifier) {
         self.notifier = notifier
     }
 
     /// Whether there is a service manager to store anything with.
-    public var isAvailable: Bool { notifier.isEnabled }
+    package var isAvailable: Bool { notifier.isEnabled }
 
     /// The stored files passed to this process whose names start with `prefix`, read and closed; other passed
     /// descriptors are left open (and `LISTEN_FDS` set) for whoever else reads them.
-    public static func takeStored(prefix: String) -> [Entry] {
+    package static func takeStored(prefix: String) -> [Entry] {
         SocketActivation.passed().filter { $0.name.hasPrefix(prefix) }.map { passed in
             defer { close(passed.descriptor) }
             return Entry(name: passed.name, contents: readAll(passed.descriptor))
@@ -67,7 +67,7 @@ public struct FileDescriptorStore: Sendable {
 
     /// Stores `bytes` under `name` in a new sealed memfd. Names are ASCII without control characters or `:`, at most
     /// 255 characters (sd_notify(3)).
-    public func store(_ bytes: [UInt8], name: String) throws(SystemCallError) {
+    package func store(_ bytes: [UInt8], name: String) throws(SystemCallError) {
         guard let socket = notifier.socketPath, !socket.isEmpty else { return }
         let descriptor = try SystemCallError.check(csystemd_memfd_create(name), "memfd_create(\(name))")
         defer { close(descriptor) }
@@ -90,7 +90,7 @@ public struct FileDescriptorStore: Sendable {
     }
 
     /// Drops every stored descriptor named `name`.
-    public func remove(name: String) throws(SystemCallError) {
+    package func remove(name: String) throws(SystemCallError) {
         guard notifier.isEnabled else { return }
         try SystemCallError.check(sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=\(name)"), "sd_notify(FDSTOREREMOVE=1 FDNAME=\(name))")
     }

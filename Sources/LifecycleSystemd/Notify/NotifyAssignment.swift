@@ -6,13 +6,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleKit
+
 #if canImport(Glibc)
 import Glibc
-import LifecycleKit
 #endif
 
 /// One `KEY=VALUE` assignment of the sd_notify(3) protocol.
-public enum NotifyAssignment: Hashable, Sendable {
+package enum NotifyAssignment: Hashable, Sendable {
     /// `READY=1`: start-up (or a reload) finished.
     case ready
     /// `STATUS=…`: a one-line status shown by `systemctl status`.
@@ -30,10 +31,10 @@ public enum NotifyAssignment: Hashable, Sendable {
     /// `ERRNO=`: the errno-style reason the service failed.
     case errno(Int32)
     /// `MAINPID=`: the main process of the service, when it is not the sender.
-    case mainPID(pid_t)
+    case mainPID(Int32)
 
     /// The assignment as sent, e.g. `STATUS=active`; `.reloading` renders two lines.
-    public var line: String {
+    @_spi(Testing) public var line: String {
         switch self {
         case .ready:
             return "READY=1"

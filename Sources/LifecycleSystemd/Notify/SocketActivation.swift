@@ -13,13 +13,13 @@ import Glibc
 #endif
 
 /// Sockets a `.socket` unit handed over (`LISTEN_FDS`, `LISTEN_PID`, `LISTEN_FDNAMES`).
-public enum SocketActivation {
+package enum SocketActivation {
     /// One descriptor systemd passed, with its name (`FileDescriptorName=`, by default the socket unit's name).
-    public struct Socket: Hashable, Sendable {
-        public var name: String
-        public var descriptor: Int32
+    package struct Socket: Hashable, Sendable {
+        @_spi(Testing) public var name: String
+        package var descriptor: Int32
 
-        public init(name: String, descriptor: Int32) {
+        package init(name: String, descriptor: Int32) {
             self.name = name
             self.descriptor = descriptor
         }
@@ -30,7 +30,7 @@ public enum SocketActivation {
     /// Other descriptors among `LISTEN_FDS` are left alone, and so are the variables: the file descriptor store's
     /// memfds come back the same way (``FileDescriptorStore/takeStored(prefix:)`` reads them), and a memfd is not a
     /// socket to serve on. A child cannot take them for its own: `LISTEN_PID` names this process.
-    public static func take() -> [Socket] {
+    package static func take() -> [Socket] {
         passed().filter { sd_is_socket($0.descriptor, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1) > 0 }
     }
 

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleIPC
+@_spi(Testing) import LifecycleIPC
 import SystemPackage
 
 extension SystemCallError {

@@ -7,35 +7,35 @@
 //
 
 import CSystemd
-public import LifecycleIPC
+@_spi(Testing) package import LifecycleIPC
 
 /// Sends sd_notify(3) messages to the service manager, or does nothing when not started by one.
-public struct SystemdNotifier: Sendable {
+package struct SystemdNotifier: Sendable {
     /// The notification socket named by `$NOTIFY_SOCKET` when the notifier was made; nil outside a notify service.
-    public let socketPath: String?
+    package let socketPath: String?
 
     /// A notifier whose every `notify` is a silent no-op.
-    public static let disabled = SystemdNotifier(socketPath: nil)
+    package static let disabled = SystemdNotifier(socketPath: nil)
 
     private init(socketPath: String?) {
         self.socketPath = socketPath
     }
 
     /// Reads `$NOTIFY_SOCKET`; without it the notifier is disabled.
-    public static func fromEnvironment() -> SystemdNotifier {
+    package static func fromEnvironment() -> SystemdNotifier {
         SystemdNotifier(socketPath: ProcessEnvironment.value("NOTIFY_SOCKET"))
     }
 
     /// Whether messages are sent at all.
-    public var isEnabled: Bool { socketPath != nil }
+    package var isEnabled: Bool { socketPath != nil }
 
     /// True when a service manager started this process (`$INVOCATION_ID` or `$NOTIFY_SOCKET` is set).
-    public static var isUnderSystemd: Bool {
+    package static var isUnderSystemd: Bool {
         ProcessEnvironment.value("INVOCATION_ID") != nil || ProcessEnvironment.value("NOTIFY_SOCKET") != nil
     }
 
     /// Sends the assignments as one datagram, one per line; a no-op when disabled.
-    public func notify(_ assignments: [NotifyAssignment]) throws(SystemCallError) {
+    package func notify(_ assignments: [NotifyAssignment]) throws(SystemCallError) {
         guard isEnabled, !assignments.isEmpty else { return }
         let message = assignments.map(\.line).joined(separator: "\n")
         // sd_notify reads $NOTIFY_SOCKET again at every call; it is left in the environment so that
@@ -44,12 +44,12 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// Sends the assignments as one datagram, one per line; a no-op when disabled.
-    public func notify(_ assignments: NotifyAssignment...) throws(SystemCallError) {
+    package func notify(_ assignments: NotifyAssignment...) throws(SystemCallError) {
         try notify(assignments)
     }
 
     /// The watchdog timeout systemd expects pings within (`$WATCHDOG_USEC` for this PID), or nil when none is set.
-    public func watchdogInterval() -> Duration? {
+    package func watchdogInterval() -> Duration? {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0 else { return nil }
         return .microseconds(Int64(clamping: usec))

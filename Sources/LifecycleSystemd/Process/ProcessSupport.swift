@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import SystemPackage
+package import SystemPackage
 import CSystemd
 
 #if canImport(Glibc)
@@ -17,14 +17,14 @@ import Glibc
 // their edge cases (EINTR, unset versus empty) are settled once.
 
 /// The process environment.
-public enum ProcessEnvironment {
+package enum ProcessEnvironment {
     /// The value of a variable, or nil when it is unset.
-    public static func value(_ name: String) -> String? {
+    package static func value(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 
     /// Every variable, read without Foundation.
-    public static func all() -> [String: String] {
+    package static func all() -> [String: String] {
         var result: [String: String] = [:]
         var pointer = environ
         while let entry = pointer.pointee {
@@ -39,9 +39,9 @@ public enum ProcessEnvironment {
 }
 
 /// Whole-file reads, for configuration files and the small files of /proc and /sys.
-public enum SystemFiles {
+package enum SystemFiles {
     /// The file's bytes; throws the errno of the open or read that failed.
-    public static func readBytes(_ path: String) throws(Errno) -> [UInt8] {
+    package static func readBytes(_ path: String) throws(Errno) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Errno(rawValue: errno) }
         defer { close(descriptor) }
@@ -59,7 +59,7 @@ public enum SystemFiles {
     }
 
     /// The file as UTF-8 text (invalid sequences replaced).
-    public static func readText(_ path: String) throws(Errno) -> String {
+    package static func readText(_ path: String) throws(Errno) -> String {
         String(decoding: try readBytes(path), as: UTF8.self)
     }
 }

@@ -24,18 +24,18 @@ import Glibc
 /// Only mappings whose every page is still the file's are dropped: a writable mapping, or a read-only one that holds
 /// pages the process wrote (the relocated `RELRO` part of a program or library, made read-only after the dynamic
 /// linker wrote it: `/proc/self/smaps` counts those as `Anonymous`), would lose its data.
-public enum StartupMemory {
+package enum StartupMemory {
     /// What was given back.
-    public struct Release: Sendable, Hashable {
+    package struct Release: Sendable, Hashable {
         /// Read-only file mappings whose pages were dropped.
-        public var mappings: Int
+        package var mappings: Int
         /// Their total size, in bytes (mapped, not necessarily resident).
-        public var bytes: Int
+        package var bytes: Int
     }
 
     /// Drops the pages of the read-only private file mappings and trims the heap; returns what it covered.
     @discardableResult
-    public static func release() -> Release {
+    package static func release() -> Release {
         var release = Release(mappings: 0, bytes: 0)
         guard let smaps = try? SystemFiles.readText("/proc/self/smaps") else { return release }
         for mapping in cleanReadOnlyFileMappings(smaps: smaps) {

@@ -9,7 +9,7 @@
 import Testing
 import Dispatch
 import Logging
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 @MainActor
 final class TerminateOnDidAppear: ViewController {

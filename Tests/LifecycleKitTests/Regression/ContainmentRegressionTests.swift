@@ -7,7 +7,7 @@
 //
 
 import Testing
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 @MainActor
 @Suite("Regression: containment edge cases") struct ContainmentRegressionTests {

@@ -7,7 +7,7 @@
 //
 
 import Testing
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 let appearance: Set<String> = ["viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear"]
 

@@ -7,7 +7,7 @@
 //
 
 import Testing
-@testable import LifecycleKit
+@_spi(Testing) @testable import LifecycleKit
 
 @MainActor
 func launchedRoot(_ make: @escaping @MainActor () -> ViewController) -> (Application, ViewController, Recorder) {
