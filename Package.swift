@@ -146,6 +146,7 @@ let package = Package(
             name: "LifecycleKitTests",
             dependencies: [
                 "LifecycleKit",
+                "LifecycleKitTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
@@ -154,6 +155,7 @@ let package = Package(
             name: "LifecycleServicesTests",
             dependencies: [
                 "LifecycleServices",
+                "LifecycleKitTesting",
                 "ReadmeExample",
                 "LifecycleKit",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -44,6 +44,8 @@ public final class TestHost {
     public var onReloadConfiguration: (@MainActor () -> Void)?
 
     private var bridge: Bridge?
+    /// The instant the ``clock``'s zero stands for.
+    private let origin = ContinuousClock.now
 
     /// An application with `delegate`, hosted by this test host; its logs go to `logger` (silent by default: a test
     /// reads the ``recorder``).
@@ -173,6 +175,11 @@ public final class TestHost {
 
         func applicationNeedsEndOfTurn(_ application: Application) {
             needsEndOfTurn = true
+        }
+
+        func currentTime(of application: Application) -> ContinuousClock.Instant {
+            guard let owner else { return .now }
+            return owner.origin + owner.clock.now
         }
 
         func application(

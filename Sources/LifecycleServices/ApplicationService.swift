@@ -86,6 +86,19 @@ public final class ApplicationService: Service, CustomStringConvertible {
         } onCancel: {
             Task { @MainActor in host.terminate(cause: "service-lifecycle:cancellation", waitForTasks: false) }
         }
+        // Terminated as a failure (a task's restarts exhausted): the group hears an error, as from any failed service.
+        if let failure = await MainActor.run(body: { host.application.terminationFailure }) {
+            throw TerminationFailure(reason: failure)
+        }
+    }
+
+    /// The application terminated as a failure (`Application.requestTermination(cause:failing:)`): what `run()`
+    /// throws, so that its `ServiceGroup` ends as after any failed service.
+    public struct TerminationFailure: Error, CustomStringConvertible {
+        /// Why the application terminated.
+        public let reason: String
+
+        public var description: String { "the application terminated as a failure: \(reason)" }
     }
 
     // Made outside any actor: a handler closure formed in a main-actor context would be main-actor isolated, and
@@ -186,24 +199,5 @@ final class ServiceHost: ApplicationHost {
         terminationBudget.cancel()
         terminated?.resume()
         terminated = nil
-    }
-}
-
-/// Work run on the main actor after a delay, by a task that sleeps; cancelling it cancels the task.
-@MainActor
-private final class SleepingWork: ScheduledWork {
-    private var task: Task<Void, Never>?
-
-    init(after delay: Duration, _ work: @escaping @MainActor () -> Void) {
-        task = Task { @MainActor in
-            try? await Task.sleep(for: delay)
-            guard !Task.isCancelled else { return }
-            work()
-        }
-    }
-
-    func cancel() {
-        task?.cancel()
-        task = nil
     }
 }

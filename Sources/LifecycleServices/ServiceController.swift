@@ -32,9 +32,11 @@ public enum BackgroundServicePolicy: String, Sendable, Hashable, CaseIterable {
 /// within ``shutdownTimeout``, then is cancelled; meanwhile the controller holds a background task, so systemd's
 /// stop (`EXTEND_TIMEOUT_USEC=`) and a sleep (logind's delay inhibitor) wait for the in-flight work. On return to
 /// the foreground the services run again, once the previous run has ended (a server binds its port again only
-/// after the old listener closed). A service that throws or returns early ends the run: it is reported in the
-/// trace (`lifecycleTask(_:didFailWithError:)`), to the controller's `lifecycleTask(_:didFailWithError:)` and to the delegate, and
-/// the services start again at the next appearance or foreground; the main loop carries on.
+/// after the old listener closed). A service that throws or returns early ends the run as a failure: it is reported
+/// in the trace (`lifecycleTask(_:didFailWithError:)`), to the controller's `lifecycleTask(_:didFailWithError:)` and
+/// to the delegate, the main loop carries on, and the ``restartPolicy`` starts the services again after a delay
+/// while the controller is on screen in the foreground — or, past its limit, escalates (by default the application
+/// terminates with status 75 and systemd restarts it).
 ///
 /// ```swift
 /// let server = ServiceController(identifier: "http") {
@@ -47,20 +49,25 @@ open class ServiceController: ViewController {
     public let backgroundPolicy: BackgroundServicePolicy
     /// How long a graceful shutdown may take before the services are cancelled.
     public var shutdownTimeout: Duration
-    /// The task that runs the services (its runs, its state).
+    /// The task that runs the services (its runs, its failures and restarts).
     public private(set) var services: LifecycleTask!
+    /// What happens when a service fails while it should run.
+    public let restartPolicy: RestartPolicy
 
     private let factory: (@MainActor () -> [any Service])?
 
-    /// Hosts the services `makeServices` returns, made anew for every run.
+    /// Hosts the services `makeServices` returns, made anew for every run; a failure restarts them as
+    /// `restartPolicy` says (``LifecycleKit/RestartPolicy/standard`` by default).
     public init(
         identifier: String? = nil,
         backgroundPolicy: BackgroundServicePolicy = .drain,
         shutdownTimeout: Duration = .seconds(10),
+        restartPolicy: RestartPolicy = .standard,
         services makeServices: @escaping @MainActor () -> [any Service]
     ) {
         self.backgroundPolicy = backgroundPolicy
         self.shutdownTimeout = shutdownTimeout
+        self.restartPolicy = restartPolicy
         self.factory = makeServices
         super.init(identifier: identifier)
         hostServices()
@@ -70,6 +77,7 @@ open class ServiceController: ViewController {
     public required init(coder: Coder) throws {
         self.backgroundPolicy = .drain
         self.shutdownTimeout = .seconds(10)
+        self.restartPolicy = .standard
         self.factory = nil
         try super.init(coder: coder)
         hostServices()
@@ -82,7 +90,7 @@ open class ServiceController: ViewController {
 
     private func hostServices() {
         let activity: LifecycleActivity = backgroundPolicy == .keepRunning ? .visible : .visibleInForeground
-        services = task("services", while: activity) { [unowned self] in
+        services = task("services", while: activity, restartPolicy: restartPolicy) { [unowned self] in
             let group = ServiceGroup(configuration: groupConfiguration(for: makeServices()))
             let policy = backgroundPolicy
             return LifecycleRun(body: { try await group.run() }) { reason in

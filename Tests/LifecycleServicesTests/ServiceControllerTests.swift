@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 @_spi(Testing) import LifecycleServices
 import Logging
 import ServiceLifecycle
@@ -197,6 +198,52 @@ struct ServiceControllerTests {
         app.requestBecomeActive()
         await settle { controller.services.runCount == 2 }
         #expect(app.applicationState == .active)
+    }
+
+    @Test func aFailingServiceIsRestartedAfterItsBackoffUntilThePolicyEscalates() async {
+        let timeline = Timeline()
+        let controller = ServiceController(
+            identifier: "api",
+            restartPolicy: .onFailure(
+                maxRestarts: 2, within: .seconds(60), backoff: .exponential(initial: .milliseconds(100), maximum: .seconds(1))
+            )
+        ) {
+            [
+                RecordingService(name: "server", timeline: timeline),
+                RecordingService(name: "database", timeline: timeline, failure: Outage()),
+            ]
+        }
+        let host = TestHost(delegate: Delegate(root: controller))
+        host.launch()
+        let services = controller.services!
+        for (failure, delay) in [(1, 100), (2, 200)] {
+            #expect(await host.waitUntil { services.failureCount == failure && !services.isRunning })
+            host.advance(by: .milliseconds(delay - 1))
+            #expect(services.runCount == failure)
+            host.advance(by: .milliseconds(1))
+            #expect(services.runCount == failure + 1)
+        }
+        // The third failure within the minute is one more than two restarts allow: the application terminates as a
+        // failure (the delegate's default), which the daemon turns into exit status 75.
+        #expect(await host.waitUntil { host.isTerminated })
+        #expect(services.failureCount == 3 && services.restartCount == 2 && services.hasExhaustedRestarts)
+        #expect(host.application.terminationFailure?.hasPrefix("services failed more often than its restart policy allows") == true)
+        #expect(
+            host.recorder.lines(events: ["taskWillRestart", "lifecycleTask(_:didExhaustRestartsWithError:)"]) == [
+                "api taskWillRestart", "api taskWillRestart", "api lifecycleTask(_:didExhaustRestartsWithError:)",
+            ]
+        )
+    }
+
+    @Test func aServiceThatReturnsWhileItShouldRunIsAFailure() async {
+        struct Quits: Service {
+            func run() async throws {}
+        }
+        let controller = ServiceController(identifier: "api", restartPolicy: .never) { [Quits()] }
+        let host = TestHost(delegate: Delegate(root: controller))
+        host.launch()
+        #expect(await host.waitUntil { controller.services.failureCount == 1 })
+        #expect(host.recorder.lines(events: ["lifecycleTask(_:didFailWithError:)"]) == ["api lifecycleTask(_:didFailWithError:)"])
     }
 
     @Test func terminationWaitsForTheDrainThroughABackgroundTask() async {

@@ -11,6 +11,8 @@
 package enum SysExit: Int32, Sendable {
     /// Something the daemon needs from the system failed (EX_OSERR).
     case osError = 71
+    /// The application terminated as a failure, its restarts exhausted (EX_TEMPFAIL): systemd's `Restart=` takes over.
+    case temporaryFailure = 75
     /// The configuration file is wrong (EX_CONFIG).
     case configuration = 78
 }

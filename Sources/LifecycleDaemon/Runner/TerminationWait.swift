@@ -96,7 +96,14 @@ final class TerminationWait {
         extensionTimer?.cancel()
         extensionTimer = nil
         wait.cancel()
-        logger.info("terminated cleanly")
-        effects.exit(0)
+        if let failure = application.terminationFailure {
+            // A failure (restarts exhausted): a status systemd's Restart=on-failure acts on, not 64 or 78, which the
+            // unit's RestartPreventExitStatus= keeps from restarting.
+            logger.error("terminated as a failure (exit status \(SysExit.temporaryFailure.rawValue)): \(failure)")
+            effects.exit(SysExit.temporaryFailure.rawValue)
+        } else {
+            logger.info("terminated cleanly")
+            effects.exit(0)
+        }
     }
 }

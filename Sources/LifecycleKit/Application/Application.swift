@@ -59,6 +59,9 @@ public final class Application {
     /// when it runs out, their expiration handlers run. The budget starts when the application reaches the
     /// background with tasks running, or when the first task begins there; termination replaces it with its own.
     public var backgroundTime = Duration.seconds(30)
+    /// Why the application terminates as a failure (``requestTermination(cause:failing:)``), or nil: the daemon then
+    /// exits with status 75 (`EX_TEMPFAIL`) instead of 0, so that systemd's `Restart=` restarts it.
+    public internal(set) var terminationFailure: String?
 
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()

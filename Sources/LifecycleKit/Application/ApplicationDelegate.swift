@@ -53,8 +53,17 @@ public protocol ApplicationDelegate: AnyObject {
     /// The reload is done: apply the configuration.
     func applicationDidReload(_ application: Application)
     /// A controller's lifecycle-bound task (or hosted service) failed; the controller heard it first. The main
-    /// loop carries on, and the task starts again at the next appearance or return to the foreground.
+    /// loop carries on, and the task's restart policy starts it again after a delay, or escalates.
     func application(_ application: Application, lifecycleTask task: LifecycleTask, didFailWithError error: any Error)
+    /// A controller's task failed more often than its restart policy allows (the controller heard it first). The
+    /// default terminates the application with a failure exit status
+    /// (``Application/requestTermination(cause:failing:)``), so that systemd's `Restart=` restarts the service
+    /// with its own backoff; override it to keep running without that task.
+    func application(
+        _ application: Application,
+        lifecycleTask task: LifecycleTask,
+        didExhaustRestartsWithError error: any Error
+    )
 }
 
 extension ApplicationDelegate {
@@ -93,6 +102,16 @@ extension ApplicationDelegate {
         lifecycleTask task: LifecycleTask,
         didFailWithError error: any Error
     ) {}
+    public func application(
+        _ application: Application,
+        lifecycleTask task: LifecycleTask,
+        didExhaustRestartsWithError error: any Error
+    ) {
+        application.requestTermination(
+            cause: "supervision",
+            failing: "\(task.name) failed more often than its restart policy allows: \(error)"
+        )
+    }
 }
 
 /// What hosts the application: the daemon's main loop, which tells the service manager what happens.
@@ -127,6 +146,9 @@ package protocol ApplicationHost: AnyObject {
         schedule work: @escaping @MainActor () -> Void,
         after delay: Duration
     ) -> (any ScheduledWork)?
+    /// The time now on the host's clock (a test's clock moves only when the test says): what restart periods are
+    /// measured on.
+    func currentTime(of application: Application) -> ContinuousClock.Instant
     /// Work was deferred to the end of the turn (a layout mark, a did-callback) outside an end of turn: make sure
     /// ``Application/runEndOfTurn()`` runs before the loop sleeps, even if nothing else happens in this turn.
     func applicationNeedsEndOfTurn(_ application: Application)
@@ -143,6 +165,7 @@ extension ApplicationHost {
     package func application(_ application: Application, didEncodeRestorableState archive: Archive) {}
     package func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
     package func applicationNeedsEndOfTurn(_ application: Application) {}
+    package func currentTime(of application: Application) -> ContinuousClock.Instant { .now }
     package func application(
         _ application: Application,
         schedule work: @escaping @MainActor () -> Void,

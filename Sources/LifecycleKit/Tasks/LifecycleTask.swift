@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-/// When a controller's lifecycle-bound work runs (``ViewController/task(_:while:priority:operation:)``).
+/// When a controller's lifecycle-bound work runs (``ViewController/task(_:while:restartPolicy:priority:operation:)``).
 public enum LifecycleActivity: String, Sendable, Hashable, CaseIterable {
     /// While the controller is on screen (from `viewDidAppear` to `viewWillDisappear`) and the application is in
     /// the foreground (active or inactive): the default, what serving means.
@@ -50,12 +50,19 @@ public struct LifecycleRun: Sendable {
 ///
 /// While a run is stopping, the application holds a background task for it, so termination (systemd's stop, with
 /// `EXTEND_TIMEOUT_USEC=`) and a sleep (logind's delay inhibitor) wait for it to end, bounded by the background
-/// time: when that runs out the run is cancelled and the background task ended. A run that fails is reported to
-/// the controller (``ViewController/lifecycleTask(_:didFailWithError:)``), to the delegate and in the trace, and
-/// the main loop carries on.
+/// time: when that runs out the run is cancelled and the background task ended.
 ///
-/// Each step is in the trace on the controller's path, with the task's name as the detail: `taskDidStart`,
-/// `taskWillStop`, then `taskDidEnd` or `lifecycleTask(_:didFailWithError:)`.
+/// A run that fails — throws while it should run — is reported to the controller
+/// (``ViewController/lifecycleTask(_:didFailWithError:)``), to the delegate and in the trace, and the main loop
+/// carries on; then the task's ``restartPolicy`` decides: start again after a delay while the work should run, or,
+/// past its limit, escalate (``ViewController/lifecycleTask(_:didExhaustRestartsWithError:)``, then the delegate's
+/// `application(_:lifecycleTask:didExhaustRestartsWithError:)`, which terminates the application by default). A
+/// restart waiting for its delay is called off by a background or a disappearance, which is not a failure; a run
+/// that returns is done and starts again at the next appearance or foreground.
+///
+/// Each step is in the trace on the controller's path, with the task's name in the detail: `taskDidStart`,
+/// `taskWillStop`, then `taskDidEnd` or `lifecycleTask(_:didFailWithError:)`, then `taskWillRestart` (the delay and
+/// the error) or `lifecycleTask(_:didExhaustRestartsWithError:)`.
 @MainActor
 public final class LifecycleTask {
     /// The name in the trace, logs and the background task.
@@ -68,6 +75,17 @@ public final class LifecycleTask {
     public var isActive: Bool { current != nil }
     /// How many runs have started.
     public private(set) var runCount = 0
+    /// What happens when a run fails.
+    public let restartPolicy: RestartPolicy
+    /// How many runs have failed.
+    public private(set) var failureCount = 0
+    /// How many runs were started again by the ``restartPolicy`` after a failure.
+    public private(set) var restartCount = 0
+    /// Whether the last failure was past the policy's limit: no restart follows until the work's activity begins
+    /// again (the next appearance or return to the foreground).
+    public private(set) var hasExhaustedRestarts = false
+    /// The error of the last failed run.
+    public private(set) var lastError: (any Error)?
 
     // Weak: a run that is still stopping outlives a controller released meanwhile (a popped controller whose server
     // drains), and its last events are then traced under the controller's last path.
@@ -79,6 +97,9 @@ public final class LifecycleTask {
     private var current: Active?
     private var stopping: Active?
     private var isCancelled = false
+    private var restarts = RestartRecord()
+    /// A restart waiting for its delay.
+    private var pendingRestart: (any ScheduledWork)?
 
     private struct Active {
         let generation: Int
@@ -90,12 +111,14 @@ public final class LifecycleTask {
     init(
         name: String,
         activity: LifecycleActivity,
+        restartPolicy: RestartPolicy,
         priority: TaskPriority?,
         controller: ViewController,
         makeRun: @escaping @MainActor () -> LifecycleRun
     ) {
         self.name = name
         self.activity = activity
+        self.restartPolicy = restartPolicy
         self.priority = priority
         self.controller = controller
         self.lastPath = controller.identifier
@@ -105,6 +128,7 @@ public final class LifecycleTask {
     /// Stops the task for good: the current run is asked to stop and no run starts again.
     public func cancel() {
         isCancelled = true
+        cancelPendingRestart()
         stop(reason: .cancellation)
     }
 
@@ -115,12 +139,20 @@ public final class LifecycleTask {
         case .visibleInForeground: wanted = visible && foreground
         case .visible: wanted = visible
         }
-        if wanted, !isCancelled, current == nil {
+        // An exhausted task may run again once its activity begins anew (the next appearance or foreground).
+        if wanted, !self.wanted { hasExhaustedRestarts = false }
+        self.wanted = wanted
+        if wanted, !isCancelled, current == nil, pendingRestart == nil, !hasExhaustedRestarts {
             start()
-        } else if !wanted, current != nil {
-            stop(reason: reason)
+        } else if !wanted {
+            // A restart waiting for its delay is called off, which is not a failure.
+            cancelPendingRestart()
+            if current != nil { stop(reason: reason) }
         }
     }
+
+    /// Whether the work should run now (its activity lasts), as the last update said.
+    private var wanted = false
 
     /// The controller is going away: stop for good, without reaching back to it.
     func controllerWillDeinitialize(path: String) {
@@ -180,16 +212,22 @@ public final class LifecycleTask {
     }
 
     private func runDidEnd(generation: Int, failure: (any Error)?) {
+        // Ended by itself while it should run (not asked to stop): a failure is the restart policy's to handle.
+        let endedWhileWanted = current?.generation == generation
         if let failure {
+            failureCount += 1
+            lastError = failure
             trace("lifecycleTask(_:didFailWithError:)", detail: "\(name): \(failure)")
             controller?.lifecycleTask(self, didFailWithError: failure)
             (controller?.application ?? application)?.reportFailure(of: self, error: failure)
         } else {
             trace("taskDidEnd")
         }
-        if let run = current, run.generation == generation {
-            // The work ended by itself while it should run: it starts again at the next appearance or foreground.
+        if endedWhileWanted {
+            // The work ended by itself while it should run: a failure follows the restart policy; a return is done,
+            // and the work starts again at the next appearance or foreground.
             current = nil
+            if let failure, !isCancelled { superviseFailure(failure) }
         }
         if let run = stopping, run.generation == generation {
             stopping = nil
@@ -197,6 +235,41 @@ public final class LifecycleTask {
                 (controller?.application ?? application)?.endBackgroundTask(run.backgroundTask)
             }
         }
+    }
+
+    // MARK: Supervision
+
+    /// A run failed while it should run: restart it after the policy's delay, or escalate past its limit.
+    private func superviseFailure(_ failure: any Error) {
+        guard let application = controller?.application ?? application else { return }
+        switch restarts.failure(at: application.now, policy: restartPolicy) {
+        case .wait:
+            break
+        case .restart(let delay, let restart, let limit):
+            trace("taskWillRestart", detail: "\(name) in \(delay.formattedForLog) (restart \(restart) of \(limit)): \(failure)")
+            pendingRestart = application.schedule(after: delay) { [weak self] in self?.restartAfterDelay() }
+        case .escalate(let failures, let within):
+            hasExhaustedRestarts = true
+            trace(
+                "lifecycleTask(_:didExhaustRestartsWithError:)",
+                detail: "\(name): \(failures) failures within \(within.formattedForLog): \(failure)"
+            )
+            controller?.lifecycleTask(self, didExhaustRestartsWithError: failure)
+            application.reportExhaustedRestarts(of: self, error: failure)
+        }
+    }
+
+    private func restartAfterDelay() {
+        pendingRestart = nil
+        // Only while the work should still run: a background or a disappearance during the delay called it off.
+        guard wanted, !isCancelled, current == nil else { return }
+        restartCount += 1
+        start()
+    }
+
+    private func cancelPendingRestart() {
+        pendingRestart?.cancel()
+        pendingRestart = nil
     }
 
     private func trace(_ event: String, detail: String? = nil) {
@@ -218,28 +291,34 @@ extension ViewController {
     ///
     /// Call it once, typically in `viewDidLoad` or `init`; it returns the task, which ``LifecycleTask/cancel()``
     /// stops for good.
+    ///
+    /// A run that throws is restarted as `restartPolicy` says (``RestartPolicy/standard`` by default: up to five
+    /// restarts a minute, then the application terminates with a failure status for systemd to restart it).
     @discardableResult
     public func task(
         _ name: String? = nil,
         while activity: LifecycleActivity = .visibleInForeground,
+        restartPolicy: RestartPolicy = .standard,
         priority: TaskPriority? = nil,
         operation: @escaping @Sendable () async throws -> Void
     ) -> LifecycleTask {
-        task(name, while: activity, priority: priority) { LifecycleRun(body: operation) }
+        task(name, while: activity, restartPolicy: restartPolicy, priority: priority) { LifecycleRun(body: operation) }
     }
 
-    /// The general form of ``task(_:while:priority:operation:)``: `makeRun` describes each run, including how to ask
-    /// it to stop (a graceful shutdown rather than cancellation).
+    /// The general form of ``task(_:while:restartPolicy:priority:operation:)``: `makeRun` describes each run,
+    /// including how to ask it to stop (a graceful shutdown rather than cancellation).
     @discardableResult
     public func task(
         _ name: String?,
         while activity: LifecycleActivity = .visibleInForeground,
+        restartPolicy: RestartPolicy = .standard,
         priority: TaskPriority? = nil,
         makeRun: @escaping @MainActor () -> LifecycleRun
     ) -> LifecycleTask {
         let task = LifecycleTask(
             name: name ?? "task\(lifecycleTasks.count + 1)",
             activity: activity,
+            restartPolicy: restartPolicy,
             priority: priority,
             controller: self,
             makeRun: makeRun

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import Logging
+package import Logging
 import Synchronization
 
 /// One callback, as it appears in the trace: journald's `LIFECYCLE_*` fields, or one line on stderr.

@@ -50,7 +50,7 @@ open class ViewController {
     /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
     /// once per position, and a trace event reads it in constant time.
     @exclusivity(unchecked) var pathIsCurrent = false
-    /// Work bound to this controller's lifecycle (``task(_:while:priority:operation:)``).
+    /// Work bound to this controller's lifecycle (``task(_:while:restartPolicy:priority:operation:)``).
     @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
 
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
@@ -353,8 +353,12 @@ open class ViewController {
     open func applicationDidReload() {}
 
     /// A run of one of this controller's lifecycle-bound tasks (or a hosted service) failed; the delegate hears it
-    /// next. The task starts again at the next appearance or return to the foreground.
+    /// next. The task's restart policy then starts it again after a delay, or escalates.
     open func lifecycleTask(_ task: LifecycleTask, didFailWithError error: any Error) {}
+
+    /// One of this controller's tasks failed more often than its restart policy allows: it is not restarted until its
+    /// activity begins again. The delegate hears it next, and by default terminates the application.
+    open func lifecycleTask(_ task: LifecycleTask, didExhaustRestartsWithError error: any Error) {}
 
     // MARK: Containment
 
