@@ -39,9 +39,15 @@ public final class TestHost {
     public private(set) var notifications: [String] = []
     /// Whether the application has terminated (its tree is torn down).
     public private(set) var isTerminated = false
-    /// Runs where the daemon reads its configuration again during a reload (between `applicationWillReload` and
-    /// `applicationDidReload`).
+    /// Runs where the daemon applies the configuration a reload read (between `applicationWillReload` and
+    /// `applicationDidReload`): only for a reload every participant accepted.
     public var onReloadConfiguration: (@MainActor () -> Void)?
+    /// The application's settings a reload offers (``LifecycleKit/ReloadProposal/settings``), as the daemon offers
+    /// those its configuration file holds.
+    public var reloadSettings: (any Sendable)?
+    /// When set, the next reloads find the configuration invalid with this reason (as the daemon says
+    /// `file:line: what is wrong`) and are refused before anybody is offered them.
+    public var reloadConfigurationError: String?
 
     private var bridge: Bridge?
     /// The instant the ``clock``'s zero stands for.
@@ -155,6 +161,11 @@ public final class TestHost {
 
         func applicationWillBeginReload(_ application: Application) {
             owner?.record("RELOADING=1")
+        }
+
+        func applicationPrepareReload(_ application: Application) -> ReloadPreparation {
+            if let error = owner?.reloadConfigurationError { return .refused(error) }
+            return .ready(ReloadProposal(settings: owner?.reloadSettings))
         }
 
         func applicationReloadConfiguration(_ application: Application) {

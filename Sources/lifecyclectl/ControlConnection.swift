@@ -116,6 +116,8 @@ enum ControlFailure: Error, CustomStringConvertible {
     case permissionDenied(target: String)
     /// The request was dropped (1).
     case dropped(request: String, reason: String)
+    /// The reload was refused: nothing applied it (1).
+    case reloadRefused(reason: String)
     /// The daemon closed the connection or did not answer in time (75, EX_TEMPFAIL).
     case unavailable(target: String, reason: String)
     /// Anything else the daemon answered (76, EX_PROTOCOL).
@@ -125,7 +127,7 @@ enum ControlFailure: Error, CustomStringConvertible {
         switch self {
         case .unreachable: 69
         case .permissionDenied: 77
-        case .dropped: 1
+        case .dropped, .reloadRefused: 1
         case .unavailable: 75
         case .failed: 76
         }
@@ -142,6 +144,8 @@ enum ControlFailure: Error, CustomStringConvertible {
                 + "(you are uid \(geteuid()))"
         case .dropped(let request, let reason):
             return "\(request) was dropped: \(reason)"
+        case .reloadRefused(let reason):
+            return "the reload was refused by \(reason); the daemon keeps its previous configuration"
         case .unavailable(let target, let reason), .failed(let target, let reason):
             return "\(target): \(reason)"
         }
@@ -160,6 +164,8 @@ enum ControlFailure: Error, CustomStringConvertible {
         switch error {
         case .error(let varlink) where varlink.name == VarlinkError.permissionDenied.name:
             self = .permissionDenied(target: target)
+        case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.ReloadRefused":
+            self = .reloadRefused(reason: varlink.parameters["reason"]?.stringValue ?? "no reason given")
         case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.RequestDropped":
             self = .dropped(
                 request: varlink.parameters["request"]?.stringValue ?? "the request",

@@ -125,7 +125,11 @@ struct ControlServiceTests {
         let call = RecordedCall("io.systemd.service.Reload")
         service(harness).handle(call)
         #expect(call.result == [:])
-        #expect(harness.timeline.lines == ["applicationWillReload control", "applicationDidReload control"])
+        #expect(
+            harness.timeline.lines == [
+                "application(_:validateReload:) control", "applicationWillReload control", "applicationDidReload control",
+            ]
+        )
     }
 
     @Test func onlyTheServicesOwnUserAndRootMaySetTheLogLevel() {

@@ -25,7 +25,11 @@ final class DaemonHarness {
 
     var timeline: Timeline { stage.timeline }
 
-    init(configuration: DaemonConfiguration = DaemonConfiguration(), terminal: TerminalProbe? = nil) {
+    init(
+        configuration: DaemonConfiguration = DaemonConfiguration(),
+        options: DaemonOptions = DaemonOptions(programName: "test"),
+        terminal: TerminalProbe? = nil
+    ) {
         if let terminal { stage.terminal = terminal }
         delegate = BackgroundWorkDelegate(timeline: stage.timeline)
         application = Application(delegate: delegate, logger: log.logger())
@@ -34,7 +38,7 @@ final class DaemonHarness {
         configuration.watchMemoryPressure = false
         daemon = try! Daemon(
             configuration: configuration,
-            options: DaemonOptions(programName: "test"),
+            options: options,
             application: application,
             applicationSection: nil,
             loop: nil,
@@ -175,7 +179,12 @@ struct DaemonPolicyTests {
         )
         harness.launch()
         harness.signal(.hangup)
-        #expect(harness.timeline.lines == ["applicationWillReload signal:SIGHUP", "applicationDidReload signal:SIGHUP"])
+        #expect(
+            harness.timeline.lines == [
+                "application(_:validateReload:) signal:SIGHUP", "applicationWillReload signal:SIGHUP",
+                "applicationDidReload signal:SIGHUP",
+            ]
+        )
         harness.timeline.clear()
         terminal.hungUp = true
         harness.signal(.hangup)
@@ -189,7 +198,12 @@ struct DaemonPolicyTests {
         )
         harness.launch()
         harness.signal(.hangup)
-        #expect(harness.timeline.lines == ["applicationWillReload signal:SIGHUP", "applicationDidReload signal:SIGHUP"])
+        #expect(
+            harness.timeline.lines == [
+                "application(_:validateReload:) signal:SIGHUP", "applicationWillReload signal:SIGHUP",
+                "applicationDidReload signal:SIGHUP",
+            ]
+        )
     }
 
     @Test func terminationExtendsTheStopTimeoutAsSoonAsItWaitsAndEverySecondAfter() {

@@ -104,7 +104,10 @@ struct TestHostTests {
         host.application.trace.observe { order.append("\($0.target) \($0.event)") }
         host.onReloadConfiguration = { order.append("configuration read") }
         host.signal("SIGHUP")
-        #expect(order.first == "root/feed applicationWillReload")
+        #expect(Array(order.prefix(4)) == [
+            "delegate application(_:validateReload:)", "root validateReload(_:)", "root/feed validateReload(_:)",
+            "root/feed applicationWillReload",
+        ])
         #expect(order.firstIndex(of: "configuration read")! > order.firstIndex(of: "delegate applicationWillReload")!)
         #expect(order.firstIndex(of: "configuration read")! < order.firstIndex(of: "delegate applicationDidReload")!)
         #expect(Array(host.notifications.suffix(2)) == ["RELOADING=1", "READY=1"])

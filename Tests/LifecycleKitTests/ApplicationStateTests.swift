@@ -232,7 +232,7 @@ struct ApplicationStateTests {
         #expect(app.applicationState == .terminated)
     }
 
-    @Test func reloadTellsTheHostThenTheTreeLetsGoThenTheConfigurationIsReadThenTheTreeApplies() {
+    @Test func reloadTellsTheHostOffersTheConfigurationThenTheTreeLetsGoThenItAppliesThenTheTreeApplies() {
         let (app, host, _) = makeLoggedApplication { app in
             app.window = Window(rootViewController: ViewController(identifier: "root"))
         }
@@ -242,6 +242,8 @@ struct ApplicationStateTests {
         #expect(
             host.log == [
                 "host reloading",
+                "delegate application(_:validateReload:)",
+                "root validateReload(_:)",
                 "root applicationWillReload",
                 "delegate applicationWillReload",
                 "host reread configuration",

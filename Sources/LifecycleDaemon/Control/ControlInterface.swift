@@ -180,6 +180,10 @@
         # The request could not run: the application has not launched, or termination has started.
         error RequestDropped (request: string, reason: string)
 
+        # The reload ran and was refused, so nothing applied it: by its configuration file (file:line: what is wrong),
+        # the delegate or a controller (its path), whom reason names, with why.
+        error ReloadRefused (reason: string)
+
         """
 
     /// The definition of `io.systemd.service`.
@@ -251,6 +255,11 @@
         object["status"] = .string(node.statusText)
         if let presentation = node.presentationStyle { object["presentation"] = .string(presentation) }
         return .object(object)
+    }
+
+    /// The `ReloadRefused` error.
+    static func reloadRefused(reason: String) -> VarlinkError {
+        VarlinkError("\(name).ReloadRefused", parameters: ["reason": .string(reason)])
     }
 
     /// The `RequestDropped` error.

@@ -127,6 +127,10 @@ final class ControlService {
             case .dropped(let reason):
                 call.fail(ControlInterface.requestDropped(request.rawValue, reason: reason))
                 return
+            case .refused(let reason, _):
+                // Both interfaces: `systemctl reload` (ExecReload=lifecyclectl reload) fails, naming who and why.
+                call.fail(ControlInterface.reloadRefused(reason: reason))
+                return
             }
             guard lifecycleCall else {
                 call.reply([:])

@@ -57,31 +57,36 @@ extension Daemon {
         return .launch(restoring: store.load())
     }
 
-    /// On reload: a changed storyboard is applied as a hand-over; an invalid one keeps the current tree and logs why.
-    func reloadStoryboard() {
-        guard let path = configuration.restoration.storyboard else { return }
+    /// A reload's offer phase: reads the storyboard `configuration` names and plans its change, moving nothing; returns
+    /// why it cannot be used (the reload is then refused), or nil. A storyboard the tree was not loaded from takes
+    /// effect at the next start.
+    func prepareStoryboard(for configuration: DaemonConfiguration) -> String? {
+        preparedStoryboard = nil
+        guard let path = configuration.restoration.storyboard else { return nil }
         guard let old = loadedStoryboard else {
             logger.notice("the storyboard \(path) takes effect at the next start: the tree was not loaded from one")
-            return
-        }
-        let new: Archive
-        do {
-            new = try StoryboardFile.read(path)
-        } catch {
-            logger.error("reload: storyboard: \(error) Keeping the current tree.")
-            return
-        }
-        guard new.root != old.root else {
-            logger.debug("the storyboard \(path) did not change")
-            return
+            return nil
         }
         do {
-            let changes = try application.applyStoryboardChange(from: old, to: new)
-            loadedStoryboard = new
-            logger.info("storyboard \(path) applied: \(changes.isEmpty ? "nothing to change" : changes.joined(separator: "; "))")
+            let new = try StoryboardFile.read(path)
+            guard new.root != old.root else {
+                logger.debug("the storyboard \(path) did not change")
+                return nil
+            }
+            preparedStoryboard = (new, try application.prepareStoryboardChange(from: old, to: new))
+            return nil
         } catch {
-            logger.error("reload: storyboard: \(error) Keeping the current tree.")
+            return "storyboard: \(error)"
         }
+    }
+
+    /// A reload's apply phase: the storyboard change planned when it was offered is performed, as a hand-over.
+    func applyPreparedStoryboard() {
+        guard let (new, change) = preparedStoryboard else { return }
+        preparedStoryboard = nil
+        let changes = change.perform()
+        loadedStoryboard = new
+        logger.info("storyboard \(new.sourceName) applied: \(changes.isEmpty ? "nothing to change" : changes.joined(separator: "; "))")
     }
 
     package func application(_ application: Application, didEncodeRestorableState archive: Archive) {

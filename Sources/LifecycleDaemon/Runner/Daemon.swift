@@ -46,6 +46,10 @@ package final class Daemon: ApplicationHost {
     var stateStore: StateStore?
     /// The storyboard the tree was loaded from, to apply a change of it on reload.
     var loadedStoryboard: Archive?
+    /// A reload's storyboard, read and planned when the reload was offered, performed when it applies.
+    var preparedStoryboard: (Archive, PreparedStoryboardChange)?
+    /// A reload's configuration, read and validated when the reload was offered, applied when everybody accepted.
+    private var preparedConfiguration: DaemonConfiguration?
     /// The control socket (docs/control.md), while it is served.
     private var control: ControlServer?
 
@@ -282,30 +286,53 @@ package final class Daemon: ApplicationHost {
         notify([.reloading])
     }
 
-    package func applicationReloadConfiguration(_ application: Application) {
+    /// A reload's offer phase: the file (with the application's section) and the storyboard are read and validated,
+    /// nothing is applied yet; what is wrong with them refuses the reload.
+    package func applicationPrepareReload(_ application: Application) -> ReloadPreparation {
+        preparedConfiguration = nil
+        let fresh: DaemonConfiguration
         do {
-            let fresh = try options.resolveConfiguration(applicationSection: applicationSection)
-            if fresh.signalMap != configuration.signalMap {
-                logger.warning("the signal map changed; signal changes take effect when \(options.programName) restarts")
-            }
-            var applied = fresh
-            applied.signalMap = configuration.signalMap
-            let previous = configuration
-            configuration = applied
-            systemEvents?.apply(configuration: applied)
-            application.trace.logsEverythingAtInfo = applied.traceAll
-            application.backgroundTime = applied.backgroundTime
-            control?.apply(applied, previous: previous)
-            configure(applied)
-            logger.info("configuration reloaded")
+            fresh = try options.resolveConfiguration(applicationSection: applicationSection)
         } catch {
-            logger.error("reload: \(error); keeping the previous configuration")
+            return .refused("\(error)")
         }
-        reloadStoryboard()
+        if let problem = prepareStoryboard(for: fresh) { return .refused(problem) }
+        preparedConfiguration = fresh
+        return .ready(ReloadProposal(settings: fresh.applicationSettings))
+    }
+
+    /// A reload's apply phase, once every participant accepted: the configuration read when it was offered takes
+    /// effect, then the storyboard's change.
+    package func applicationReloadConfiguration(_ application: Application) {
+        guard let fresh = preparedConfiguration else { return }
+        preparedConfiguration = nil
+        if fresh.signalMap != configuration.signalMap {
+            logger.warning("the signal map changed; signal changes take effect when \(options.programName) restarts")
+        }
+        var applied = fresh
+        applied.signalMap = configuration.signalMap
+        let previous = configuration
+        configuration = applied
+        systemEvents?.apply(configuration: applied)
+        application.trace.logsEverythingAtInfo = applied.traceAll
+        application.backgroundTime = applied.backgroundTime
+        control?.apply(applied, previous: previous)
+        configure(applied)
+        logger.info("configuration reloaded")
+        applyPreparedStoryboard()
     }
 
     package func applicationDidFinishReload(_ application: Application) {
-        notify([.ready, .status(application.statusText)])
+        preparedConfiguration = nil
+        preparedStoryboard = nil
+        guard let refusal = application.reloadRefusal else {
+            notify([.ready, .status(application.statusText)])
+            return
+        }
+        // Still ready, on the configuration it had: the operator who asked (`systemctl reload`, through ExecReload's
+        // lifecyclectl) is told it failed, and why.
+        logger.error("reload refused by \(refusal); keeping the previous configuration")
+        notify([.ready, .status("\(application.statusText) (reload refused by \(refusal))")])
     }
 
     package func applicationWillBeginTermination(_ application: Application) {

@@ -62,6 +62,9 @@ public final class Application {
     /// Why the application terminates as a failure (``requestTermination(cause:failing:)``), or nil: the daemon then
     /// exits with status 75 (`EX_TEMPFAIL`) instead of 0, so that systemd's `Restart=` restarts it.
     public internal(set) var terminationFailure: String?
+    /// Who refused the reload in progress, and why (`root/http: port 80 needs privileges`), or nil: set between its
+    /// offer and its end, read by the host when it reports the end.
+    package private(set) var reloadRefusal: String?
 
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
@@ -90,6 +93,8 @@ public final class Application {
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
     var currentCause: Cause = .api
     private var isRunningTransitions = false
+    /// The refusal of the reload that just ended, for its request's outcome.
+    private var finishedReloadRefusal: String?
     /// Moves on whenever a view joins a superview in this application's tree: a walk that calls out (the
     /// will-callbacks of an appearance) compares it to learn whether the tree changed under it.
     var treeGeneration = 0
@@ -238,7 +243,12 @@ public final class Application {
                 requestTracker.stepWillStart(sequence: trace.sequence)
                 currentCause = step.cause
                 perform(step)
-                if machine.isBetweenRequests, let (completion, outcome) = requestTracker.finishCurrent(sequence: trace.sequence) {
+                if machine.isBetweenRequests,
+                    let (completion, outcome) = requestTracker.finishCurrent(
+                        sequence: trace.sequence,
+                        refusal: finishedReloadRefusal.take()
+                    )
+                {
                     completion(outcome)
                 }
             }
@@ -306,16 +316,24 @@ public final class Application {
             }
         case .beginReload:
             host?.applicationWillBeginReload(self)
+            // A transaction: read and validate, offer, and only then apply, to everybody or to nobody.
+            reloadRefusal = prepareReload()
         case .willReload:
-            deliverLeaving("applicationWillReload", delegate.applicationWillReload) { $0.applicationWillReload() }
+            if reloadRefusal == nil {
+                deliverLeaving("applicationWillReload", delegate.applicationWillReload) { $0.applicationWillReload() }
+            }
         case .reloadConfiguration:
-            host?.applicationReloadConfiguration(self)
+            if reloadRefusal == nil { host?.applicationReloadConfiguration(self) }
         case .didReload:
-            deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
+            if reloadRefusal == nil {
+                deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
+            }
         case .finishLaunch:
             host?.applicationDidFinishLaunching(self)
         case .finishReload:
             host?.applicationDidFinishReload(self)
+            finishedReloadRefusal = reloadRefusal
+            reloadRefusal = nil
         }
         applicationState = step.stateAfter
         if applicationState != before { updateStatus() }

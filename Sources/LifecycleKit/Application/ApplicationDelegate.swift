@@ -48,7 +48,13 @@ public protocol ApplicationDelegate: AnyObject {
     func applicationDidReceiveMemoryWarning(_ application: Application)
     /// The application is about to terminate; the controller tree is torn down after this returns.
     func applicationWillTerminate(_ application: Application)
-    /// A reload (SIGHUP) starts; the configuration is re-read after this and the tree's `applicationWillReload`.
+    /// A reload (SIGHUP) is on offer: the host has read and validated the new configuration, and nothing has applied
+    /// it yet. Throw, with the reason, to refuse it: the reload then applies to nobody (the tree is not asked), the
+    /// application keeps running as it was, and `systemctl reload` fails naming the reason. The controllers are offered
+    /// it next (``ViewController/validateReload(_:)``).
+    func application(_ application: Application, validateReload proposal: ReloadProposal) throws
+    /// A reload that everybody accepted starts; the configuration is applied after this and the tree's
+    /// `applicationWillReload`.
     func applicationWillReload(_ application: Application)
     /// The reload is done: apply the configuration.
     func applicationDidReload(_ application: Application)
@@ -95,6 +101,7 @@ extension ApplicationDelegate {
     public func applicationWillEnterForeground(_ application: Application) {}
     public func applicationDidReceiveMemoryWarning(_ application: Application) {}
     public func applicationWillTerminate(_ application: Application) {}
+    public func application(_ application: Application, validateReload proposal: ReloadProposal) throws {}
     public func applicationWillReload(_ application: Application) {}
     public func applicationDidReload(_ application: Application) {}
     public func application(
@@ -126,10 +133,10 @@ package protocol ApplicationHost: AnyObject {
     func application(_ application: Application, didChangeStatus status: String)
     /// A reload starts, before any callback: report it (`RELOADING=1`).
     func applicationWillBeginReload(_ application: Application)
-    /// Re-read the configuration, between `applicationWillReload` and `applicationDidReload`; keep the old one if
-    /// the new one is invalid.
+    /// Apply the configuration ``applicationPrepareReload(_:)`` read, between `applicationWillReload` and
+    /// `applicationDidReload`: only for a reload every participant accepted.
     func applicationReloadConfiguration(_ application: Application)
-    /// The reload is over: report readiness again (`READY=1`).
+    /// The reload is over, applied or refused (``Application/reloadRefusal``): report readiness again (`READY=1`).
     func applicationDidFinishReload(_ application: Application)
     /// Termination starts, before any callback: report it (`STOPPING=1`).
     func applicationWillBeginTermination(_ application: Application)
@@ -146,6 +153,9 @@ package protocol ApplicationHost: AnyObject {
         schedule work: @escaping @MainActor () -> Void,
         after delay: Duration
     ) -> (any ScheduledWork)?
+    /// A reload begins (after ``applicationWillBeginReload(_:)``): read and validate the configuration, keep it for
+    /// ``applicationReloadConfiguration(_:)``, and return what to offer — or why it cannot be used.
+    func applicationPrepareReload(_ application: Application) -> ReloadPreparation
     /// The time now on the host's clock (a test's clock moves only when the test says): what restart periods are
     /// measured on.
     func currentTime(of application: Application) -> ContinuousClock.Instant
@@ -166,6 +176,7 @@ extension ApplicationHost {
     package func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
     package func applicationNeedsEndOfTurn(_ application: Application) {}
     package func currentTime(of application: Application) -> ContinuousClock.Instant { .now }
+    package func applicationPrepareReload(_ application: Application) -> ReloadPreparation { .ready(ReloadProposal()) }
     package func application(
         _ application: Application,
         schedule work: @escaping @MainActor () -> Void,

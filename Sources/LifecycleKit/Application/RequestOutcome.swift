@@ -18,11 +18,14 @@ public enum RequestOutcome: Hashable, Sendable, CustomStringConvertible {
     case noChange
     /// It could not run; the reason says why (the application has not launched, termination has started, ...).
     case dropped(reason: String)
+    /// A reload that ran and was refused — by its configuration, the delegate or a controller, whom the reason names
+    /// — so nothing applied it; its events are numbered in `events`.
+    case refused(reason: String, events: Range<Int>)
 
     /// The numbers of the events of the transition that carried the request out, if one ran.
     public var events: Range<Int>? {
         switch self {
-        case .performed(let events), .coalesced(let events): events
+        case .performed(let events), .coalesced(let events), .refused(_, let events): events
         case .noChange, .dropped: nil
         }
     }
@@ -33,6 +36,7 @@ public enum RequestOutcome: Hashable, Sendable, CustomStringConvertible {
         case .coalesced(let events): "coalesced (events #\(events.lowerBound)–#\(events.upperBound - 1))"
         case .noChange: "no change"
         case .dropped(let reason): "dropped: \(reason)"
+        case .refused(let reason, _): "refused by \(reason)"
         }
     }
 
@@ -96,12 +100,15 @@ struct RequestTracker {
         current = next
     }
 
-    /// The request whose steps ran has none left: returns its completion with its outcome, to be run by the caller.
-    mutating func finishCurrent(sequence: Int) -> (RequestCompletion, RequestOutcome)? {
+    /// The request whose steps ran has none left: returns its completion with its outcome, to be run by the caller;
+    /// `refusal` is set for a reload that was refused.
+    mutating func finishCurrent(sequence: Int, refusal: String? = nil) -> (RequestCompletion, RequestOutcome)? {
         guard let finished = current else { return nil }
         current = nil
         guard let completion = finished.completion else { return nil }
-        return (completion, .performed(events: (finished.sequenceAtStart + 1)..<(sequence + 1)))
+        let events = (finished.sequenceAtStart + 1)..<(sequence + 1)
+        if let refusal { return (completion, .refused(reason: refusal, events: events)) }
+        return (completion, .performed(events: events))
     }
 
     /// The request at the head of the queue turned out to change nothing when its turn came.

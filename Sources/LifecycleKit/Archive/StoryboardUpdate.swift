@@ -45,7 +45,14 @@ struct StoryboardUpdate {
     }
 
     mutating func apply(old: Archive.Node, new: Archive.Node) throws(ArchiveError) -> [String] {
-        guard old != new else { return [] }
+        try prepare(old: old, new: new)
+        return perform()
+    }
+
+    /// Makes everything new and plans the steps, moving nothing: throws when the new storyboard cannot be
+    /// instantiated, the tree left as it was (a reload's offer phase).
+    mutating func prepare(old: Archive.Node, new: Archive.Node) throws(ArchiveError) {
+        guard old != new else { return }
         if let live = application.window?.rootViewController, live.identifier == name(of: new),
             old.ownContent == new.ownContent
         {
@@ -56,6 +63,10 @@ struct StoryboardUpdate {
             changes.append("replaced the root with \(name(of: new)) (\(new.className))")
         }
         instantiation.finish()
+    }
+
+    /// Moves the tree as planned; returns what changed, for the log (a reload's apply phase).
+    func perform() -> [String] {
         for step in steps { perform(step) }
         return changes
     }

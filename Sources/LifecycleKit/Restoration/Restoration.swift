@@ -145,8 +145,26 @@ extension Application {
     /// Returns one line per change, for the log.
     @discardableResult
     package func applyStoryboardChange(from old: Archive, to new: Archive) throws(ArchiveError) -> [String] {
+        try prepareStoryboardChange(from: old, to: new).perform()
+    }
+
+    /// The first half of ``applyStoryboardChange(from:to:)``, for a reload's offer phase: everything new is made and
+    /// the steps planned, nothing moves; throws when the new storyboard cannot be instantiated.
+    package func prepareStoryboardChange(from old: Archive, to new: Archive) throws(ArchiveError) -> PreparedStoryboardChange {
         var update = StoryboardUpdate(application: self, source: new.sourceName, registry: registeredArchiveClasses)
-        return try update.apply(old: old.root, new: new.root)
+        try update.prepare(old: old.root, new: new.root)
+        return PreparedStoryboardChange(update: update)
+    }
+}
+
+/// A storyboard change made and planned, not yet performed (``Application/prepareStoryboardChange(from:to:)``).
+@MainActor
+package struct PreparedStoryboardChange {
+    fileprivate let update: StoryboardUpdate
+
+    /// Moves the tree as planned; returns what changed, for the log.
+    package func perform() -> [String] {
+        update.perform()
     }
 }
 

@@ -347,6 +347,10 @@ open class ViewController {
     open func applicationWillTerminate() {}
     /// Memory is tight: drop what can be rebuilt.
     open func didReceiveMemoryWarning() {}
+    /// A reload is on offer, before anything applies it (the delegate first, then the tree in pre-order): throw,
+    /// with the reason, to refuse settings this controller cannot apply; the reload then applies to nobody and the
+    /// journal and `systemctl reload` name this controller and the reason.
+    open func validateReload(_ proposal: ReloadProposal) throws {}
     /// A reload starts: let go of what the old configuration set up (reverse pre-order, then the delegate).
     open func applicationWillReload() {}
     /// The reload is done: apply the configuration (the delegate first, then the tree in pre-order).
