@@ -130,6 +130,18 @@ final class PrivateBus {
         busctl(arguments)
     }
 
+    /// Runs Tests/EndToEnd/bus_forge.py against this bus (another connection forging the bus driver's and logind's
+    /// signals, see its steps); returns once the bus has routed them all, with the forger's unique name.
+    @discardableResult
+    func forge(_ steps: [String], repeat count: Int = 1) throws -> String {
+        // Tests/LifecycleSystemdTests/LogindTests.swift → Tests/EndToEnd/bus_forge.py
+        let tests = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(2)
+        let script = (tests + ["EndToEnd", "bus_forge.py"]).joined(separator: "/")
+        let answer = runCommand(["/usr/bin/python3", script, "--address", address, "--repeat", "\(count)"] + steps)
+        guard answer.status == 0 else { throw TestFailure("bus_forge.py \(steps) exited \(answer.status)") }
+        return String(answer.output.split(separator: "\n").first ?? "")
+    }
+
     /// logind's ListInhibitors as (what, who, why, mode) tuples, from the mock, sorted.
     func inhibitors() -> [[String]] {
         let answer = busctl(["call", Logind.busName, "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
@@ -323,6 +335,95 @@ extension ProcessStateTests {
             #expect(events == [.prepareForSleep(true), .prepareForShutdown(true), .prepareForSleep(false)])
             #expect(notices.count == 1)
             #expect(notices.first?.hasPrefix("ignored PrepareForShutdown(true) from :1.") == true)
+        }
+
+        @Test func aPeerThatNamesItselfLogindInANameOwnerChangedOfItsOwnCannotMoveTheApplication() async throws {
+            let (events, owner, mockOwner, held, ignored) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger()) { events.append($0) }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.owner != nil && logind.holdsInhibitors }) else {
+                    throw TestFailure("owner never known")
+                }
+                let mockOwner = logind.owner
+                let unique = try #require(logind.uniqueName)
+                // Addressed to the client: the bus delivers it whatever the match rules say. Then the same from the
+                // forger as the "new owner", addressed and broadcast (the bus only routes broadcasts of the owner).
+                try bus.forge([
+                    "owner,\(unique),self", "sleep,\(unique),true", "sleep,all,true",
+                    "owner,all,self", "shutdown,\(unique),true",
+                ])
+                // logind itself, after the forger's signals (the script returned once the bus had routed them).
+                bus.emitFromLogind("PrepareForShutdown", true)
+                guard try runLoop(loop, until: { !events.isEmpty }) else { throw TestFailure("logind never heard") }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let result = (events, logind.owner, mockOwner, logind.heldLocks, logind.ignoredSignals)
+                logind.close()
+                return result
+            }
+            #expect(events == [.prepareForShutdown(true)])
+            #expect(owner == mockOwner)
+            #expect(held == Set(Logind.LockType.allCases))
+            // The addressed NameOwnerChanged and the two addressed announcements (the broadcasts never reach it).
+            #expect(ignored == 3)
+        }
+
+        @Test func aPeerThatSaysLogindLeftCannotMakeTheClientDropItsInhibitorsOrIgnoreLogind() async throws {
+            let (events, owner, mockOwner, changes) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger()) { events.append($0) }
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.owner != nil && logind.holdsInhibitors }) else {
+                    throw TestFailure("no inhibitors granted")
+                }
+                let mockOwner = logind.owner
+                let unique = try #require(logind.uniqueName)
+                try bus.forge(["owner,\(unique),none"])
+                bus.emitFromLogind("PrepareForSleep", true)
+                guard try runLoop(loop, until: { !events.isEmpty }) else { throw TestFailure("logind never heard") }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let result = (events, logind.owner, mockOwner, changes)
+                logind.close()
+                return result
+            }
+            #expect(events == [.prepareForSleep(true)])
+            #expect(owner == mockOwner)
+            #expect(changes == ["sleep true", "shutdown true"])
+        }
+
+        @Test func signalsFromStrangersAreCountedAndReportedOnceInTheirInterval() async throws {
+            let (ignored, notices, events) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger()) { events.append($0) }
+                try logind.connect(address: bus.address)
+                guard try runLoop(loop, until: { logind.owner != nil }) else { throw TestFailure("owner never known") }
+                let unique = try #require(logind.uniqueName)
+                try bus.forge(["sleep,\(unique),true", "owner,\(unique),self"], repeat: 100)
+                bus.emitFromLogind("PrepareForSleep", false)
+                guard try runLoop(loop, until: { !events.isEmpty }) else { throw TestFailure("logind never heard") }
+                let result = (logind.ignoredSignals, log.messages(.notice), events)
+                logind.close()
+                return result
+            }
+            #expect(events == [.prepareForSleep(false)])
+            #expect(ignored == 200)
+            // One notice for the first (the interval is 10 s); the next one would count the 199 held back.
+            #expect(notices.count == 1)
+            #expect(notices.first?.hasPrefix("ignored PrepareForSleep(true) from :1.") == true)
         }
 
         @Test func withoutLogindOneWarningThenTheInhibitorOnceLogindAppearsAndNoneAfterItLeaves() async throws {

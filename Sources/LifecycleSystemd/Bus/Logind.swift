@@ -18,11 +18,14 @@ import Glibc
 /// A client of systemd-logind (`org.freedesktop.login1`) on the system bus, driven by a ``MainLoop``: it holds a
 /// delay inhibitor for sleep and one for shutdown, and reports logind's `PrepareForSleep` and `PrepareForShutdown`.
 ///
-/// Only signals sent by the connection that owns `org.freedesktop.login1` count. The bus filters broadcasts by the
-/// match's sender, but sd-bus, not knowing the well-known names of a sender, accepts any unique-name sender for a
-/// well-known match locally, and a signal addressed to this connection (`busctl emit --destination=…`) reaches it
-/// whatever its match rules say. So the client tracks the owner (`GetNameOwner`, then `NameOwnerChanged`) and drops
-/// every announcement from anyone else.
+/// Only logind can move the application. The bus filters broadcasts by the match's sender, but sd-bus, not knowing
+/// the well-known names of a sender, accepts any unique-name sender for a well-known match locally, and a signal
+/// addressed to this connection (`busctl emit --destination=…`) reaches it whatever its match rules say: any local
+/// user may send one. So the client tracks the owner of `org.freedesktop.login1` (`GetNameOwner`, then the bus
+/// driver's `NameOwnerChanged`) and takes a signal only when it was broadcast (no destination) by the right sender:
+/// `NameOwnerChanged` from the bus driver itself (`org.freedesktop.DBus`, a sender no peer can take), announcements
+/// from the tracked owner's unique name. Everything else is dropped, counted (``ignoredSignals``) and reported in a
+/// notice at most once per ``strangerReportInterval``, with the count of those held back.
 ///
 /// Each inhibitor is the file descriptor `Inhibit(what, who, why, "delay")` returns; closing it releases the lock.
 /// There are two, `Inhibit("sleep", …)` and `Inhibit("shutdown", …)`, not one `"sleep:shutdown"`: logind picks the
@@ -117,6 +120,15 @@ public final class Logind {
     public var isRecovering: Bool { outage != nil }
     /// How many times the client connected to the bus again after losing its connection.
     public private(set) var reconnections = 0
+    /// Signals dropped because they did not come from the bus driver or logind, or were addressed to this
+    /// connection instead of broadcast.
+    package private(set) var ignoredSignals = 0
+
+    /// At most one notice about ignored signals per this interval; the next one counts those held back.
+    package static let strangerReportInterval = Duration.seconds(10)
+    /// Announcements kept while the owner of logind's name is not known yet; later ones are dropped (logind sends
+    /// one or two).
+    static let maximumWaitingAnnouncements = 8
 
     /// The delays before the attempts to reconnect after the first (which is at once), the last repeated: the bus of
     /// a restarting dbus-daemon is listening again within milliseconds (systemd holds its socket), so the first
@@ -156,6 +168,8 @@ public final class Logind {
     // until it is granted.
     private var pendingRefusals: [(type: LockType, failure: SdBus.ErrorReply)] = []
     private var reportedRefusals: Set<LockType> = []
+    private var strangerReports = RateLimiter(minimumInterval: Logind.strangerReportInterval)
+    private let clockOrigin = ContinuousClock.now
 
     /// From the loss of logind (or of the bus) until logind owns its name again and every inhibitor the application
     /// wants was answered.
@@ -446,7 +460,9 @@ public final class Logind {
 
     /// The bus's `Disconnected`, which sd-bus delivers after failing every pending call.
     private func disconnected(_ connection: ObjectIdentifier) {
-        guard let bus, ObjectIdentifier(bus) == connection else { return }
+        // sd-bus makes this signal up itself once the connection is closed (the bus refuses the Local interface from
+        // peers); a connection still open has not been lost.
+        guard let bus, ObjectIdentifier(bus) == connection, !bus.isOpen else { return }
         connectionLost("org.freedesktop.DBus.Local.Disconnected")
     }
 
@@ -635,25 +651,52 @@ public final class Logind {
         } else {
             return
         }
+        guard message.isBroadcast else {
+            ignore(
+                "\(event)",
+                from: message.sender,
+                because: "it was addressed to this connection, and logind broadcasts its announcements"
+            )
+            return
+        }
         judge(event, from: message.sender)
     }
 
     private func judge(_ event: Event, from sender: String?) {
         switch ownerState {
         case .unknown(var waiting):
+            guard waiting.count < Self.maximumWaitingAnnouncements else {
+                ignore("\(event)", from: sender, because: "the owner of \(Self.busName) is not known yet")
+                return
+            }
             waiting.append((sender, event))
             ownerState = .unknown(waiting: waiting)
         case .known(let owner):
             guard let sender, let owner, sender == owner else {
-                logger.notice(
-                    "ignored \(event) from \(sender ?? "an unknown sender"), which does not own \(Self.busName)",
-                    metadata: ["lifecycle.logind_owner": "\(owner ?? "none")"]
+                ignore(
+                    "\(event)",
+                    from: sender,
+                    because: "it does not own \(Self.busName) (\(owner.map { "\($0) does" } ?? "nobody does"))"
                 )
                 return
             }
             logger.debug("logind announced \(event)")
             onEvent(event)
         }
+    }
+
+    /// Drops a signal that did not come from where it must, counts it, and reports it at a bounded rate: any local
+    /// user can send signals to this connection, and a flood of them must not flood the journal.
+    private func ignore(_ what: String, from sender: String?, because reason: String) {
+        ignoredSignals += 1
+        guard let heldBack = strangerReports.admitCountingRefused(at: clockOrigin.duration(to: .now)) else { return }
+        let more =
+            heldBack > 0
+            ? " (and \(heldBack) more ignored in the last \(Self.strangerReportInterval.formattedForLog))" : ""
+        logger.notice(
+            "ignored \(what) from \(sender ?? "an unknown sender"): \(reason)\(more)",
+            metadata: ["lifecycle.ignored_signals": "\(ignoredSignals)"]
+        )
     }
 
     private func settleOwner(_ owner: String?) {
@@ -701,6 +744,18 @@ public final class Logind {
     }
 
     private func ownerChanged(_ message: SdBus.Message) {
+        // Only the bus driver knows who owns a name, and it broadcasts the change: a NameOwnerChanged from a peer, or
+        // one addressed to this connection, would let that peer name itself logind.
+        guard message.sender == SdBus.driverName, message.isBroadcast else {
+            ignore(
+                "\(message.name)",
+                from: message.sender,
+                because: message.sender == SdBus.driverName
+                    ? "it was addressed to this connection, and the bus driver broadcasts it"
+                    : "only the bus driver (\(SdBus.driverName)) tells who owns \(Self.busName)"
+            )
+            return
+        }
         // NameOwnerChanged(name, old owner, new owner); an empty owner is none.
         var strings: [String] = []
         for _ in 0..<3 {

@@ -282,9 +282,26 @@ final class SdBus {
             self.pointer = pointer
         }
 
-        /// The unique name of the connection that sent it; nil for a message sd-bus made up itself.
+        /// The unique name of the connection that sent it (the bus stamps it: a peer cannot forge it), or
+        /// `org.freedesktop.DBus` for the bus driver's own messages; nil for a message sd-bus made up itself.
         var sender: String? {
             sd_bus_message_get_sender(pointer).map { String(cString: $0) }
+        }
+
+        /// The connection it was addressed to; nil for a broadcast. A signal addressed to this connection reaches it
+        /// whatever its match rules say, and any peer may send one: the bus driver and logind only broadcast theirs.
+        var destination: String? {
+            sd_bus_message_get_destination(pointer).map { String(cString: $0) }
+        }
+
+        /// Whether it was broadcast (no destination), as the bus driver's and logind's signals are.
+        var isBroadcast: Bool { destination == nil }
+
+        /// `interface.member`, for reports.
+        var name: String {
+            let interface = sd_bus_message_get_interface(pointer).map { String(cString: $0) } ?? "?"
+            let member = sd_bus_message_get_member(pointer).map { String(cString: $0) } ?? "?"
+            return "\(interface).\(member)"
         }
 
         /// Whether it is the signal `member` of `interface`.
