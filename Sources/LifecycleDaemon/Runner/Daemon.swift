@@ -226,6 +226,7 @@ public final class Daemon: ApplicationHost {
         let code = try loop.run()
         dispatchDidEnd()
         control?.stop()
+        stateStore?.finishWrites(within: .seconds(10))
         stallDetector?.stop()
         return code
     }
@@ -271,7 +272,23 @@ public final class Daemon: ApplicationHost {
     // MARK: ApplicationHost
 
     public func applicationDidFinishLaunching(_ application: Application) {
-        notify([.ready, .status(application.statusText)])
+        // READY=1 once a sleep announced from now on reaches the application and waits for it.
+        guard let events = systemEvents else {
+            notify([.ready, .status(application.statusText)])
+            return
+        }
+        let budget = SystemEvents.readinessBudget
+        events.whenReadyForAnnouncements(within: budget) { [unowned self] missing in
+            if !missing.isEmpty {
+                logger.warning(
+                    """
+                    ready without \(missing.joined(separator: ", ")) after \(budget.formattedForLog): a sleep or shutdown \
+                    announced before they arrive may not reach the application or wait for it
+                    """
+                )
+            }
+            notify([.ready, .status(application.statusText)])
+        }
     }
 
     public func application(_ application: Application, didChangeStatus status: String) {
