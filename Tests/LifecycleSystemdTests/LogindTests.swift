@@ -337,6 +337,32 @@ extension ProcessStateTests {
             #expect(notices.first?.hasPrefix("ignored PrepareForShutdown(true) from :1.") == true)
         }
 
+        @Test func theClientSaysWhatItAwaitsUntilSubscribedToldTheOwnerAndBothInhibitorsAreAnswered() async throws {
+            let (initial, heldWhenSettled, progress) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger())
+                var progress = 0
+                logind.onSetupProgress = { progress += 1 }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                let initial = logind.awaiting
+                guard try runLoop(loop, until: { logind.awaiting.isEmpty }) else { throw TestFailure("never settled") }
+                let held = logind.heldLocks
+                logind.close()
+                return (initial, held, progress)
+            }
+            #expect(initial == [
+                "the subscription to PrepareForSleep", "the subscription to PrepareForShutdown",
+                "the subscription to NameOwnerChanged", "the owner of org.freedesktop.login1",
+                "the sleep delay inhibitor", "the shutdown delay inhibitor",
+            ])
+            #expect(heldWhenSettled == Set(Logind.LockType.allCases))
+            // Three subscriptions, the owner, two inhibitors: told at each.
+            #expect(progress >= 6)
+        }
+
         @Test func aPeerThatNamesItselfLogindInANameOwnerChangedOfItsOwnCannotMoveTheApplication() async throws {
             let (events, owner, mockOwner, held, ignored) = try await onDedicatedThread {
                 let bus = try PrivateBus()

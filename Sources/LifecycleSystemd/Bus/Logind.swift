@@ -124,6 +124,29 @@ public final class Logind {
     /// connection instead of broadcast.
     package private(set) var ignoredSignals = 0
 
+    /// What the client still waits for before logind's announcements are sure to reach it and the delay inhibitors
+    /// it wants are answered: the subscriptions, the owner of logind's name, each inhibitor asked for. Empty once all
+    /// are in place (an inhibitor refused counts as answered), and whenever waiting could not help: logind has no owner,
+    /// or the connection is closed.
+    package var awaiting: [String] {
+        guard bus != nil, !busLost else { return [] }
+        var missing = Self.subscriptions.filter { !answeredSubscriptions.contains($0) }.map { "the subscription to \($0)" }
+        switch ownerState {
+        case .unknown: missing.append("the owner of \(Self.busName)")
+        case .known(nil): return missing
+        case .known: break
+        }
+        if wantsInhibitors {
+            missing += LockType.allCases.filter { inhibitors[$0].call != nil }.map { "the \($0) delay inhibitor" }
+        }
+        return missing
+    }
+    /// Called on the loop's thread whenever something ``awaiting`` lists may have arrived.
+    package var onSetupProgress: () -> Void = {}
+
+    /// The signals the client subscribes to.
+    static let subscriptions = ["PrepareForSleep", "PrepareForShutdown", "NameOwnerChanged"]
+
     /// At most one notice about ignored signals per this interval; the next one counts those held back.
     package static let strangerReportInterval = Duration.seconds(10)
     /// Announcements kept while the owner of logind's name is not known yet; later ones are dropped (logind sends
@@ -169,6 +192,8 @@ public final class Logind {
     private var pendingRefusals: [(type: LockType, failure: SdBus.ErrorReply)] = []
     private var reportedRefusals: Set<LockType> = []
     private var strangerReports = RateLimiter(minimumInterval: Logind.strangerReportInterval)
+    /// The subscriptions the bus answered on the current connection (accepted or refused).
+    private var answeredSubscriptions: Set<String> = []
     private let clockOrigin = ContinuousClock.now
 
     /// From the loss of logind (or of the bus) until logind owns its name again and every inhibitor the application
@@ -264,6 +289,7 @@ public final class Logind {
         busLost = false
         busUp = false
         ownerState = .unknown(waiting: [])
+        answeredSubscriptions = []
         let id = ObjectIdentifier(connection)
         matchSlots.append(try connection.matchDisconnected { [unowned self] in disconnected(id) })
         // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
@@ -360,6 +386,7 @@ public final class Logind {
 
     private func inhibitReplied(_ type: LockType, _ reply: SdBus.Message) {
         inhibitors[type].call = nil
+        defer { onSetupProgress() }
         if let failure = reply.errorReply {
             if reportIfConnectionLost(failure.text) {
                 // Every other call fails the same way; nothing is waiting to be reported with this one.
@@ -471,6 +498,7 @@ public final class Logind {
     private func connectionLost(_ failure: String) {
         guard bus != nil, !busLost else { return }
         busLost = true
+        defer { onSetupProgress() }
         guard everConnected else {
             if !connectionLossReported {
                 connectionLossReported = true
@@ -613,7 +641,7 @@ public final class Logind {
                 interface: Self.managerInterface,
                 member: member,
                 onSignal: { [unowned self] message in signalReceived(message) },
-                onInstalled: { [unowned self] reply in matchInstalled(reply) }
+                onInstalled: { [unowned self] reply in matchInstalled(reply, member) }
             )
         )
     }
@@ -626,12 +654,14 @@ public final class Logind {
                 match,
                 label: "NameOwnerChanged",
                 onMessage: { [unowned self] message in ownerChanged(message) },
-                onInstalled: { [unowned self] reply in matchInstalled(reply) }
+                onInstalled: { [unowned self] reply in matchInstalled(reply, "NameOwnerChanged") }
             )
         )
     }
 
-    private func matchInstalled(_ reply: SdBus.Message) {
+    private func matchInstalled(_ reply: SdBus.Message, _ member: String) {
+        answeredSubscriptions.insert(member)
+        defer { onSetupProgress() }
         guard let failure = reply.errorReply?.text else {
             connectionUp()
             return
@@ -702,6 +732,7 @@ public final class Logind {
     private func settleOwner(_ owner: String?) {
         let previous = ownerState
         ownerState = .known(owner)
+        defer { onSetupProgress() }
         if case .unknown(let waiting) = previous {
             for (sender, event) in waiting { judge(event, from: sender) }
         }
@@ -721,6 +752,7 @@ public final class Logind {
 
     private func ownerReplied(_ reply: SdBus.Message) {
         ownerQuery = nil
+        defer { onSetupProgress() }
         if let failure = reply.errorReply?.text {
             guard !reportIfConnectionLost(failure) else { return }
             // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
