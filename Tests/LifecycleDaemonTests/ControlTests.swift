@@ -277,6 +277,19 @@ struct ControlSettingsTests {
         return configuration
     }
 
+    @Test func aGroupDatabaseThatDoesNotAnswerCostsTheLoopNoMoreThanItsBudget() {
+        let started = ContinuousClock.now
+        let answer = ControlSettings.groupID("slow-directory-group", within: .milliseconds(200)) { _ in
+            sleep(3)
+            return 4242
+        }
+        #expect(answer == .timedOut(.milliseconds(200)))
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(ControlSettings.groupID("fast", within: .seconds(5)) { _ in 77 } == .found(77))
+        #expect(ControlSettings.groupID("none", within: .seconds(5)) { _ in nil } == .unknown)
+        #expect(ControlSettings.groupID("4242", within: .zero) { _ in nil } == .found(4242))
+    }
+
     @Test func theSectionReadsItsKeysAndNamesWhatIsWrong() throws {
         let configuration = try read("Enable=no\nSocket=/run/x/control\nGroup=0\nTraceBacklog=0\n")
         #expect(!configuration.control.isEnabled)

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Dispatch
+import LifecycleSystemd
 import Synchronization
 import SystemPackage
 
@@ -16,7 +16,7 @@ import Glibc
 
 /// Writes saved states to disk on a thread of its own (``DurableFile``: a write, two `fsync`s and a rename), so that
 /// a slow or stalled disk never holds the main loop. One write at a time, in order; a save handed over while another
-/// waits its turn replaces it (only the newest state matters).
+/// waits its turn replaces it (only the newest state matters). The thread runs while there is something to write.
 final class StateDiskWriter: Sendable {
     /// How a save ended.
     enum Outcome: Sendable, Equatable {
@@ -35,7 +35,7 @@ final class StateDiskWriter: Sendable {
         let chunks: Int
         let pause: Duration
         /// Signalled once the outcome is known.
-        let done = DispatchSemaphore(value: 0)
+        let done = Semaphore()
         private let state = Mutex<(outcome: Outcome?, abandoned: Bool)>((nil, false))
         /// Runs (on the writer's thread) with the outcome when whoever handed the save over stopped waiting for it.
         private let late: @Sendable (Outcome) -> Void
@@ -60,7 +60,7 @@ final class StateDiskWriter: Sendable {
 
         /// Waits up to `budget` for the outcome; nil when it is not known by then (it goes to `late` instead).
         func wait(upTo budget: Duration) -> Outcome? {
-            _ = done.wait(timeout: .now() + .nanoseconds(Int(clamping: budget.nanoseconds)))
+            _ = done.wait(upTo: budget)
             return state.withLock { state in
                 if let outcome = state.outcome { return outcome }
                 state.abandoned = true
@@ -69,13 +69,13 @@ final class StateDiskWriter: Sendable {
         }
     }
 
-    private let queue = DispatchQueue(label: "lifecyclekit.state-writer")
-    private let pending = Mutex<(next: Save?, running: Bool)>((nil, false))
+    private let pending = Mutex<(next: Save?, running: Bool, writing: Bool)>((nil, false, false))
 
     /// Whether a save is being written or waits to be.
-    var isBusy: Bool { pending.withLock { $0.running } }
+    var isBusy: Bool { pending.withLock { $0.writing || $0.next != nil } }
 
-    /// Queues a save; a save still waiting its turn is superseded by it.
+    /// Queues a save; a save still waiting its turn is superseded by it. Fails (and the save with it) only when no
+    /// thread can be started.
     func submit(_ save: Save) {
         let (replaced, start) = pending.withLock { state -> (Save?, Bool) in
             let replaced = state.next
@@ -85,18 +85,25 @@ final class StateDiskWriter: Sendable {
             return (replaced, start)
         }
         replaced?.finish(.superseded)
-        if start { queue.async { self.drain() } }
+        guard start else { return }
+        if case .failure(let error) = SystemThread.start(blockingSignals: true, { self.drain() }) {
+            let stranded = pending.withLock { state -> Save? in
+                state.running = false
+                defer { state.next = nil }
+                return state.next
+            }
+            stranded?.finish(.failed(error))
+        }
     }
 
     /// Waits up to `budget` for every save handed over to be written; returns whether they were.
     func finish(within budget: Duration) -> Bool {
-        let idle = DispatchSemaphore(value: 0)
-        queue.async {
-            // The drain loop runs on this queue: once this block runs, every save submitted before is done, unless
-            // one was submitted while it ran (then the queue gets another drain after this block).
-            idle.signal()
+        let deadline = ContinuousClock.now + budget
+        while isBusy {
+            guard ContinuousClock.now < deadline else { return false }
+            Self.sleep(.milliseconds(1))
         }
-        return idle.wait(timeout: .now() + .nanoseconds(Int(clamping: budget.nanoseconds))) == .success && !isBusy
+        return true
     }
 
     private func drain() {
@@ -106,6 +113,7 @@ final class StateDiskWriter: Sendable {
                 return nil
             }
             state.next = nil
+            state.writing = true
             return next
         }) {
             let outcome: Outcome
@@ -115,8 +123,12 @@ final class StateDiskWriter: Sendable {
             } catch {
                 outcome = .failed(error)
             }
+            // Not busy any more before anyone hears of it: the next save may wait for the disk again.
+            pending.withLock { $0.writing = false }
             save.finish(outcome)
         }
+        // The thread ends here; it was started detached from nothing: release its resources.
+        pthread_detach(pthread_self())
     }
 
     private static func sleep(_ duration: Duration) {
@@ -128,10 +140,40 @@ final class StateDiskWriter: Sendable {
     }
 }
 
-extension Duration {
-    fileprivate var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (total, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : total &+ attoseconds / 1_000_000_000
+/// A POSIX semaphore, waited on with a time limit measured on the monotonic clock.
+final class Semaphore: @unchecked Sendable {
+    // sem_t is its own synchronization: post and wait are safe from any thread. The pointer never changes.
+    private let pointer: UnsafeMutablePointer<sem_t>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        sem_init(pointer, 0, 0)
+    }
+
+    deinit {
+        sem_destroy(pointer)
+        pointer.deallocate()
+    }
+
+    func signal() {
+        sem_post(pointer)
+    }
+
+    /// Waits until signalled or until `budget` has passed; returns whether it was signalled. The wait is cut into
+    /// slices of at most 10 ms against the realtime clock sem_timedwait uses, and the budget is counted on the
+    /// monotonic clock: a jump of the wall clock does not stretch it.
+    func wait(upTo budget: Duration) -> Bool {
+        let deadline = ContinuousClock.now + budget
+        while true {
+            if sem_trywait(pointer) == 0 { return true }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let slice = min(left, .milliseconds(10))
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let nanoseconds = Int(now.tv_nsec) + Int(slice.components.attoseconds / 1_000_000_000)
+            var until = timespec(tv_sec: now.tv_sec + nanoseconds / 1_000_000_000, tv_nsec: nanoseconds % 1_000_000_000)
+            if sem_timedwait(pointer, &until) == 0 { return true }
+        }
     }
 }

@@ -11,7 +11,6 @@ import LifecycleSystemd
 import Logging
 import SystemPackage
 import LifecycleIPC
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -242,10 +241,8 @@ final class StateStore {
                 pause: writeDelay / 16
             ) { [weak self] outcome in
                 // The main loop went on: the outcome comes back to it.
-                DispatchQueue.main.async {
-                    MainActor.assumeIsolated {
-                        self?.diskSaveEnded(outcome, generation: generation, size: bytes.count, since: handedOver)
-                    }
+                Task { @MainActor in
+                    self?.diskSaveEnded(outcome, generation: generation, size: bytes.count, since: handedOver)
                 }
             }
             // No wait at all while an earlier save is still being written: the disk is slow already.

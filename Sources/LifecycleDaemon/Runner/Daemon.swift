@@ -368,9 +368,13 @@ public final class Daemon: ApplicationHost {
             guard let seconds else {
                 while true { sleep(3600) }
             }
-            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
-            var remaining = timespec()
-            while nanosleep(&request, &remaining) != 0 { request = remaining }
+            // A second at a time (the daemon's signals are blocked, so nothing cuts a sleep short).
+            var left = UInt64(seconds * 1_000_000)
+            while left > 0 {
+                let chunk = min(left, 1_000_000)
+                usleep(UInt32(chunk))
+                left -= chunk
+            }
         }
     }
 
