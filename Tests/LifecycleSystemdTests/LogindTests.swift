@@ -74,6 +74,19 @@ final class PrivateBus {
         }
     }
 
+    /// Stops dbus-daemon (SIGSTOP): it keeps every connection but reads nothing more.
+    func pauseDaemon() {
+        if let daemon { kill(daemon.pid, SIGSTOP) }
+    }
+
+    /// Lets a paused dbus-daemon run again.
+    func resumeDaemon() {
+        if let daemon { kill(daemon.pid, SIGCONT) }
+    }
+
+    /// The process ID of dbus-daemon, while it runs.
+    var daemonPID: pid_t? { daemon?.pid }
+
     /// Ends dbus-daemon (the mock goes with it): every connection is closed, and the address has no listener.
     func stopDaemon() {
         mock?.terminate()
@@ -612,6 +625,42 @@ extension ProcessStateTests {
                 .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
                 .milliseconds(3200), .seconds(5), .seconds(5), .seconds(5),
             ])
+        }
+
+        @Test func closingAConnectionNeverWaitsForABusThatDoesNotRead() async throws {
+            let elapsed = try await onDedicatedThread { () -> Duration in
+                let bus = try PrivateBus()
+                let loop = try MainLoop(onCurrentThread: ())
+                let connection = try SdBus(address: bus.address, description: "test", loop: loop)
+                guard try runLoop(loop, until: { connection.uniqueName != nil }) else { throw TestFailure("no Hello") }
+                bus.pauseDaemon()
+                // Whatever happens, the bus runs again after 5 s (a close that waits for it then ends).
+                let daemon = try #require(bus.daemonPID)
+                _ = SystemThread.start(blockingSignals: true) {
+                    sleep(5)
+                    kill(daemon, SIGCONT)
+                }
+                // Far more than the socket's buffer takes (sd-bus asks for 8 MiB, the kernel doubles it): the rest
+                // waits in sd-bus's queue.
+                let big = String(repeating: "x", count: 60_000)
+                var slots: [SdBus.Slot] = []
+                for _ in 0..<600 {
+                    slots.append(
+                        try connection.callAsync(
+                            destination: SdBus.driverName, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                            member: "GetNameOwner", arguments: [big]
+                        ) { _ in }
+                    )
+                }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let started = ContinuousClock.now
+                slots.removeAll()
+                connection.close()
+                let elapsed = ContinuousClock.now - started
+                bus.resumeDaemon()
+                return elapsed
+            }
+            #expect(elapsed < .seconds(1))
         }
 
         @Test func connectingWhereThereIsNoBusThrows() async throws {
