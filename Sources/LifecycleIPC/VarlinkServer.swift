@@ -53,8 +53,12 @@ public final class VarlinkServer {
         /// more unanswered input than this waiting behind a call in progress. It is also the most input a connection
         /// holds unhandled: beyond it nothing more is read until the calls that wait are handled.
         public var maximumMessageSize = 65_536
-        /// Connections open at once; one more is closed as soon as it is accepted.
+        /// Connections open at once; one more is closed as soon as it is accepted. Fewer when the process's descriptor
+        /// limit leaves fewer after ``descriptorReserve`` (``connectionCapacity``).
         public var maximumConnections = 128
+        /// Descriptors the server leaves to the rest of the process whatever peers do: sd_notify (the watchdog's ping
+        /// opens a socket each time), journald's memfds, the saved state's files, the bus, a name lookup.
+        package var descriptorReserve = 16
         /// Each message must be complete within this long of the connection's acceptance or of its previous message's
         /// end, while no call of it is in progress; else the connection is closed (idle clients and slow senders
         /// alike: bytes that trickle in do not extend it).
@@ -201,9 +205,20 @@ public final class VarlinkServer {
     /// How many connections are open.
     public var connectionCount: Int { connections.count }
 
+    /// How many connections may be open at once: ``Limits/maximumConnections``, or fewer when the descriptor limit
+    /// (`RLIMIT_NOFILE`) leaves fewer after the descriptors open at start and ``Limits/descriptorReserve`` (at least
+    /// one). Peers holding connections never take the descriptors the process needs to ping the watchdog.
+    package private(set) var connectionCapacity = 0
+
     /// Starts accepting connections.
     public func start() throws(SystemCallError) {
         guard listener == nil else { return }
+        connectionCapacity = Self.capacity(limits)
+        if connectionCapacity < limits.maximumConnections {
+            logger.notice(
+                "the control socket takes at most \(connectionCapacity) connections at once: the descriptor limit (LimitNOFILE=) leaves no more after \(limits.descriptorReserve) kept for the daemon itself"
+            )
+        }
         // A descriptor handed over by systemd may be blocking; accept must never wait.
         let flags = fcntl(listeningDescriptor, F_GETFL)
         if flags >= 0, flags & O_NONBLOCK == 0 { _ = fcntl(listeningDescriptor, F_SETFL, flags | O_NONBLOCK) }
@@ -251,6 +266,28 @@ public final class VarlinkServer {
         pauseListener(for: nil)
     }
 
+    /// The connections the descriptor limit leaves room for, at most the configured ones.
+    static func capacity(_ limits: Limits) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
+            return limits.maximumConnections
+        }
+        let room = Int(clamping: limit.rlim_cur) - openDescriptorCount() - limits.descriptorReserve
+        return max(1, min(limits.maximumConnections, room))
+    }
+
+    /// The descriptors open in this process (the entries of /proc/self/fd, less the one reading it).
+    private static func openDescriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return 0 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let dot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
+            if !dot { count += 1 }
+        }
+        return max(0, count - 1)
+    }
+
     /// Stops watching the listening socket until `delay` has passed, or (nil) until the loop has run its end-of-turn
     /// work.
     private func pauseListener(for delay: Duration?) {
@@ -286,10 +323,10 @@ public final class VarlinkServer {
             notice("refused a control connection from \(peer): not allowed by the service's access rules")
             return
         }
-        guard connections.count < limits.maximumConnections else {
+        guard connections.count < connectionCapacity else {
             statistics.overLimit += 1
             close(fd)
-            notice("closed a control connection from \(peer): \(limits.maximumConnections) connections are open")
+            notice("closed a control connection from \(peer): \(connectionCapacity) connections are open")
             return
         }
         let connection = VarlinkConnection(server: self, fd: fd, peer: peer)

@@ -152,7 +152,10 @@ def median(values: list[float]) -> float:
 def saved_generation_on_disk(sandbox: Sandbox) -> int | None:
     """The generation of the archive at the state path, checked whole (length and CRC-32 of its header), or None."""
     done = sandbox.run("/usr/bin/python3", "-c", ARCHIVE_SCRIPT, STATE_FILE, check=False)
-    return int(done.stdout) if done.returncode == 0 and done.stdout.strip() else None
+    if done.returncode != 0 or not done.stdout.strip():
+        print(f"{STATE_FILE}: {done.stderr.strip()}")
+        return None
+    return int(done.stdout)
 
 
 ARCHIVE_SCRIPT = r"""
@@ -176,7 +179,7 @@ def assert_unharmed(sandbox: Sandbox, unit: str, pid: str, cursor: str, state: s
     records = sandbox.journal(unit, cursor)
     assert not [m for m in messages(records) if "Watchdog timeout" in m], "the watchdog fired"
     assert max_watchdog_age < 1.8, f"systemd went {max_watchdog_age:.2f} s without WATCHDOG=1 (WatchdogSec=2)"
-    saves = [m for m in daemon_messages(sandbox, unit, "") if m.startswith("saved state generation ")]
+    saves = [m for m in daemon_messages(sandbox, unit, cursor) if m.startswith("saved state generation ")]
     if saves:
         generation = int(saves[-1].split()[3])
         assert saved_generation_on_disk(sandbox) == generation, (saves[-1], saved_generation_on_disk(sandbox))

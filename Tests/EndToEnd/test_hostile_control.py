@@ -36,7 +36,7 @@ from hostile import (
     status_latencies,
     status_value,
 )
-from peers import BACKGROUND, remove_config, start, wait_events, with_config
+from peers import BACKGROUND, daemon_messages, remove_config, start, wait_events, with_config
 
 
 @pytest.fixture
@@ -92,7 +92,8 @@ def test_a_connect_flood_from_another_uid_leaves_signals_the_loop_the_watchdog_a
     assert counters["refused"] >= flooded["connects"] * 0.9, (counters, flooded)
     # No transition but the ones the signals asked for.
     events = lifecycle_events(sandbox.journal(unit, cursor), pid=pid)
-    assert {e.cause for e in events if e.cause not in ("launch", "")} <= {"signal:SIGUSR1", "signal:SIGUSR2"}
+    # (The demo's worker redraws with the cause api: the application's own work.)
+    assert {e.cause for e in events} <= {"launch", "api", "signal:SIGUSR1", "signal:SIGUSR2"}
     assert_unharmed(sandbox, unit, pid, cursor, "active", max_age)
     # Within its normal latency: the machine is shared with the flood's processes, so a few times the idle figure.
     assert median(during) < 5 * median(baseline) + 0.05, (baseline, during)
@@ -193,10 +194,10 @@ def test_pipelined_calls_never_read_and_a_trickling_sender_are_closed_and_cost_t
     )
 
 
-def test_out_of_descriptors_the_listener_rests_instead_of_spinning(
+def test_a_peer_holding_all_the_connections_it_can_never_takes_the_descriptors_the_watchdog_needs(
     sandbox: Sandbox, daemon_unit: Callable[..., str], ctl: Callable[..., object]
 ) -> None:
-    # Few descriptors: the held connections use them all, and the next accept fails with EMFILE.
+    # Few descriptors: 60 connections held would take them all (and WATCHDOG=1 needs a socket of its own each time).
     unit = daemon_unit("WatchdogSec=2", "LimitNOFILE=48")
     cursor, shown = start(sandbox, unit)
     pid = shown["MainPID"]
@@ -210,20 +211,23 @@ def test_out_of_descriptors_the_listener_rests_instead_of_spinning(
     while sandbox.run("test", "-e", "/run/held", check=False).returncode != 0:
         assert time.monotonic() < deadline, "the peer never held its connections"
         time.sleep(0.1)
-    # Connections wait in the backlog that the daemon cannot accept: it must rest, not spin on EMFILE.
+    # Held: the daemon serves what its descriptors allow, closes the rest, and neither spins nor starves.
     before = cpu_seconds(sandbox, pid)
     time.sleep(3)
     spent = cpu_seconds(sandbox, pid) - before
-    result = held.result()
+    held.result()
     sandbox.remove("/run/held")
     max_age = watch.stop()
-    assert result["opened"] == 60, result
-    assert spent < 0.5, f"the daemon used {spent:.2f} s of CPU in 3 s with its descriptors exhausted"
-    # Once the descriptors are free again, the socket serves.
+    assert spent < 0.5, f"the daemon used {spent:.2f} s of CPU in 3 s with its connections all taken"
     counters = control_counters(ctl)
-    assert counters["acceptErrors"] >= 1, counters
+    assert counters["overLimit"] >= 1, counters
+    capacity = [m for m in daemon_messages(sandbox, unit, cursor) if m.startswith("the control socket takes at most ")]
+    assert len(capacity) == 1, capacity
     assert_unharmed(sandbox, unit, pid, cursor, "active", max_age)
-    record_figures("emfile", {"cpu_s_in_3_s": round(spent, 3), "accept_errors": counters["acceptErrors"]})
+    record_figures(
+        "descriptors",
+        {"cpu_s_in_3_s": round(spent, 3), "closed_over_limit": counters["overLimit"], "capacity": capacity[0]},
+    )
 
 
 def test_a_group_member_may_look_and_ask_but_not_set_the_log_level_and_nobody_else_gets_in(

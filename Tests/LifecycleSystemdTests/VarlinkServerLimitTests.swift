@@ -220,6 +220,16 @@ extension ProcessStateTests {
             #expect(longestRun(of: "peer", in: accepts) <= 4)
         }
 
+        @Test func theConnectionCapacityLeavesTheDescriptorReserveToTheProcess() {
+            var limits = VarlinkServer.Limits()
+            limits.maximumConnections = 5
+            limits.descriptorReserve = 0
+            #expect(VarlinkServer.capacity(limits) == 5)
+            // A reserve larger than the limit leaves one connection (a socket that serves nobody would be no socket).
+            limits.descriptorReserve = 1 << 40
+            #expect(VarlinkServer.capacity(limits) == 1)
+        }
+
         @Test func anAcceptThatFailsForWantOfDescriptorsRestsInsteadOfSpinning() async throws {
             var limits = VarlinkServer.Limits()
             limits.acceptRetryDelay = .milliseconds(100)
