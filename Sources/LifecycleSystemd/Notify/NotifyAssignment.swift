@@ -35,7 +35,7 @@ public enum NotifyAssignment: Hashable, Sendable {
 
     /// The most bytes of status text sent. systemd 252 drops a whole notification datagram over 4 KiB, with every
     /// assignment in it (a `READY=1` next to a long status would be lost, and the start time out).
-    public static let maximumStatusLength = 1024
+    package static let maximumStatusLength = 1024
 
     /// Status text as one safe line: a newline would end the assignment and start another one (`READY=1`, `MAINPID=`,
     /// from whoever wrote the text), a NUL would cut the datagram short, and other control characters reach the
