@@ -696,10 +696,11 @@ final class VarlinkConnection {
         if isProcessing { repliedThisDispatch += max(0, cost) }
     }
 
-    /// Whether input is read now: not while the calls that wait hold a message's worth, nor while a dispatch that used
-    /// up its budget waits for its continuation.
+    /// Whether input is read now: not while the calls that wait hold more than a message's worth (up to it, one more
+    /// read shows whether a message without its NUL is over the limit), nor while a dispatch that used up its budget
+    /// waits for its continuation.
     private var readsInput: Bool {
-        !inputEnded && !overBudget && framer.pendingByteCount < server.limits.maximumMessageSize
+        !inputEnded && !overBudget && framer.pendingByteCount <= server.limits.maximumMessageSize
     }
 
     // MARK: Events
@@ -729,7 +730,7 @@ final class VarlinkConnection {
         var total = 0
         // Never more than a message's worth unhandled: the rest waits in the kernel's socket buffer, where it is the
         // peer's to account for, and the peer's writes block once that is full.
-        while total < server.limits.readBytesPerDispatch, framer.pendingByteCount < server.limits.maximumMessageSize {
+        while total < server.limits.readBytesPerDispatch, framer.pendingByteCount <= server.limits.maximumMessageSize {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count > 0 {
                 framer.append(buffer[..<count])
@@ -786,6 +787,7 @@ final class VarlinkConnection {
             handle(message)
         }
         guard isOpen else { return }
+        // Reading stops past a message's worth: behind a call that may never end, the connection goes then.
         if current != nil, framer.pendingByteCount > server.limits.maximumMessageSize {
             server.debug("control connection from \(peer): more than \(server.limits.maximumMessageSize) bytes ahead of its replies; closing")
             close(reason: .oversized)
@@ -802,6 +804,8 @@ final class VarlinkConnection {
     }
 
     private func handle(_ message: ArraySlice<UInt8>) {
+        // A complete message, answered or refused: the next one gets a deadline of its own.
+        idleDeadline = nil
         let call: VarlinkCall
         do {
             call = try VarlinkCall.decode(message)
@@ -815,7 +819,6 @@ final class VarlinkConnection {
             }
             return
         }
-        idleDeadline = nil
         current = server.dispatch(call, from: self)
     }
 

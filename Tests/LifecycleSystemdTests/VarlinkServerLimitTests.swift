@@ -86,7 +86,7 @@ extension ProcessStateTests {
             #expect(last == #"{"parameters":{"text":"last"}}"#)
             #expect(statistics.calls == sent)
             // A message's worth, plus at most one read's chunk that crossed it.
-            #expect(statistics.peakBufferedInput <= limits.maximumMessageSize + 16_384)
+            #expect(statistics.peakBufferedInput <= limits.maximumMessageSize + 1 + 16_384)
         }
 
         @Test func aOnewayCallAnsweredLaterLeavesItsConnectionFreeForTheNextCall() async throws {
@@ -194,6 +194,58 @@ extension ProcessStateTests {
             #expect(replies == Array(repeating: 1_526, count: 6))
             // 1,526 bytes each: the second call of a dispatch passes 2,000, so a dispatch handles two.
             #expect(longestRun(of: "note", in: log.filter { $0 == "note" || $0 == "turn end" }) == 2)
+        }
+
+        @Test func aCallThatChargesItsWorkEndsTheDispatchLikeALargeReply() async throws {
+            var limits = VarlinkServer.Limits()
+            limits.replyBytesPerDispatch = 1_000
+            let (replies, _, log) = try await withVarlinkServer(limits: limits, configure: { server, loop, log, _ in
+                server.add(
+                    VarlinkServer.Interface(
+                        name: "test.Costly",
+                        description: "interface test.Costly\nmethod Walk() -> ()\n",
+                        methods: [
+                            .init(.init("Walk")) { request in
+                                log.append("walk")
+                                // A small reply for a large walk (a status that counts a large tree).
+                                request.charge(5_000)
+                                request.reply()
+                            }
+                        ]
+                    )
+                )
+                try loop.setTurnEndHandler { log.append("turn end") }
+            }) { path in
+                let peer = try RawPeer(path)
+                peer.send((0..<5).flatMap { _ in call("test.Costly.Walk") })
+                return (0..<5).map { _ in peer.receive() }
+            }
+            #expect(replies == Array(repeating: #"{"parameters":{}}"#, count: 5))
+            #expect(longestRun(of: "walk", in: log.filter { $0 == "walk" || $0 == "turn end" }) == 1)
+        }
+
+        @Test func aMessageWithoutItsNULPastTheLimitIsClosedAtOnceWhateverTheChunksItCameIn() async throws {
+            // Exactly four of the server's 16 KiB reads: reading must not stop at the limit before the framer can tell.
+            let (seen, statistics, _) = try await withVarlinkServer { path in
+                let peer = try RawPeer(path)
+                peer.send(Array(repeating: UInt8(ascii: "x"), count: 70_000))
+                let started = ContinuousClock.now
+                let outcome = peer.receive()
+                return outcome + (ContinuousClock.now - started < .seconds(2) ? " at once" : " late")
+            }
+            #expect(seen == "closed at once")
+            #expect(statistics.closedOversized == 1)
+        }
+
+        @Test func inputPastAMessagesWorthBehindACallInProgressClosesTheConnection() async throws {
+            let (seen, statistics, _) = try await withVarlinkServer(settled: { $0.contains("hold: peer gone") }) { path in
+                let peer = try RawPeer(path)
+                // Hold is never answered; 100 kB of calls pile up behind it.
+                peer.send(call("test.Example.Hold") + (0..<2_000).flatMap { _ in call("test.Example.Echo", #"{"text":"x"}"#) })
+                return peer.receive()
+            }
+            #expect(seen == "closed")
+            #expect(statistics.closedOversized == 1)
         }
 
         @Test func aConnectFloodLetsTheLoopEndItsTurnBetweenBatchesOfRefusals() async throws {
