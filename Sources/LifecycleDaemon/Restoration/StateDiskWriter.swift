@@ -16,7 +16,8 @@ import Glibc
 
 /// Writes saved states to disk on a thread of its own (``DurableFile``: a write, two `fsync`s and a rename), so that
 /// a slow or stalled disk never holds the main loop. One write at a time, in order; a save handed over while another
-/// waits its turn replaces it (only the newest state matters). The thread runs while there is something to write.
+/// waits its turn replaces it (only the newest state matters). The thread runs while there is something to write, and
+/// a few seconds more.
 final class StateDiskWriter: Sendable {
     /// How a save ended.
     enum Outcome: Sendable, Equatable {
@@ -70,12 +71,17 @@ final class StateDiskWriter: Sendable {
     }
 
     private let pending = Mutex<(next: Save?, running: Bool, writing: Bool)>((nil, false, false))
+    /// Signalled for each save handed over.
+    private let work = Semaphore()
+    /// How long the thread waits for more before it ends.
+    static let idleLifetime = Duration.seconds(5)
 
     /// Whether a save is being written or waits to be.
     var isBusy: Bool { pending.withLock { $0.writing || $0.next != nil } }
 
-    /// Queues a save; a save still waiting its turn is superseded by it. Fails (and the save with it) only when no
-    /// thread can be started.
+    /// Queues a save; a save still waiting its turn is superseded by it. The thread is started when none runs (it
+    /// ends after ``idleLifetime`` without work, so the main loop rarely pays for starting one); the save fails only
+    /// when no thread can be started.
     func submit(_ save: Save) {
         let (replaced, start) = pending.withLock { state -> (Save?, Bool) in
             let replaced = state.next
@@ -85,8 +91,9 @@ final class StateDiskWriter: Sendable {
             return (replaced, start)
         }
         replaced?.finish(.superseded)
+        work.signal()
         guard start else { return }
-        if case .failure(let error) = SystemThread.start(blockingSignals: true, { self.drain() }) {
+        if case .failure(let error) = SystemThread.start(blockingSignals: true, { self.run() }) {
             let stranded = pending.withLock { state -> Save? in
                 state.running = false
                 defer { state.next = nil }
@@ -106,16 +113,25 @@ final class StateDiskWriter: Sendable {
         return true
     }
 
-    private func drain() {
-        while let save = pending.withLock({ state -> Save? in
-            guard let next = state.next else {
-                state.running = false
-                return nil
+    private func run() {
+        while true {
+            guard work.wait(upTo: Self.idleLifetime) else {
+                // Idle: the thread ends, unless a save arrived just now (its signal is then still to be taken).
+                let ends = pending.withLock { state -> Bool in
+                    guard state.next == nil else { return false }
+                    state.running = false
+                    return true
+                }
+                if ends { break }
+                continue
             }
-            state.next = nil
-            state.writing = true
-            return next
-        }) {
+            // A superseded save signalled too: there may be nothing left to take.
+            guard let save = pending.withLock({ state -> Save? in
+                guard let next = state.next else { return nil }
+                state.next = nil
+                state.writing = true
+                return next
+            }) else { continue }
             let outcome: Outcome
             do {
                 try DurableFile.write(save.bytes, to: save.path, chunks: save.chunks) { Self.sleep(save.pause) }
@@ -127,7 +143,7 @@ final class StateDiskWriter: Sendable {
             pending.withLock { $0.writing = false }
             save.finish(outcome)
         }
-        // The thread ends here; it was started detached from nothing: release its resources.
+        // The thread ends here; nobody joins it.
         pthread_detach(pthread_self())
     }
 
@@ -160,15 +176,15 @@ final class Semaphore: @unchecked Sendable {
     }
 
     /// Waits until signalled or until `budget` has passed; returns whether it was signalled. The wait is cut into
-    /// slices of at most 10 ms against the realtime clock sem_timedwait uses, and the budget is counted on the
-    /// monotonic clock: a jump of the wall clock does not stretch it.
+    /// slices of at most 50 ms against the realtime clock sem_timedwait uses, and the budget is counted on the
+    /// monotonic clock: a jump of the wall clock stretches it by a slice at most.
     func wait(upTo budget: Duration) -> Bool {
         let deadline = ContinuousClock.now + budget
         while true {
             if sem_trywait(pointer) == 0 { return true }
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return false }
-            let slice = min(left, .milliseconds(10))
+            let slice = min(left, .milliseconds(50))
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let nanoseconds = Int(now.tv_nsec) + Int(slice.components.attoseconds / 1_000_000_000)

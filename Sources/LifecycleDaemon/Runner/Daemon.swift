@@ -279,6 +279,8 @@ public final class Daemon: ApplicationHost {
         }
         let budget = SystemEvents.readinessBudget
         events.whenReadyForAnnouncements(within: budget) { [unowned self] missing in
+            // Termination began meanwhile (STOPPING=1 went out): no READY=1 after it.
+            guard application.applicationState != .terminated, termination.remaining == nil else { return }
             if !missing.isEmpty {
                 logger.warning(
                     """
