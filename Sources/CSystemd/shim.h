@@ -74,8 +74,17 @@ static inline int csystemd_thread_sigqueue(pid_t tid, int signo, int value) {
 #define F_SEAL_WRITE 0x0008
 #endif
 
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+// MFD_NOEXEC_SEAL (Linux 6.3): the memfd is not executable and can never be made so (F_SEAL_EXEC), whatever
+// vm.memfd_noexec says; older kernels refuse the flag with EINVAL, and then it is made without.
 static inline int csystemd_memfd_create(const char *name) {
-    int fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+    if (fd < 0 && errno == EINVAL) {
+        fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    }
     return fd < 0 ? -errno : fd;
 }
 

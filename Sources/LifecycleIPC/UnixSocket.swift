@@ -50,6 +50,9 @@ import Glibc
     case inUse(String)
     /// Something that is not a socket is in the way.
     case notASocket(String)
+    /// The directory the socket would be in belongs to another user, or others may write to it: they could replace
+    /// the socket.
+    case unsafeDirectory(String, reason: String)
 
     @_spi(Testing) public var description: String {
         switch self {
@@ -57,6 +60,8 @@ import Glibc
         case .pathTooLong(let path): "\(path) is longer than a socket path may be (107 bytes)"
         case .inUse(let path): "another process is listening on \(path)"
         case .notASocket(let path): "\(path) exists and is not a socket; not replacing it"
+        case .unsafeDirectory(let directory, let reason):
+            "\(directory) \(reason): another user could replace the socket; use a directory of this user's or root's that only its owner may write"
         }
     }
 }
@@ -97,6 +102,13 @@ import Glibc
     /// Binds a non-blocking, close-on-exec listening socket to `path` and makes it connectable by everyone
     /// (`mode`, by default 0666: who may use it is decided by peer credentials after `accept`).
     ///
+    /// The socket has its mode before anyone can connect to it, whatever the process's umask: it is bound in a private
+    /// directory made beside `path` (mode 0700), given its mode there, listening, and then renamed to `path` in one
+    /// step. The directory of `path` must belong to this user or root and be writable by its owner only; one that
+    /// others may write is refused (they could swap the socket, or what a path names, under the daemon). When the
+    /// private directory's path would not fit a socket address, the socket is bound at `path` under a umask that
+    /// gives it `mode` at once.
+    ///
     /// The backlog is the kernel's maximum (`SOMAXCONN`, capped by `net.core.somaxconn`): a burst of connections
     /// waits there to be accepted (and answered or closed) instead of being refused with `EAGAIN`.
     ///
@@ -105,24 +117,81 @@ import Glibc
     @_spi(Testing) public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
         -> Int32
     {
-        guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
+        guard Self.address(path) != nil else { throw .pathTooLong(path) }
+        let directory = Self.directory(of: path)
+        try checkDirectory(directory)
         try removeStaleSocket(at: path)
         let fd = try makeStreamSocket(nonBlocking: true)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0 else {
-            let error = failure("bind(\(path))")
+        do throws(UnixSocketError) {
+            if let staging = try makeStagingDirectory(in: directory) {
+                let staged = staging + "/s"
+                defer { rmdir(staging) }
+                do throws(UnixSocketError) {
+                    try bind(fd, to: staged)
+                    // In a directory only this user can enter: nobody can connect yet, or swap the path.
+                    guard chmod(staged, mode) == 0 else { throw failure("chmod(\(staged))") }
+                    guard Glibc.listen(fd, backlog) == 0 else { throw failure("listen(\(staged))") }
+                    guard rename(staged, path) == 0 else { throw failure("rename(\(staged), \(path))") }
+                } catch {
+                    unlink(staged)
+                    throw error
+                }
+            } else {
+                // umask is process-wide: only for the bind, whose file then has `mode` from the start.
+                let previous = umask(~mode & 0o777)
+                defer { umask(previous) }
+                try bind(fd, to: path)
+                guard Glibc.listen(fd, backlog) == 0 else {
+                    let error = failure("listen(\(path))")
+                    unlink(path)
+                    throw error
+                }
+            }
+        } catch {
             close(fd)
-            throw error
-        }
-        guard chmod(path, mode) == 0, Glibc.listen(fd, backlog) == 0 else {
-            let error = failure("listen(\(path))")
-            close(fd)
-            unlink(path)
             throw error
         }
         return fd
+    }
+
+    private static func bind(_ fd: Int32, to path: String) throws(UnixSocketError) {
+        guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
+        }
+        guard bound == 0 else { throw failure("bind(\(path))") }
+    }
+
+    /// A new directory beside the socket, mode 0700, whose `s` fits a socket address; nil when none would fit.
+    private static func makeStagingDirectory(in directory: String) throws(UnixSocketError) -> String? {
+        let template = (directory == "/" ? "" : directory) + "/.lk-XXXXXX"
+        guard template.utf8.count + 2 <= maximumPathLength else { return nil }
+        var bytes = Array(template.utf8CString)
+        guard mkdtemp(&bytes) != nil else { throw failure("mkdtemp(\(template))") }
+        return String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Refuses a directory another user owns or may write to.
+    static func checkDirectory(_ directory: String) throws(UnixSocketError) {
+        var status = stat()
+        guard stat(directory, &status) == 0 else { throw failure("stat(\(directory))") }
+        guard status.st_mode & S_IFMT == S_IFDIR else { throw .unsafeDirectory(directory, reason: "is not a directory") }
+        let owner = status.st_uid
+        guard owner == geteuid() || owner == 0 else {
+            throw .unsafeDirectory(directory, reason: "belongs to uid \(owner), not to this user (uid \(geteuid())) or root")
+        }
+        let writable = status.st_mode & 0o022
+        guard writable == 0 else {
+            let mode = String(status.st_mode & 0o7777, radix: 8)
+            throw .unsafeDirectory(directory, reason: "is writable by \(writable & 0o002 != 0 ? "everyone" : "its group") (mode \(mode))")
+        }
+    }
+
+    /// The directory part of a path (`/` for a path in the root).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let directory = String(path[..<slash])
+        return directory.isEmpty ? "/" : directory
     }
 
     /// Removes a socket file nobody listens on; leaves a live one or anything else in place (and throws).

@@ -211,6 +211,12 @@
 
     /// The method sends several replies and must be called with `more: true`.
     @_spi(Testing) public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
+
+    /// A reply of `size` bytes, more than the server sends (`limit`): `<interface>.ReplyTooLarge(size, limit)`, which
+    /// an interface whose replies can grow declares.
+    @_spi(Testing) public static func replyTooLarge(interface: String, size: Int, limit: Int) -> VarlinkError {
+        VarlinkError("\(interface).ReplyTooLarge", parameters: ["size": .int(size), "limit": .int(limit)])
+    }
 }
 
 /// Encodes the messages of the protocol.

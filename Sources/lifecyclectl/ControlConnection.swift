@@ -93,7 +93,9 @@ struct ConnectionOptions: ParsableArguments {
     func connect(timeout override: Duration? = nil) throws -> VarlinkClient {
         let path = socketPath()
         do {
-            return try VarlinkClient(path: path, timeout: override ?? .milliseconds(Int64(timeout * 1000)))
+            // At most a year: a larger figure would trap converting to milliseconds.
+            let milliseconds = Int64(min(timeout, 365 * 86_400) * 1000)
+            return try VarlinkClient(path: path, timeout: override ?? .milliseconds(milliseconds))
         } catch {
             throw ControlFailure.unreachable(target: target, path: path, error: error)
         }

@@ -45,7 +45,7 @@ struct Lifecyclectl: ParsableCommand {
         do {
             try body()
         } catch let failure as ControlFailure {
-            writeError("lifecyclectl: \(failure)")
+            writeError("lifecyclectl: \(TerminalSafe.escaped(failure.description))")
             throw ExitCode(failure.exitCode)
         }
     }
@@ -91,7 +91,7 @@ struct Status: ParsableCommand {
         try Lifecyclectl.perform {
             let reply = try connection.call("GetStatus")
             Lifecyclectl.write(
-                connection.json ? JSONValue.object(reply).text + "\n"
+                connection.json ? TerminalSafe.json(.object(reply)) + "\n"
                     : Output.status(reply, unit: connection.socket == nil ? connection.unitName : nil, style: Lifecyclectl.style)
             )
         }
@@ -113,7 +113,7 @@ struct Tree: ParsableCommand {
         try Lifecyclectl.perform {
             let reply = try connection.call("GetTree", ["views": .bool(views)])
             Lifecyclectl.write(
-                connection.json ? JSONValue.object(reply).text + "\n" : Output.tree(reply, style: Lifecyclectl.style)
+                connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.tree(reply, style: Lifecyclectl.style)
             )
         }
     }
@@ -130,7 +130,7 @@ struct Tasks: ParsableCommand {
     func run() throws {
         try Lifecyclectl.perform {
             let reply = try connection.call("GetBackgroundTasks")
-            Lifecyclectl.write(connection.json ? JSONValue.object(reply).text + "\n" : Output.tasks(reply))
+            Lifecyclectl.write(connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.tasks(reply))
         }
     }
 }
@@ -171,8 +171,8 @@ struct Trace: ParsableCommand {
                 var text = ""
                 for event in events.compactMap(\.objectValue) {
                     if json {
-                        text += JSONValue.object(event).text + "\n"
-                    } else if let record = TraceRecord(json: event) {
+                        text += TerminalSafe.json(.object(event)) + "\n"
+                    } else if let record = TraceRecord(json: TerminalSafe.escaped(event)) {
                         text += formatter.format(record)
                     }
                 }
@@ -257,7 +257,7 @@ struct RequestCommand<Kind: RequestCommandKind>: ParsableCommand {
             let reply = try connection.call("Request", ["request": .string(Kind.request.rawValue)])
             Lifecyclectl.write(
                 connection.json
-                    ? JSONValue.object(reply).text + "\n"
+                    ? TerminalSafe.json(.object(reply)) + "\n"
                     : Output.request(reply, target: connection.target, style: Lifecyclectl.style)
             )
         }

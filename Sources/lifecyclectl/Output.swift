@@ -20,6 +20,7 @@ enum Output {
 
     /// `lifecyclectl status`, in the manner of `systemctl status`.
     static func status(_ reply: JSONObject, unit: String?, style: TerminalStyle) -> String {
+        let reply = TerminalSafe.escaped(reply)
         let program = reply["program"]?.stringValue ?? unit ?? "?"
         let version = reply["version"]?.stringValue ?? ""
         let state = reply["state"]?.stringValue ?? "?"
@@ -95,6 +96,7 @@ enum Output {
 
     /// `lifecyclectl tasks`.
     static func tasks(_ reply: JSONObject) -> String {
+        let reply = TerminalSafe.escaped(reply)
         let tasks = reply["tasks"]?.arrayValue ?? []
         guard !tasks.isEmpty else { return "no background tasks\n" }
         var lines = ["  ID  NAME                    BUDGET            LEFT"]
@@ -116,8 +118,10 @@ enum Output {
         let nodes = (reply["nodes"]?.arrayValue ?? []).compactMap(\.objectValue)
         guard !nodes.isEmpty else { return "no window: the tree is empty\n" }
         var lines: [String] = []
-        for node in nodes {
-            let depth = Int(node["depth"]?.integerValue ?? 0)
+        for raw in nodes {
+            let node = TerminalSafe.escaped(raw)
+            // A depth from the daemon is clamped: negative would trap, huge would print without end.
+            let depth = Int(clamping: min(max(node["depth"]?.integerValue ?? 0, 0), maximumDepthShown))
             let indent = String(repeating: "   | ", count: depth)
             let type = style.apply(.bold, node["type"]?.stringValue ?? "?")
             let path = style.path(node["path"]?.stringValue ?? "?")
@@ -135,8 +139,9 @@ enum Output {
                 line = "\(indent)<\(type): \(path); frame = \(frame(node["frame"]?.objectValue))>"
                 if node["inWindow"]?.boolValue == false { line += ", " + style.apply(.dim, "not in window") }
             }
-            if let status = node["status"]?.stringValue, !status.isEmpty {
-                line += ", status: " + style.apply(.cyan, JSONValue.string(status).text)
+            if let status = raw["status"]?.stringValue, !status.isEmpty {
+                // Quoted as JSON (the daemon's own text, escapes and all), with nothing unsafe left in it.
+                line += ", status: " + style.apply(.cyan, TerminalSafe.json(.string(status)))
             }
             lines.append(line)
         }
@@ -161,6 +166,7 @@ enum Output {
 
     /// The events a request caused, then a line that says how it ended.
     static func request(_ reply: JSONObject, target: String, style: TerminalStyle) -> String {
+        let reply = TerminalSafe.escaped(reply)
         var formatter = TraceFormatter(style: style)
         var text = ""
         let events = (reply["events"]?.arrayValue ?? []).compactMap { $0.objectValue.flatMap(TraceRecord.init(json:)) }
@@ -190,8 +196,13 @@ enum Output {
         "\(count) \(noun)\(count == 1 ? "" : "s")"
     }
 
-    /// Seconds as a person reads them: `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 1 min`.
+    /// The deepest indentation `tree` prints; deeper nodes are shown at it.
+    static let maximumDepthShown: Int64 = 256
+
+    /// Seconds as a person reads them: `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 1 min`. What the daemon sends is clamped
+    /// to 0…10¹² s (a negative, huge or infinite figure would trap converting to an integer).
     static func duration(_ seconds: Double) -> String {
+        let seconds = seconds.isFinite ? min(max(seconds, 0), 1e12) : 0
         if seconds < 1 { return "\(Int((seconds * 1000).rounded())) ms" }
         if seconds < 60 {
             let tenths = Int((seconds * 10).rounded())

@@ -122,6 +122,25 @@ struct ConfigurationTests {
         #expect(error("[Signals]\n\nSTOP=background") == "/etc/lifecycled.conf:3: SIGSTOP cannot be mapped: no process can catch or block it")
     }
 
+    @Test func mappingSIGABRTOrASynchronousFaultSignalIsRejectedNamingTheSignalFileAndLine() {
+        #expect(
+            error("[Signals]\nSIGABRT=background")
+                == "/etc/lifecycled.conf:2: SIGABRT cannot be mapped: it reports a crash (abort(), a failed precondition, the watchdog's abort) and must end the process"
+        )
+        for name in ["SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS", "segv"] {
+            let text = error("[Signals]\n\(name)=memory-warning")
+            #expect(text?.hasPrefix("/etc/lifecycled.conf:2: SIG") == true, "\(name): \(text ?? "accepted")")
+            #expect(text?.contains(" cannot be mapped: ") == true, "\(name): \(text ?? "accepted")")
+        }
+        #expect(throws: ConfigurationError(
+            source: "--signal",
+            line: nil,
+            message: "SIGBUS cannot be mapped: the kernel sends it for a fault of the process itself (a crash), which must end the process"
+        )) {
+            _ = try SignalMap.parseEntry("SIGBUS=terminate")
+        }
+    }
+
     @Test func anUnknownSignalIsRejectedWithWhatWouldBeValid() {
         let message = error("[Signals]\nSIGFOO=reload")
         #expect(message?.hasPrefix("/etc/lifecycled.conf:2: \"SIGFOO\" is not a signal") == true)

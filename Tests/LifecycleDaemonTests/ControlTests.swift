@@ -39,6 +39,19 @@ final class RecordedCall: ControlCall {
 
     func send(_ parameters: JSONObject) { replies.append(parameters) }
 
+    /// Replies shared with other callers, as sent (the same object for each of them).
+    private(set) var shared: [SharedReply] = []
+
+    func send(_ reply: SharedReply) {
+        shared.append(reply)
+        replies.append(reply.parameters)
+    }
+
+    /// What the service charged to the dispatch this call ran in.
+    private(set) var charged = 0
+
+    func charge(_ cost: Int) { charged += cost }
+
     func fail(_ error: VarlinkError) { final = .failure(error) }
 
     /// The final reply's parameters (nil for an error or none yet).
@@ -219,6 +232,42 @@ struct ControlServiceTests {
         #expect(follower.final == nil)
     }
 
+    @Test func followersShareOneEncodingOfEachBatchInRepliesOfAtMostTenThousandEvents() throws {
+        let harness = DaemonHarness()
+        harness.launch()
+        let root = try #require(harness.application.window?.rootViewController)
+        for index in 0..<6_000 { root.addChild(ViewController(identifier: "child\(index)")) }
+        harness.application.runEndOfTurn()
+        let control = service(harness)
+        let first = RecordedCall("io.lifecyclekit.Lifecycle.Trace", [:], more: true)
+        let second = RecordedCall("io.lifecyclekit.Lifecycle.Trace", [:], more: true)
+        control.handle(first)
+        control.handle(second)
+        // One background transition: two events for each of 6,001 controllers and the delegate.
+        harness.signal(.user1)
+        control.hub.flush()
+        let counts = first.replies.map { $0["events"]?.arrayValue?.count ?? 0 }
+        #expect(counts == [10_000, 2_004])
+        #expect(first.shared.count == 2 && second.shared.count == 2)
+        #expect(zip(first.shared, second.shared).allSatisfy { $0 === $1 }, "one encoding for both followers")
+    }
+
+    @Test func aTreeOfMoreNodesThanAReplyListsIsRefusedBeforeItIsBuiltAndItsWalkIsCharged() throws {
+        let harness = DaemonHarness()
+        harness.launch()
+        let root = try #require(harness.application.window?.rootViewController)
+        for index in 0..<ControlInterface.maximumTreeNodes { root.addChild(ViewController(identifier: "child\(index)")) }
+        let call = RecordedCall("io.lifecyclekit.Lifecycle.GetTree")
+        service(harness).handle(call)
+        #expect(call.error == ControlInterface.treeTooLarge(nodes: 20_001, limit: 20_000))
+        #expect(call.charged == 20_001 * ControlInterface.costPerNode)
+        // A status counts the tree too: charged the same.
+        let status = RecordedCall("io.lifecyclekit.Lifecycle.GetStatus")
+        service(harness).handle(status)
+        #expect(status.result?["controllers"] == 20_001)
+        #expect(status.charged == 20_001 * ControlInterface.costPerNode)
+    }
+
     @Test func theTreeIsTheApplicationsSnapshot() {
         let harness = DaemonHarness()
         harness.launch()
@@ -279,6 +328,19 @@ struct ControlSettingsTests {
         var configuration = DaemonConfiguration()
         try configuration.apply(text: "[Control]\n" + text, source: "test.conf")
         return configuration
+    }
+
+    @Test func aGroupDatabaseThatDoesNotAnswerCostsTheLoopNoMoreThanItsBudget() {
+        let started = ContinuousClock.now
+        let answer = ControlSettings.groupID("slow-directory-group", within: .milliseconds(200)) { _ in
+            sleep(3)
+            return 4242
+        }
+        #expect(answer == .timedOut(.milliseconds(200)))
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(ControlSettings.groupID("fast", within: .seconds(5)) { _ in 77 } == .found(77))
+        #expect(ControlSettings.groupID("none", within: .seconds(5)) { _ in nil } == .unknown)
+        #expect(ControlSettings.groupID("4242", within: .zero) { _ in nil } == .found(4242))
     }
 
     @Test func theSectionReadsItsKeysAndNamesWhatIsWrong() throws {

@@ -166,6 +166,44 @@ struct StateStoreTests {
         #expect(ContinuousClock.now - started >= .milliseconds(14))
         #expect(try #require(store().load()).generation == 5)
     }
+
+    @Test func aSlowDiskHoldsTheMainLoopNoLongerThanTheBudgetAndTheSaveEndsInTheBackground() async throws {
+        var settings = RestorationSettings()
+        settings.stateDirectory = directory
+        // The write takes 2 s (16 pieces, a pause between each): a disk that stalls.
+        settings.stateWriteDelay = .seconds(2)
+        settings.fileDescriptorStore = .no
+        let store = StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger())
+        var started = ContinuousClock.now
+        store.save(Self.archive(generation: 1))
+        #expect(ContinuousClock.now - started < StateStore.diskWaitBudget + .milliseconds(500))
+        // A save while the disk is still busy does not wait at all, and replaces nothing being written.
+        started = ContinuousClock.now
+        store.save(Self.archive(generation: 2))
+        #expect(ContinuousClock.now - started < .milliseconds(200))
+        #expect(log.all.filter { $0.level == .notice }.map(\.message).allSatisfy { $0.contains("goes on in the background") })
+        // Both end on disk, in order, and say so when they do.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !log.all.contains(where: { $0.message.hasPrefix("saved state generation 2 ") }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(log.all.map(\.message).filter { $0.hasPrefix("saved state generation") }.map { String($0.prefix(24)) } == [
+            "saved state generation 1", "saved state generation 2",
+        ])
+        #expect(try #require(self.store().load()).generation == 2)
+    }
+
+    @Test func theDaemonWaitsForAWriteInProgressBeforeItExits() throws {
+        var settings = RestorationSettings()
+        settings.stateDirectory = directory
+        settings.stateWriteDelay = .seconds(1)
+        settings.fileDescriptorStore = .no
+        let store = StateStore(settings: settings, notifier: .disabled, environment: [:], logger: log.logger())
+        store.save(Self.archive(generation: 7))
+        store.finishWrites(within: .seconds(10))
+        #expect(try #require(self.store().load()).generation == 7)
+        #expect(warnings().isEmpty)
+    }
 }
 
 @Suite("Restoration settings")

@@ -35,8 +35,19 @@ final class FakeLogind: LogindConnection {
     let timeline: Timeline
     var holdsInhibitors = false
     var inhibitDelayMax: Duration?
+    /// What the launch waits for before READY=1, as the real client reports it.
+    var awaiting: [String] = []
+    private(set) var progress: (@MainActor () -> Void)?
 
     init(timeline: Timeline) { self.timeline = timeline }
+
+    func observeSetup(_ progress: @escaping @MainActor () -> Void) { self.progress = progress }
+
+    /// Something the launch waits for arrived: `awaiting` is what is still missing.
+    func setUp(leaving missing: [String]) {
+        awaiting = missing
+        progress?()
+    }
 
     func takeInhibitors() {
         timeline.append("logind take")

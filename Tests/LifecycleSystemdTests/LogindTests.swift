@@ -74,6 +74,19 @@ final class PrivateBus {
         }
     }
 
+    /// Stops dbus-daemon (SIGSTOP): it keeps every connection but reads nothing more.
+    func pauseDaemon() {
+        if let daemon { kill(daemon.pid, SIGSTOP) }
+    }
+
+    /// Lets a paused dbus-daemon run again.
+    func resumeDaemon() {
+        if let daemon { kill(daemon.pid, SIGCONT) }
+    }
+
+    /// The process ID of dbus-daemon, while it runs.
+    var daemonPID: pid_t? { daemon?.pid }
+
     /// Ends dbus-daemon (the mock goes with it): every connection is closed, and the address has no listener.
     func stopDaemon() {
         mock?.terminate()
@@ -128,6 +141,18 @@ final class PrivateBus {
         arguments += ["/org/freedesktop/login1", "org.freedesktop.login1.Manager", member]
         arguments += ["b", value ? "true" : "false"]
         busctl(arguments)
+    }
+
+    /// Runs Tests/EndToEnd/bus_forge.py against this bus (another connection forging the bus driver's and logind's
+    /// signals, see its steps); returns once the bus has routed them all, with the forger's unique name.
+    @discardableResult
+    func forge(_ steps: [String], repeat count: Int = 1) throws -> String {
+        // Tests/LifecycleSystemdTests/LogindTests.swift → Tests/EndToEnd/bus_forge.py
+        let tests = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(2)
+        let script = (tests + ["EndToEnd", "bus_forge.py"]).joined(separator: "/")
+        let answer = runCommand(["/usr/bin/python3", script, "--address", address, "--repeat", "\(count)"] + steps)
+        guard answer.status == 0 else { throw TestFailure("bus_forge.py \(steps) exited \(answer.status)") }
+        return String(answer.output.split(separator: "\n").first ?? "")
     }
 
     /// logind's ListInhibitors as (what, who, why, mode) tuples, from the mock, sorted.
@@ -325,6 +350,121 @@ extension ProcessStateTests {
             #expect(notices.first?.hasPrefix("ignored PrepareForShutdown(true) from :1.") == true)
         }
 
+        @Test func theClientSaysWhatItAwaitsUntilSubscribedToldTheOwnerAndBothInhibitorsAreAnswered() async throws {
+            let (initial, heldWhenSettled, progress) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger())
+                var progress = 0
+                logind.onSetupProgress = { progress += 1 }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                let initial = logind.awaiting
+                guard try runLoop(loop, until: { logind.awaiting.isEmpty }) else { throw TestFailure("never settled") }
+                let held = logind.heldLocks
+                logind.close()
+                return (initial, held, progress)
+            }
+            #expect(initial == [
+                "the subscription to PrepareForSleep", "the subscription to PrepareForShutdown",
+                "the subscription to NameOwnerChanged", "the owner of org.freedesktop.login1",
+                "the sleep delay inhibitor", "the shutdown delay inhibitor",
+            ])
+            #expect(heldWhenSettled == Set(Logind.LockType.allCases))
+            // Three subscriptions, the owner, two inhibitors: told at each.
+            #expect(progress >= 6)
+        }
+
+        @Test func aPeerThatNamesItselfLogindInANameOwnerChangedOfItsOwnCannotMoveTheApplication() async throws {
+            let (events, owner, mockOwner, held, ignored) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger()) { events.append($0) }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.owner != nil && logind.holdsInhibitors }) else {
+                    throw TestFailure("owner never known")
+                }
+                let mockOwner = logind.owner
+                let unique = try #require(logind.uniqueName)
+                // Addressed to the client: the bus delivers it whatever the match rules say. Then the same from the
+                // forger as the "new owner", addressed and broadcast (the bus only routes broadcasts of the owner).
+                try bus.forge([
+                    "owner,\(unique),self", "sleep,\(unique),true", "sleep,all,true",
+                    "owner,all,self", "shutdown,\(unique),true",
+                ])
+                // logind itself, after the forger's signals (the script returned once the bus had routed them).
+                bus.emitFromLogind("PrepareForShutdown", true)
+                guard try runLoop(loop, until: { !events.isEmpty }) else { throw TestFailure("logind never heard") }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let result = (events, logind.owner, mockOwner, logind.heldLocks, logind.ignoredSignals)
+                logind.close()
+                return result
+            }
+            #expect(events == [.prepareForShutdown(true)])
+            #expect(owner == mockOwner)
+            #expect(held == Set(Logind.LockType.allCases))
+            // The addressed NameOwnerChanged and the two addressed announcements (the broadcasts never reach it).
+            #expect(ignored == 3)
+        }
+
+        @Test func aPeerThatSaysLogindLeftCannotMakeTheClientDropItsInhibitorsOrIgnoreLogind() async throws {
+            let (events, owner, mockOwner, changes) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: CapturedLog().logger()) { events.append($0) }
+                var changes: [String] = []
+                logind.onInhibitorChange = { type, held in changes.append("\(type) \(held)") }
+                try logind.connect(address: bus.address)
+                logind.takeInhibitors()
+                guard try runLoop(loop, until: { logind.owner != nil && logind.holdsInhibitors }) else {
+                    throw TestFailure("no inhibitors granted")
+                }
+                let mockOwner = logind.owner
+                let unique = try #require(logind.uniqueName)
+                try bus.forge(["owner,\(unique),none"])
+                bus.emitFromLogind("PrepareForSleep", true)
+                guard try runLoop(loop, until: { !events.isEmpty }) else { throw TestFailure("logind never heard") }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let result = (events, logind.owner, mockOwner, changes)
+                logind.close()
+                return result
+            }
+            #expect(events == [.prepareForSleep(true)])
+            #expect(owner == mockOwner)
+            #expect(changes == ["sleep true", "shutdown true"])
+        }
+
+        @Test func signalsFromStrangersAreCountedAndReportedOnceInTheirInterval() async throws {
+            let (ignored, notices, events) = try await onDedicatedThread {
+                let bus = try PrivateBus()
+                try bus.startLogindMock()
+                let loop = try MainLoop(onCurrentThread: ())
+                let log = CapturedLog()
+                var events: [Logind.Event] = []
+                let logind = Logind(loop: loop, who: "t", why: "t", logger: log.logger()) { events.append($0) }
+                try logind.connect(address: bus.address)
+                guard try runLoop(loop, until: { logind.owner != nil }) else { throw TestFailure("owner never known") }
+                let unique = try #require(logind.uniqueName)
+                try bus.forge(["sleep,\(unique),true", "owner,\(unique),self"], repeat: 100)
+                bus.emitFromLogind("PrepareForSleep", false)
+                guard try runLoop(loop, until: { !events.isEmpty }) else { throw TestFailure("logind never heard") }
+                let result = (logind.ignoredSignals, log.messages(.notice), events)
+                logind.close()
+                return result
+            }
+            #expect(events == [.prepareForSleep(false)])
+            #expect(ignored == 200)
+            // One notice for the first (the interval is 10 s); the next one would count the 199 held back.
+            #expect(notices.count == 1)
+            #expect(notices.first?.hasPrefix("ignored PrepareForSleep(true) from :1.") == true)
+        }
+
         @Test func withoutLogindOneWarningThenTheInhibitorOnceLogindAppearsAndNoneAfterItLeaves() async throws {
             let (warnings, heldAfterAppearing, changes) = try await onDedicatedThread {
                 let bus = try PrivateBus()
@@ -485,6 +625,42 @@ extension ProcessStateTests {
                 .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
                 .milliseconds(3200), .seconds(5), .seconds(5), .seconds(5),
             ])
+        }
+
+        @Test func closingAConnectionNeverWaitsForABusThatDoesNotRead() async throws {
+            let elapsed = try await onDedicatedThread { () -> Duration in
+                let bus = try PrivateBus()
+                let loop = try MainLoop(onCurrentThread: ())
+                let connection = try SdBus(address: bus.address, description: "test", loop: loop)
+                guard try runLoop(loop, until: { connection.uniqueName != nil }) else { throw TestFailure("no Hello") }
+                bus.pauseDaemon()
+                // Whatever happens, the bus runs again after 5 s (a close that waits for it then ends).
+                let daemon = try #require(bus.daemonPID)
+                _ = SystemThread.start(blockingSignals: true) {
+                    sleep(5)
+                    kill(daemon, SIGCONT)
+                }
+                // Far more than the socket's buffer takes (sd-bus asks for 8 MiB, the kernel doubles it): the rest
+                // waits in sd-bus's queue.
+                let big = String(repeating: "x", count: 60_000)
+                var slots: [SdBus.Slot] = []
+                for _ in 0..<600 {
+                    slots.append(
+                        try connection.callAsync(
+                            destination: SdBus.driverName, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                            member: "GetNameOwner", arguments: [big]
+                        ) { _ in }
+                    )
+                }
+                _ = try runLoop(loop, until: { false }, timeout: .milliseconds(200))
+                let started = ContinuousClock.now
+                slots.removeAll()
+                connection.close()
+                let elapsed = ContinuousClock.now - started
+                bus.resumeDaemon()
+                return elapsed
+            }
+            #expect(elapsed < .seconds(1))
         }
 
         @Test func connectingWhereThereIsNoBusThrows() async throws {

@@ -40,6 +40,36 @@ extension ProcessStateTests {
             #expect(peer.receive() == "STOPPING=1")
         }
 
+        @Test func readyNextToAStatusOfAnyLengthArrivesInADatagramSystemdTakes() throws {
+            let peer = try NotifySocketPeer()
+            try withEnvironment(["NOTIFY_SOCKET": peer.address]) {
+                try SystemdNotifier.fromEnvironment().notify([.ready, .status(String(repeating: "x", count: 100_000))])
+            }
+            let message = try #require(peer.receive())
+            // systemd 252 ignores a whole datagram of 4 KiB or more.
+            #expect(message.utf8.count < 4096)
+            #expect(message.hasPrefix("READY=1\nSTATUS=xxx"))
+        }
+
+        @Test func aStoredMemfdIsSealedAndCanNeverBeMadeExecutableWhereTheKernelCanSaySo() throws {
+            let fd = try FileDescriptorStore.sealedMemfd(Array("state".utf8), name: "lifecycle-state-1")
+            defer { close(fd) }
+            let seals = fcntl(fd, 1034 /* F_GET_SEALS */)
+            // F_SEAL_SEAL, SHRINK, GROW, WRITE.
+            #expect(seals & 0x0F == 0x0F)
+            var status = stat()
+            #expect(fstat(fd, &status) == 0)
+            var release = utsname()
+            uname(&release)
+            let version = withUnsafeBytes(of: release.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                .split(separator: ".").prefix(2).compactMap { Int($0.prefix { $0.isNumber }) }
+            if version.count == 2, (version[0], version[1]) >= (6, 3) {
+                // MFD_NOEXEC_SEAL: F_SEAL_EXEC, and no execute bit.
+                #expect(seals & 0x20 == 0x20)
+                #expect(status.st_mode & 0o111 == 0)
+            }
+        }
+
         @Test func reloadingSendsAMonotonicTimestampTakenWhenSent() throws {
             let peer = try NotifySocketPeer()
             let before = monotonicMicroseconds()

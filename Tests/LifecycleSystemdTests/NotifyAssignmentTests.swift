@@ -32,6 +32,22 @@ import Testing
         #expect(NotifyAssignment.status("two\nlines\r\nhere").line == "STATUS=two lines here")
     }
 
+    @Test func aStatusCannotInjectAssignmentsCutTheDatagramOrReachTheTerminal() {
+        // Every character that ends a line for someone: the assignment stays one line, READY=1 stays text.
+        #expect(
+            NotifyAssignment.status("ok\nREADY=1\u{0B}MAINPID=1\u{0C}x\u{85}y\u{2028}z\u{2029}").line
+                == "STATUS=ok READY=1 MAINPID=1 x y z "
+        )
+        #expect(NotifyAssignment.status("a\u{0}b\u{1B}[31mred\u{7F}").line == #"STATUS=a\x00b\x1b[31mred\x7f"#)
+        #expect(NotifyAssignment.status("c1\u{9B}31m \u{202E}txt").line == #"STATUS=c1\u{9b}31m \u{202e}txt"#)
+    }
+
+    @Test func aLongStatusIsCutSoThatTheDatagramStaysUnderSystemdsLimit() {
+        let line = NotifyAssignment.status(String(repeating: "é", count: 5_000)).line
+        #expect(line.utf8.count <= "STATUS=".utf8.count + NotifyAssignment.maximumStatusLength)
+        #expect(line.hasSuffix("é…"))
+    }
+
     @Test func reloadingCarriesTheMonotonicClockAtRendering() throws {
         let before = monotonicMicroseconds()
         let lines = NotifyAssignment.reloading.line.split(separator: "\n")

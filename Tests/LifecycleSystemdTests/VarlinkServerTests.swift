@@ -35,6 +35,7 @@ func withVarlinkServer<T: Sendable>(
     limits: VarlinkServer.Limits = VarlinkServer.Limits(),
     refuse: Bool = false,
     settled: @escaping @Sendable (_ log: [String]) -> Bool = { _ in true },
+    configure: @escaping @Sendable (VarlinkServer, MainLoop, SharedLog, _ path: String) throws -> Void = { _, _, _, _ in },
     client: @escaping @Sendable (_ path: String) throws -> T
 ) async throws -> (T, VarlinkServer.Statistics, [String]) {
     let directory = try TemporaryDirectory()
@@ -56,6 +57,7 @@ func withVarlinkServer<T: Sendable>(
             return !refuse
         }
         server.add(exampleInterface(loop: loop, log: log))
+        try configure(server, loop, log, path)
         try server.start()
         _ = try runLoop(loop, until: { log.isFinished }, timeout: .seconds(30))
         server.stop()
@@ -100,6 +102,10 @@ private func exampleInterface(loop: MainLoop, log: SharedLog) -> VarlinkServer.I
             },
             .init(.init("Hold")) { request in
                 request.onDisconnect = { log.append("hold: peer gone") }
+            },
+            .init(.init("Big", parameters: [.init("bytes", .int)])) { request in
+                let size = Int(request.call.parameters["bytes"]!.integerValue!)
+                request.reply(["text": .string(String(repeating: "x", count: size))])
             },
         ]
     )

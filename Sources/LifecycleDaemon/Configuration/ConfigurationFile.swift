@@ -90,13 +90,19 @@ import Glibc
         self.sections = sections
     }
 
-    /// Reads and splits a file; errors name the file and the system's reason.
+    /// Reads and splits a file; errors name the file and the system's reason. Only a regular file of at most 1 MiB is
+    /// read, and opening it never blocks (a FIFO or a device at the path is refused, not waited on).
     @_spi(Testing) public init(contentsOf path: String) throws(ConfigurationError) {
         let text: String
         do {
-            text = try SystemFiles.readText(path)
+            text = try RegularFile.readText(path, limit: RegularFile.configurationLimit)
         } catch {
-            throw ConfigurationError(source: path, line: nil, message: "cannot be read: \(String(cString: strerror(error.rawValue)))")
+            let reason =
+                switch error {
+                case .system(let errno): String(cString: strerror(errno.rawValue))
+                default: error.description
+                }
+            throw ConfigurationError(source: path, line: nil, message: "cannot be read: \(reason)")
         }
         try self.init(text: text, source: path)
     }

@@ -6,8 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 @_spi(Testing) import LifecycleIPC
+import Synchronization
 
 #if canImport(Glibc)
 public import Glibc
@@ -57,23 +59,70 @@ public import Glibc
                 configuration.control.group = nil
                 return
             }
-            guard let id = Self.groupID(value) else {
+            switch Self.groupID(value) {
+            case .found(let id):
+                configuration.control.group = Group(name: value, id: id)
+            case .unknown:
                 throw ConfigurationValueError("Group=\(value) is not a group of this system")
+            case .timedOut(let budget):
+                throw ConfigurationValueError(
+                    "Group=\(value): the group database did not answer within \(budget.formattedForLog) (NSS: LDAP, sssd, systemd-userdbd?); give the group's number instead"
+                )
             }
-            configuration.control.group = Group(name: value, id: id)
         },
         .integer("TraceBacklog", \DaemonConfiguration.control.traceBacklog, in: 0...10_000),
     ]
 
-    /// The ID of a group given by name or number; nil when the system has no such group name.
-    static func groupID(_ text: String) -> gid_t? {
-        if let number = gid_t(text) { return number }
-        var entry = Glibc.group()
-        var result: UnsafeMutablePointer<Glibc.group>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        let status = getgrnam_r(text, &entry, &buffer, buffer.count, &result)
-        guard status == 0, result != nil else { return nil }
-        return entry.gr_gid
+    /// What looking a group up found.
+    enum GroupLookup: Equatable {
+        case found(gid_t)
+        case unknown
+        /// The group database did not answer within this budget.
+        case timedOut(Duration)
+    }
+
+    /// How long the configuration waits for the group database: a name is looked up through NSS, which may ask a
+    /// directory server or a daemon that does not answer; the main loop must not wait for it longer.
+    static let groupLookupBudget = Duration.seconds(1)
+
+    /// The ID of a group given by name or number. A name is looked up on a thread of its own, waited for at most
+    /// `budget`.
+    static func groupID(
+        _ text: String,
+        within budget: Duration = groupLookupBudget,
+        lookUp: @escaping @Sendable (String) -> gid_t? = lookUpGroup
+    ) -> GroupLookup {
+        if let number = gid_t(text) { return .found(number) }
+        let answer = Mutex<gid_t??>(nil)
+        let done = Semaphore()
+        let started = SystemThread.start(blockingSignals: true) {
+            let id = lookUp(text)
+            answer.withLock { $0 = .some(id) }
+            done.signal()
+        }
+        guard case .success(let thread) = started else { return .timedOut(.zero) }
+        // Whatever it answers after the budget is dropped with its thread.
+        pthread_detach(thread)
+        guard done.wait(upTo: budget), case .some(let id) = answer.withLock({ $0 }) else { return .timedOut(budget) }
+        return id.map(GroupLookup.found) ?? .unknown
+    }
+
+    /// `getgrnam_r`: the group's ID, or nil when there is no such group.
+    @Sendable static func lookUpGroup(_ name: String) -> gid_t? {
+        var size = 16_384
+        while size <= 1 << 20 {
+            var entry = Glibc.group()
+            var result: UnsafeMutablePointer<Glibc.group>?
+            var buffer = [CChar](repeating: 0, count: size)
+            let status = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
+            if status == ERANGE {
+                size *= 4
+                continue
+            }
+            guard status == 0, result != nil else { return nil }
+            return entry.gr_gid
+        }
+        return nil
     }
 
     /// Whether a peer may use the control socket: the service's own user, root, or a member of ``group``.

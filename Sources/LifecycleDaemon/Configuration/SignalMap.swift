@@ -13,7 +13,8 @@
 import Glibc
 #endif
 
-/// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped.
+/// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped, nor SIGABRT and the
+/// synchronous fault signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), which report a crash.
 @_spi(Testing) public struct SignalMap: Sendable, Hashable {
     /// What each mapped signal asks for; a signal left at its default disposition (`default` in the configuration) is
     /// not in it.
@@ -71,7 +72,25 @@ import Glibc
                 message: "\(signal.name) cannot be mapped: no process can catch or block it"
             )
         }
+        if let reason = reservedReason(signal) {
+            throw ConfigurationError(source: source, line: line, message: "\(signal.name) cannot be mapped: \(reason)")
+        }
         return signal
+    }
+
+    /// Why a signal is reserved, or nil. `SIGABRT` and the synchronous fault signals report a crash of the process
+    /// itself (a failed precondition, the watchdog's abort, a bad access): blocked and read from a signalfd, a fault
+    /// would loop for ever or the crash be taken for a lifecycle request, and anyone allowed to signal the service could
+    /// make it look as if it crashed. They keep their default action: the process ends, with a core.
+    static func reservedReason(_ signal: UnixSignal) -> String? {
+        switch signal.rawValue {
+        case SIGABRT:
+            "it reports a crash (abort(), a failed precondition, the watchdog's abort) and must end the process"
+        case SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS:
+            "the kernel sends it for a fault of the process itself (a crash), which must end the process"
+        default:
+            nil
+        }
     }
 
     /// A request's name, or nil for `default` (the signal keeps its default disposition).

@@ -26,6 +26,14 @@
     /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
     @_spi(Testing) public static let defaultBacklog = 50
 
+    /// The most nodes a `GetTree` reply lists; a larger tree is refused with `TreeTooLarge` before it is walked.
+    static let maximumTreeNodes = 20_000
+
+    /// What a call that walks the tree costs in a dispatch's budget (``VarlinkServer/Limits/replyBytesPerDispatch``),
+    /// per node walked: about what a node's JSON takes in a `GetTree` reply. A status that counts a large tree costs
+    /// as much as the reply it would be.
+    static let costPerNode = 200
+
     /// The definition of `io.lifecyclekit.Lifecycle`.
     @_spi(Testing) public static let description = """
         # The lifecycle of a LifecycleKit daemon: the application's state, its controller and view tree, its
@@ -126,7 +134,11 @@
           closedMalformed: int,
           closedOversized: int,
           closedIdle: int,
-          closedBacklog: int
+          closedBacklog: int,
+          # Replies replaced by ReplyTooLarge.
+          repliesTooLarge: int,
+          # Times accept failed for want of a descriptor or memory (the socket then rests 250 ms).
+          acceptErrors: int
         )
 
         # The daemon at a glance.
@@ -152,7 +164,8 @@
           control: Control
         )
 
-        # The controller tree, pre-order; with views, each controller's own views right after it.
+        # The controller tree, pre-order; with views, each controller's own views right after it. A tree of more
+        # than 20000 nodes is refused with TreeTooLarge.
         method GetTree(views: ?bool) -> (nodes: []Node)
 
         # The background tasks, oldest first.
@@ -183,6 +196,12 @@
         # The reload ran and was refused, so nothing applied it: by its configuration file (file:line: what is wrong),
         # the delegate or a controller (its path), whom reason names, with why.
         error ReloadRefused (reason: string)
+
+        # The tree has more nodes than a GetTree reply lists.
+        error TreeTooLarge (nodes: int, limit: int)
+
+        # The reply would be larger than the daemon sends (8 MiB): size and limit in bytes.
+        error ReplyTooLarge (size: int, limit: int)
 
         """
 
@@ -260,6 +279,11 @@
     /// The `ReloadRefused` error.
     static func reloadRefused(reason: String) -> VarlinkError {
         VarlinkError("\(name).ReloadRefused", parameters: ["reason": .string(reason)])
+    }
+
+    /// The `TreeTooLarge` error.
+    static func treeTooLarge(nodes: Int, limit: Int) -> VarlinkError {
+        VarlinkError("\(name).TreeTooLarge", parameters: ["nodes": .int(nodes), "limit": .int(limit)])
     }
 
     /// The `RequestDropped` error.

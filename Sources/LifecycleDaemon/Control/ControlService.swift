@@ -34,8 +34,17 @@ protocol ControlCall: AnyObject {
     func reply(_ parameters: JSONObject)
     /// One reply of several.
     func send(_ parameters: JSONObject)
+    /// One reply of several that other callers get alike (encoded once for all).
+    func send(_ shared: SharedReply)
     /// The final reply: an error.
     func fail(_ error: VarlinkError)
+    /// Counts work done for the call against its dispatch's budget, in reply bytes it is worth.
+    func charge(_ cost: Int)
+}
+
+extension ControlCall {
+    func send(_ shared: SharedReply) { send(shared.parameters) }
+    func charge(_ cost: Int) {}
 }
 
 extension VarlinkRequest: ControlCall {
@@ -79,10 +88,9 @@ final class ControlService {
     func handle(_ call: any ControlCall) {
         switch call.method {
         case "\(ControlInterface.name).GetStatus":
-            call.reply(status())
+            call.reply(status(charging: call))
         case "\(ControlInterface.name).GetTree":
-            let nodes = daemon.application.treeSnapshot(includingViews: call.parameters["views"]?.boolValue ?? false)
-            call.reply(["nodes": .array(nodes.map(ControlInterface.json))])
+            tree(call)
         case "\(ControlInterface.name).GetBackgroundTasks":
             call.reply(["tasks": .array(backgroundTasks())])
         case "\(ControlInterface.name).Request":
@@ -146,6 +154,21 @@ final class ControlService {
         }
     }
 
+    /// `GetTree`, unless the tree has more nodes than a reply lists: counted first (a walk without copies), so that a
+    /// peer cannot make the daemon build a reply of any size.
+    private func tree(_ call: any ControlCall) {
+        let views = call.parameters["views"]?.boolValue ?? false
+        let counts = daemon.application.treeCounts()
+        let nodes = counts.controllers + (views ? counts.views : 0)
+        call.charge(counts.controllers * ControlInterface.costPerNode)
+        guard nodes <= ControlInterface.maximumTreeNodes else {
+            call.fail(ControlInterface.treeTooLarge(nodes: nodes, limit: ControlInterface.maximumTreeNodes))
+            return
+        }
+        let snapshot = daemon.application.treeSnapshot(includingViews: views)
+        call.reply(["nodes": .array(snapshot.map(ControlInterface.json))])
+    }
+
     private func trace(_ call: any ControlCall) {
         let asked = call.parameters["backlog"]?.integerValue
         guard asked.map({ $0 >= 0 }) ?? true else {
@@ -179,11 +202,12 @@ final class ControlService {
 
     // MARK: Status
 
-    /// `GetStatus`'s reply.
-    func status() -> JSONObject {
+    /// `GetStatus`'s reply; counting the tree is charged to `call`.
+    func status(charging call: (any ControlCall)? = nil) -> JSONObject {
         let application = daemon.application
         let configuration = daemon.configuration
         let counts = application.treeCounts()
+        call?.charge(counts.controllers * ControlInterface.costPerNode)
         let events = daemon.systemEvents
         var logind = "off"
         if let events, events.isWatchingLogind {
@@ -229,6 +253,8 @@ final class ControlService {
             "closedOversized": .int(statistics.closedOversized),
             "closedIdle": .int(statistics.closedIdle),
             "closedBacklog": .int(statistics.closedBacklog),
+            "repliesTooLarge": .int(statistics.repliesTooLarge),
+            "acceptErrors": .int(statistics.acceptErrors),
         ]
         return [
             "program": .string(daemon.options.programName),

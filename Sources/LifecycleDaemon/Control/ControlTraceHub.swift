@@ -92,15 +92,31 @@ final class ControlTraceHub {
 
     /// Sends the followers what happened since the last flush; the daemon calls it when a dispatch ends, after the
     /// trace lines are written.
+    ///
+    /// The events are encoded once for every follower that gets the same ones (all but one that joined during the
+    /// dispatch), in replies of at most ``ControlInterface/maximumEventsPerReply`` events: the cost of a batch does
+    /// not grow with the number of followers, and no reply grows with the size of the tree.
     func flush() {
         guard !pending.isEmpty else { return }
         let events = pending
         pending.removeAll(keepingCapacity: true)
+        var shared: [Int: [SharedReply]] = [:]
         for follower in followers where follower.request.isConnected {
-            let fresh = events.filter { $0.sequence > follower.sentThrough }
-            guard let last = fresh.last else { continue }
-            follower.sentThrough = last.sequence
-            follower.request.send(["events": .array(fresh.map(ControlInterface.json))])
+            // Events are in sequence order: the first one this follower has not had.
+            guard let start = events.firstIndex(where: { $0.sequence > follower.sentThrough }) else { continue }
+            follower.sentThrough = events[events.count - 1].sequence
+            let replies = shared[start] ?? Self.replies(events[start...])
+            shared[start] = replies
+            for reply in replies {
+                follower.request.send(reply)
+            }
+        }
+    }
+
+    private static func replies(_ events: ArraySlice<TraceEvent>) -> [SharedReply] {
+        stride(from: events.startIndex, to: events.endIndex, by: ControlInterface.maximumEventsPerReply).map { first in
+            let chunk = events[first..<min(first + ControlInterface.maximumEventsPerReply, events.endIndex)]
+            return SharedReply(["events": .array(chunk.map(ControlInterface.json))])
         }
     }
 

@@ -13,10 +13,11 @@ import Logging
 /// Reads storyboard files.
 enum StoryboardFile {
     /// The storyboard at `path`, parsed; errors name `path:line:column` (or the system's reason it cannot be read).
+    /// Only a regular file of at most 8 MiB is read, without ever blocking on what is at the path.
     static func read(_ path: String) throws(ArchiveError) -> Archive {
         let text: String
         do {
-            text = try SystemFiles.readText(path)
+            text = try RegularFile.readText(path, limit: RegularFile.storyboardLimit)
         } catch {
             throw ArchiveError(source: path, reason: "the storyboard cannot be read: \(error)")
         }

@@ -27,11 +27,20 @@ import Glibc
 /// one with the higher generation wins, the file descriptor store on a tie: each save writes the directory first and
 /// the store second, with the same generation, one more than the last; so the higher generation is the newer save,
 /// and a copy that is behind is a save the other place missed (a read-only directory, a crash between the two).
+///
+/// The disk's copy is written on a thread of its own (``StateDiskWriter``): a save waits for it at most
+/// ``diskWaitBudget``, and not at all while an earlier save is still being written; a slow disk then finishes in the
+/// background and its outcome is logged when it is known.
 @MainActor
 final class StateStore {
     static let fileName = "state.archive"
     static let rejectedInfix = ".rejected-"
     static let storePrefix = "lifecycle-state-"
+    /// How long a save waits for the disk before the main loop goes on without it.
+    static let diskWaitBudget = Duration.milliseconds(250)
+    /// The highest generation a restored state keeps: a higher one (up to `Int.max`, which the next save would
+    /// overflow) is lowered to it, leaving room for 2³² saves in one run.
+    static let highestRestoredGeneration = Int.max - (1 << 32)
 
     /// The state file, when there is a state directory.
     let path: String?
@@ -49,6 +58,7 @@ final class StateStore {
     private var failedDiskSaves = 0
     private var storeFailureLogged = false
     private var noPlaceLogged = false
+    private let diskWriter = StateDiskWriter()
 
     init(
         settings: RestorationSettings,
@@ -118,7 +128,8 @@ final class StateStore {
                 )
             }
             do {
-                let bytes = try SystemFiles.readBytes(path)
+                // A regular file only (a FIFO there would block the launch for ever), of at most 64 MiB.
+                let bytes = try RegularFile.readBytes(path, limit: RegularFile.stateLimit)
                 do {
                     var archive = try Archive.decodeState(bytes, source: path)
                     archive.sourceName = path
@@ -127,7 +138,7 @@ final class StateStore {
                     rejections.append(Rejection(place: path, reason: error.reason, keptAs: moveAside(path)))
                 }
             } catch {
-                if error != .noSuchFileOrDirectory {
+                if error != .system(.noSuchFileOrDirectory) {
                     rejections.append(Rejection(place: path, reason: "cannot be read: \(error)"))
                 }
             }
@@ -155,7 +166,15 @@ final class StateStore {
             + (chosen.archive.formatVersion == 1 ? " (format 1, migrated)" : "")
             + (others.isEmpty ? "" : "; " + others.joined(separator: ", "))
         logger.info("\(text)")
-        return chosen.archive
+        var archive = chosen.archive
+        if archive.generation > Self.highestRestoredGeneration {
+            // The next save counts one more: at Int.max that would trap, at every restart.
+            logger.notice(
+                "the saved state's generation \(archive.generation) leaves no room to count saves; the next save counts from \(Self.highestRestoredGeneration)"
+            )
+            archive.generation = Self.highestRestoredGeneration
+        }
+        return archive
     }
 
     /// Renames a rejected state file aside and keeps only the newest few; returns the new name.
@@ -202,44 +221,45 @@ final class StateStore {
 
     // MARK: Saving
 
-    /// Writes a saved state to the directory (crash-safely) and to the file descriptor store.
+    /// Writes a saved state to the directory (crash-safely, on the disk writer's thread) and to the file descriptor
+    /// store.
     func save(_ archive: Archive) {
         let bytes = archive.encodedState()
+        let generation = archive.generation
         var places: [String] = []
+        var diskStillWriting = false
         if let path {
             // A directory named by hand may not exist yet (systemd makes StateDirectory=): make it, private.
             if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
                 _ = mkdir(String(path[..<slash]), 0o700)
             }
-            let chunks = writeDelay > .zero ? 16 : 1
-            let pause = writeDelay / 16
-            do {
-                try DurableFile.write(bytes, to: path, chunks: chunks) { Self.sleep(pause) }
+            let handedOver = ContinuousClock.now
+            let save = StateDiskWriter.Save(
+                bytes: bytes,
+                path: path,
+                chunks: writeDelay > .zero ? 16 : 1,
+                pause: writeDelay / 16
+            ) { [weak self] outcome in
+                // The main loop went on: the outcome comes back to it.
+                Task { @MainActor in
+                    self?.diskSaveEnded(outcome, generation: generation, size: bytes.count, since: handedOver)
+                }
+            }
+            // No wait at all while an earlier save is still being written: the disk is slow already.
+            let budget = diskWriter.isBusy ? .zero : Self.diskWaitBudget
+            diskWriter.submit(save)
+            switch save.wait(upTo: budget) {
+            case .written?:
                 places.append(path)
-                if failedDiskSaves > 0 {
-                    logger.notice(
-                        "the state is saved to \(path) again, after \(failedDiskSaves) failed \(failedDiskSaves == 1 ? "save" : "saves")",
-                        metadata: ["lifecycle.failed_saves": "\(failedDiskSaves)"]
-                    )
-                    failedDiskSaves = 0
-                    diskFailureLogged = false
-                }
-            } catch {
-                // The temporary file is gone and the archive at `path` is the previous save's, untouched.
-                failedDiskSaves += 1
-                let text = "cannot save the state to \(path): \(error)"
-                if diskFailureLogged {
-                    logger.debug("\(text)")
-                } else {
-                    diskFailureLogged = true
-                    let kept = "the previous save stays there"
-                    let tail = store == nil ? "; \(kept)" : "; \(kept), and the file descriptor store keeps this one"
-                    logger.warning("\(text)\(tail)", metadata: ["lifecycle.state_file": "\(path)", "lifecycle.errno": "\(error.rawValue)"])
-                }
+                diskSaveWorked()
+            case .failed(let error)?:
+                diskSaveFailed(error)
+            case .superseded?, nil:
+                diskStillWriting = true
             }
         }
         if let store {
-            let name = Self.storePrefix + "\(archive.generation)"
+            let name = Self.storePrefix + "\(generation)"
             do {
                 try store.store(bytes, name: name)
                 for old in storedNames where old != name { removeFromStore(old) }
@@ -258,25 +278,69 @@ final class StateStore {
                 }
             }
         }
+        let waiting = diskStillWriting ? "; the disk has not finished writing \(path ?? "") after \(Self.diskWaitBudget.formattedForLog), it goes on in the background" : ""
         if places.isEmpty {
             if path == nil, store == nil, !noPlaceLogged {
                 noPlaceLogged = true
                 logger.notice(
                     "the state is not saved: no state directory (StateDirectory=, --state-directory) and no file descriptor store"
                 )
+            } else if diskStillWriting {
+                logger.notice("saving state generation \(generation) (\(bytes.count) bytes)\(waiting)")
             }
             return
         }
         logger.info(
-            "saved state generation \(archive.generation) (\(bytes.count) bytes) to \(places.joined(separator: " and "))"
+            "saved state generation \(generation) (\(bytes.count) bytes) to \(places.joined(separator: " and "))\(waiting)"
         )
     }
 
-    private static func sleep(_ duration: Duration) {
-        guard duration > .zero else { return }
-        let (seconds, attoseconds) = duration.components
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 { request = remaining }
+    /// Waits (at exit) for the disk writer to finish what it was handed, up to `budget`; logs what it left undone.
+    func finishWrites(within budget: Duration) {
+        guard !diskWriter.finish(within: budget) else { return }
+        logger.warning(
+            "the disk has not finished writing the saved state to \(path ?? "its place") after \(budget.formattedForLog); exiting without waiting longer (the previous save stays there)"
+        )
+    }
+
+    /// A save the main loop stopped waiting for has ended.
+    private func diskSaveEnded(_ outcome: StateDiskWriter.Outcome, generation: Int, size: Int, since: ContinuousClock.Instant) {
+        guard let path else { return }
+        switch outcome {
+        case .written:
+            diskSaveWorked()
+            logger.info(
+                "saved state generation \(generation) (\(size) bytes) to \(path), \((ContinuousClock.now - since).wholeMilliseconds) ms after it was handed to the disk"
+            )
+        case .failed(let error):
+            diskSaveFailed(error)
+        case .superseded:
+            logger.debug("state generation \(generation) was not written to \(path): a newer save replaced it first")
+        }
+    }
+
+    private func diskSaveWorked() {
+        guard failedDiskSaves > 0, let path else { return }
+        logger.notice(
+            "the state is saved to \(path) again, after \(failedDiskSaves) failed \(failedDiskSaves == 1 ? "save" : "saves")",
+            metadata: ["lifecycle.failed_saves": "\(failedDiskSaves)"]
+        )
+        failedDiskSaves = 0
+        diskFailureLogged = false
+    }
+
+    /// The temporary file is gone and the archive at `path` is the previous save's, untouched.
+    private func diskSaveFailed(_ error: Errno) {
+        guard let path else { return }
+        failedDiskSaves += 1
+        let text = "cannot save the state to \(path): \(error)"
+        if diskFailureLogged {
+            logger.debug("\(text)")
+        } else {
+            diskFailureLogged = true
+            let kept = "the previous save stays there"
+            let tail = store == nil ? "; \(kept)" : "; \(kept), and the file descriptor store keeps this one"
+            logger.warning("\(text)\(tail)", metadata: ["lifecycle.state_file": "\(path)", "lifecycle.errno": "\(error.rawValue)"])
+        }
     }
 }

@@ -230,6 +230,7 @@ package final class Daemon: ApplicationHost {
         let code = try loop.run()
         dispatchDidEnd()
         control?.stop()
+        stateStore?.finishWrites(within: .seconds(10))
         stallDetector?.stop()
         return code
     }
@@ -275,7 +276,25 @@ package final class Daemon: ApplicationHost {
     // MARK: ApplicationHost
 
     package func applicationDidFinishLaunching(_ application: Application) {
-        notify([.ready, .status(application.statusText)])
+        // READY=1 once a sleep announced from now on reaches the application and waits for it.
+        guard let events = systemEvents else {
+            notify([.ready, .status(application.statusText)])
+            return
+        }
+        let budget = SystemEvents.readinessBudget
+        events.whenReadyForAnnouncements(within: budget) { [unowned self] missing in
+            // Termination began meanwhile (STOPPING=1 went out): no READY=1 after it.
+            guard application.applicationState != .terminated, termination.remaining == nil else { return }
+            if !missing.isEmpty {
+                logger.warning(
+                    """
+                    ready without \(missing.joined(separator: ", ")) after \(budget.formattedForLog): a sleep or shutdown \
+                    announced before they arrive may not reach the application or wait for it
+                    """
+                )
+            }
+            notify([.ready, .status(application.statusText)])
+        }
     }
 
     package func application(_ application: Application, didChangeStatus status: String) {

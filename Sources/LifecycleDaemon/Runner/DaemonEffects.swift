@@ -69,6 +69,11 @@ protocol LogindConnection: AnyObject {
     func takeInhibitors()
     func releaseInhibitors()
     func close()
+    /// What the client still waits for before announcements reach it and its inhibitors are answered (launch waits
+    /// for it before `READY=1`); empty when nothing is missing or waiting could not help.
+    var awaiting: [String] { get }
+    /// Calls `progress` whenever something ``awaiting`` lists may have arrived.
+    func observeSetup(_ progress: @escaping @MainActor () -> Void)
 }
 
 /// A running memory pressure watch; ``MemoryPressureMonitor`` is the real one.
@@ -82,13 +87,20 @@ protocol MemoryPressureWatching: AnyObject {
 
 extension LogindConnection {
     var heldLocks: Set<Logind.LockType> { holdsInhibitors ? Set(Logind.LockType.allCases) : [] }
+    var awaiting: [String] { [] }
+    func observeSetup(_ progress: @escaping @MainActor () -> Void) {}
 }
 
 extension MemoryPressureWatching {
     var source: MemoryPressureSource? { nil }
 }
 
-extension Logind: LogindConnection {}
+extension Logind: LogindConnection {
+    func observeSetup(_ progress: @escaping @MainActor () -> Void) {
+        // Bus callbacks run on the loop, which owns the main thread.
+        onSetupProgress = { MainActor.assumeIsolated { progress() } }
+    }
+}
 
 extension MemoryPressureMonitor: MemoryPressureWatching {
     var minimumInterval: Duration {

@@ -53,6 +53,9 @@ package final class SystemEvents {
     /// (logind's own default).
     package static let defaultInhibitDelay = Duration.seconds(5)
 
+    /// How long `READY=1` waits at launch for logind's subscriptions and delay inhibitors.
+    static let readinessBudget = Duration.seconds(3)
+
     private let application: Application
     private let router: RequestRouter
     private let logger: Logger
@@ -62,6 +65,8 @@ package final class SystemEvents {
     private var memoryPressure: (any MemoryPressureWatching)?
     private var preparation: Preparation?
     private var releaseCheckScheduled = false
+    /// Waits for logind's set-up before `READY=1` (``whenReadyForAnnouncements(within:_:)``).
+    private var readiness: (ready: @MainActor ([String]) -> Void, timer: (any ScheduledWork)?)?
     /// The sleep's wait for background tasks, bounded by logind's own wait.
     private let sleepWait: TaskBudget
 
@@ -144,6 +149,30 @@ package final class SystemEvents {
                 """
             )
         }
+    }
+
+    /// Calls `ready` once logind's announcements are sure to reach the application and its delay inhibitors are
+    /// answered (granted or refused): at once when logind is not watched or nothing is missing, else when the last of
+    /// them arrives, or after `budget` with what is still missing. A sleep announced before then would be missed,
+    /// or would not wait for the application, so the launch tells systemd it is ready only after it.
+    func whenReadyForAnnouncements(within budget: Duration, _ ready: @escaping @MainActor (_ missing: [String]) -> Void) {
+        guard let logind, !logind.awaiting.isEmpty else {
+            ready([])
+            return
+        }
+        readiness = (ready, nil)
+        logind.observeSetup { [weak self] in self?.readinessProgressed(timedOut: false) }
+        readiness?.timer = effects.schedule(budget) { [weak self] in self?.readinessProgressed(timedOut: true) }
+    }
+
+    private func readinessProgressed(timedOut: Bool) {
+        guard let (ready, timer) = readiness else { return }
+        let missing = logind?.awaiting ?? []
+        guard timedOut || missing.isEmpty else { return }
+        readiness = nil
+        timer?.cancel()
+        logind?.observeSetup {}
+        ready(missing)
     }
 
     private func stopLogind() {

@@ -12,9 +12,13 @@
 /// callbacks; you need not call `super`, the framework traces each call itself.
 @MainActor
 open class View {
-    /// The name of this view in trace paths, unique among its siblings by convention.
+    /// The name of this view in trace paths, unique among its siblings by convention. Control characters in it
+    /// become U+FFFD (``NodeName``).
     public var name: String {
-        didSet { invalidatePath() }
+        didSet {
+            NodeName.sanitize(&name)
+            invalidatePath()
+        }
     }
     /// The view this one is a subview of.
     ///
@@ -62,7 +66,7 @@ open class View {
 
     /// Creates a view; its name defaults to its type's, `ProgressView` → `progressView`.
     public init(name: String? = nil, frame: Rect = .zero) {
-        self.name = name ?? String.defaultNodeName(for: Self.self, strippingSuffixes: [], fallback: "view")
+        self.name = name.map(NodeName.sanitized) ?? String.defaultNodeName(for: Self.self, strippingSuffixes: [], fallback: "view")
         self.frame = frame
     }
 

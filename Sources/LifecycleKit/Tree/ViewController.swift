@@ -54,9 +54,12 @@ open class ViewController {
     @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
 
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
-    /// `ViewController`/`Controller`, lower camel case.
+    /// `ViewController`/`Controller`, lower camel case. Control characters in it become U+FFFD (``NodeName``).
     public var identifier: String {
-        didSet { invalidatePath() }
+        didSet {
+            NodeName.sanitize(&identifier)
+            invalidatePath()
+        }
     }
 
     /// Opts the controller in to state preservation (UIKit's restoration identifier): when it and every controller
@@ -176,7 +179,7 @@ open class ViewController {
     /// Creates a controller in code.
     public init(identifier: String? = nil) {
         self.identifier =
-            identifier
+            identifier.map(NodeName.sanitized)
             ?? String.defaultNodeName(
                 for: Self.self,
                 strippingSuffixes: ["ViewController", "Controller"],
@@ -193,7 +196,7 @@ open class ViewController {
     /// decoded and wired.
     public required init(coder: Coder) throws {
         self.identifier =
-            coder.identifier
+            coder.identifier.map(NodeName.sanitized)
             ?? String.defaultNodeName(
                 for: Self.self,
                 strippingSuffixes: ["ViewController", "Controller"],

@@ -18,11 +18,14 @@ import Glibc
 /// A client of systemd-logind (`org.freedesktop.login1`) on the system bus, driven by a ``MainLoop``: it holds a
 /// delay inhibitor for sleep and one for shutdown, and reports logind's `PrepareForSleep` and `PrepareForShutdown`.
 ///
-/// Only signals sent by the connection that owns `org.freedesktop.login1` count. The bus filters broadcasts by the
-/// match's sender, but sd-bus, not knowing the well-known names of a sender, accepts any unique-name sender for a
-/// well-known match locally, and a signal addressed to this connection (`busctl emit --destination=…`) reaches it
-/// whatever its match rules say. So the client tracks the owner (`GetNameOwner`, then `NameOwnerChanged`) and drops
-/// every announcement from anyone else.
+/// Only logind can move the application. The bus filters broadcasts by the match's sender, but sd-bus, not knowing
+/// the well-known names of a sender, accepts any unique-name sender for a well-known match locally, and a signal
+/// addressed to this connection (`busctl emit --destination=…`) reaches it whatever its match rules say: any local
+/// user may send one. So the client tracks the owner of `org.freedesktop.login1` (`GetNameOwner`, then the bus
+/// driver's `NameOwnerChanged`) and takes a signal only when it was broadcast (no destination) by the right sender:
+/// `NameOwnerChanged` from the bus driver itself (`org.freedesktop.DBus`, a sender no peer can take), announcements
+/// from the tracked owner's unique name. Everything else is dropped, counted (``ignoredSignals``) and reported in a
+/// notice at most once per ``strangerReportInterval``, with the count of those held back.
 ///
 /// Each inhibitor is the file descriptor `Inhibit(what, who, why, "delay")` returns; closing it releases the lock.
 /// There are two, `Inhibit("sleep", …)` and `Inhibit("shutdown", …)`, not one `"sleep:shutdown"`: logind picks the
@@ -117,6 +120,38 @@ package final class Logind {
     package var isRecovering: Bool { outage != nil }
     /// How many times the client connected to the bus again after losing its connection.
     package private(set) var reconnections = 0
+    /// Signals dropped because they did not come from the bus driver or logind, or were addressed to this
+    /// connection instead of broadcast.
+    package private(set) var ignoredSignals = 0
+
+    /// What the client still waits for before logind's announcements are sure to reach it and the delay inhibitors
+    /// it wants are answered: the subscriptions, the owner of logind's name, each inhibitor asked for. Empty once all
+    /// are in place (an inhibitor refused counts as answered), and whenever waiting could not help: logind has no owner,
+    /// or the connection is closed.
+    package var awaiting: [String] {
+        guard bus != nil, !busLost else { return [] }
+        var missing = Self.subscriptions.filter { !answeredSubscriptions.contains($0) }.map { "the subscription to \($0)" }
+        switch ownerState {
+        case .unknown: missing.append("the owner of \(Self.busName)")
+        case .known(nil): return missing
+        case .known: break
+        }
+        if wantsInhibitors {
+            missing += LockType.allCases.filter { inhibitors[$0].call != nil }.map { "the \($0) delay inhibitor" }
+        }
+        return missing
+    }
+    /// Called on the loop's thread whenever something ``awaiting`` lists may have arrived.
+    package var onSetupProgress: () -> Void = {}
+
+    /// The signals the client subscribes to.
+    static let subscriptions = ["PrepareForSleep", "PrepareForShutdown", "NameOwnerChanged"]
+
+    /// At most one notice about ignored signals per this interval; the next one counts those held back.
+    package static let strangerReportInterval = Duration.seconds(10)
+    /// Announcements kept while the owner of logind's name is not known yet; later ones are dropped (logind sends
+    /// one or two).
+    static let maximumWaitingAnnouncements = 8
 
     /// The delays before the attempts to reconnect after the first (which is at once), the last repeated: the bus of
     /// a restarting dbus-daemon is listening again within milliseconds (systemd holds its socket), so the first
@@ -156,6 +191,10 @@ package final class Logind {
     // until it is granted.
     private var pendingRefusals: [(type: LockType, failure: SdBus.ErrorReply)] = []
     private var reportedRefusals: Set<LockType> = []
+    private var strangerReports = RateLimiter(minimumInterval: Logind.strangerReportInterval)
+    /// The subscriptions the bus answered on the current connection (accepted or refused).
+    private var answeredSubscriptions: Set<String> = []
+    private let clockOrigin = ContinuousClock.now
 
     /// From the loss of logind (or of the bus) until logind owns its name again and every inhibitor the application
     /// wants was answered.
@@ -250,6 +289,7 @@ package final class Logind {
         busLost = false
         busUp = false
         ownerState = .unknown(waiting: [])
+        answeredSubscriptions = []
         let id = ObjectIdentifier(connection)
         matchSlots.append(try connection.matchDisconnected { [unowned self] in disconnected(id) })
         // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
@@ -346,6 +386,7 @@ package final class Logind {
 
     private func inhibitReplied(_ type: LockType, _ reply: SdBus.Message) {
         inhibitors[type].call = nil
+        defer { onSetupProgress() }
         if let failure = reply.errorReply {
             if reportIfConnectionLost(failure.text) {
                 // Every other call fails the same way; nothing is waiting to be reported with this one.
@@ -446,7 +487,9 @@ package final class Logind {
 
     /// The bus's `Disconnected`, which sd-bus delivers after failing every pending call.
     private func disconnected(_ connection: ObjectIdentifier) {
-        guard let bus, ObjectIdentifier(bus) == connection else { return }
+        // sd-bus makes this signal up itself once the connection is closed (the bus refuses the Local interface from
+        // peers); a connection still open has not been lost.
+        guard let bus, ObjectIdentifier(bus) == connection, !bus.isOpen else { return }
         connectionLost("org.freedesktop.DBus.Local.Disconnected")
     }
 
@@ -455,6 +498,7 @@ package final class Logind {
     private func connectionLost(_ failure: String) {
         guard bus != nil, !busLost else { return }
         busLost = true
+        defer { onSetupProgress() }
         guard everConnected else {
             if !connectionLossReported {
                 connectionLossReported = true
@@ -597,7 +641,7 @@ package final class Logind {
                 interface: Self.managerInterface,
                 member: member,
                 onSignal: { [unowned self] message in signalReceived(message) },
-                onInstalled: { [unowned self] reply in matchInstalled(reply) }
+                onInstalled: { [unowned self] reply in matchInstalled(reply, member) }
             )
         )
     }
@@ -610,12 +654,14 @@ package final class Logind {
                 match,
                 label: "NameOwnerChanged",
                 onMessage: { [unowned self] message in ownerChanged(message) },
-                onInstalled: { [unowned self] reply in matchInstalled(reply) }
+                onInstalled: { [unowned self] reply in matchInstalled(reply, "NameOwnerChanged") }
             )
         )
     }
 
-    private func matchInstalled(_ reply: SdBus.Message) {
+    private func matchInstalled(_ reply: SdBus.Message, _ member: String) {
+        answeredSubscriptions.insert(member)
+        defer { onSetupProgress() }
         guard let failure = reply.errorReply?.text else {
             connectionUp()
             return
@@ -635,19 +681,32 @@ package final class Logind {
         } else {
             return
         }
+        guard message.isBroadcast else {
+            ignore(
+                "\(event)",
+                from: message.sender,
+                because: "it was addressed to this connection, and logind broadcasts its announcements"
+            )
+            return
+        }
         judge(event, from: message.sender)
     }
 
     private func judge(_ event: Event, from sender: String?) {
         switch ownerState {
         case .unknown(var waiting):
+            guard waiting.count < Self.maximumWaitingAnnouncements else {
+                ignore("\(event)", from: sender, because: "the owner of \(Self.busName) is not known yet")
+                return
+            }
             waiting.append((sender, event))
             ownerState = .unknown(waiting: waiting)
         case .known(let owner):
             guard let sender, let owner, sender == owner else {
-                logger.notice(
-                    "ignored \(event) from \(sender ?? "an unknown sender"), which does not own \(Self.busName)",
-                    metadata: ["lifecycle.logind_owner": "\(owner ?? "none")"]
+                ignore(
+                    "\(event)",
+                    from: sender,
+                    because: "it does not own \(Self.busName) (\(owner.map { "\($0) does" } ?? "nobody does"))"
                 )
                 return
             }
@@ -656,9 +715,24 @@ package final class Logind {
         }
     }
 
+    /// Drops a signal that did not come from where it must, counts it, and reports it at a bounded rate: any local
+    /// user can send signals to this connection, and a flood of them must not flood the journal.
+    private func ignore(_ what: String, from sender: String?, because reason: String) {
+        ignoredSignals += 1
+        guard let heldBack = strangerReports.admitCountingRefused(at: clockOrigin.duration(to: .now)) else { return }
+        let more =
+            heldBack > 0
+            ? " (and \(heldBack) more ignored in the last \(Self.strangerReportInterval.formattedForLog))" : ""
+        logger.notice(
+            "ignored \(what) from \(sender ?? "an unknown sender"): \(reason)\(more)",
+            metadata: ["lifecycle.ignored_signals": "\(ignoredSignals)"]
+        )
+    }
+
     private func settleOwner(_ owner: String?) {
         let previous = ownerState
         ownerState = .known(owner)
+        defer { onSetupProgress() }
         if case .unknown(let waiting) = previous {
             for (sender, event) in waiting { judge(event, from: sender) }
         }
@@ -678,6 +752,7 @@ package final class Logind {
 
     private func ownerReplied(_ reply: SdBus.Message) {
         ownerQuery = nil
+        defer { onSetupProgress() }
         if let failure = reply.errorReply?.text {
             guard !reportIfConnectionLost(failure) else { return }
             // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
@@ -701,6 +776,18 @@ package final class Logind {
     }
 
     private func ownerChanged(_ message: SdBus.Message) {
+        // Only the bus driver knows who owns a name, and it broadcasts the change: a NameOwnerChanged from a peer, or
+        // one addressed to this connection, would let that peer name itself logind.
+        guard message.sender == SdBus.driverName, message.isBroadcast else {
+            ignore(
+                "\(message.name)",
+                from: message.sender,
+                because: message.sender == SdBus.driverName
+                    ? "it was addressed to this connection, and the bus driver broadcasts it"
+                    : "only the bus driver (\(SdBus.driverName)) tells who owns \(Self.busName)"
+            )
+            return
+        }
         // NameOwnerChanged(name, old owner, new owner); an empty owner is none.
         var strings: [String] = []
         for _ in 0..<3 {

@@ -57,19 +57,16 @@ final class SdBus {
         close()
     }
 
-    /// Detaches the connection from the loop, sends what is queued and closes it; safe to call twice.
+    /// Detaches the connection from the loop and closes it; safe to call twice.
     ///
-    /// Drop the slots first: each holds a reference to the connection. Only a running connection is flushed: flushing
-    /// one still opening or authenticating would wait for the bus (sd_bus_flush first completes the `Hello`), which
-    /// could block the loop on a bus that does not answer, and a closing one has nothing left to send.
+    /// Drop the slots first: each holds a reference to the connection. Nothing still queued is sent: `sd_bus_flush`
+    /// waits, without a time limit, until the bus has read it all, and a bus that does not read (stopped, or busy with
+    /// other peers) would hold the main loop for as long. Nothing queued needs sending either: the bus drops a closed
+    /// connection's matches itself, and an inhibitor is released by closing its descriptor, not by a message.
     func close() {
         guard let pointer else { return }
         sd_bus_detach_event(pointer)
-        if sd_bus_is_ready(pointer) > 0 {
-            sd_bus_flush_close_unref(pointer)
-        } else {
-            sd_bus_close_unref(pointer)
-        }
+        sd_bus_close_unref(pointer)
         self.pointer = nil
     }
 
@@ -282,9 +279,26 @@ final class SdBus {
             self.pointer = pointer
         }
 
-        /// The unique name of the connection that sent it; nil for a message sd-bus made up itself.
+        /// The unique name of the connection that sent it (the bus stamps it: a peer cannot forge it), or
+        /// `org.freedesktop.DBus` for the bus driver's own messages; nil for a message sd-bus made up itself.
         var sender: String? {
             sd_bus_message_get_sender(pointer).map { String(cString: $0) }
+        }
+
+        /// The connection it was addressed to; nil for a broadcast. A signal addressed to this connection reaches it
+        /// whatever its match rules say, and any peer may send one: the bus driver and logind only broadcast theirs.
+        var destination: String? {
+            sd_bus_message_get_destination(pointer).map { String(cString: $0) }
+        }
+
+        /// Whether it was broadcast (no destination), as the bus driver's and logind's signals are.
+        var isBroadcast: Bool { destination == nil }
+
+        /// `interface.member`, for reports.
+        var name: String {
+            let interface = sd_bus_message_get_interface(pointer).map { String(cString: $0) } ?? "?"
+            let member = sd_bus_message_get_member(pointer).map { String(cString: $0) } ?? "?"
+            return "\(interface).\(member)"
         }
 
         /// Whether it is the signal `member` of `interface`.

@@ -69,24 +69,38 @@ package struct FileDescriptorStore: Sendable {
     /// 255 characters (sd_notify(3)).
     package func store(_ bytes: [UInt8], name: String) throws(SystemCallError) {
         guard let socket = notifier.socketPath, !socket.isEmpty else { return }
-        let descriptor = try SystemCallError.check(csystemd_memfd_create(name), "memfd_create(\(name))")
+        let descriptor = try Self.sealedMemfd(bytes, name: name)
         defer { close(descriptor) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw SystemCallError(operation: "write(memfd \(name))", errno: Errno(rawValue: errno))
-            }
-            written += count
-        }
-        try SystemCallError.check(csystemd_seal_memfd(descriptor), "fcntl(F_ADD_SEALS) on memfd \(name)")
         var descriptors = [descriptor]
         let message = "FDSTORE=1\nFDNAME=\(name)\nFDPOLL=0"
         try SystemCallError.check(
             sd_pid_notify_with_fds(0, 0, message, &descriptors, 1),
             "sd_pid_notify_with_fds(FDSTORE=1 FDNAME=\(name))"
         )
+    }
+
+    /// A new memfd holding `bytes`, sealed against writes, growing and shrinking and, where the kernel can (Linux
+    /// 6.3, `MFD_NOEXEC_SEAL`), against ever being executable; the caller closes it.
+    static func sealedMemfd(_ bytes: [UInt8], name: String) throws(SystemCallError) -> Int32 {
+        let descriptor = try SystemCallError.check(csystemd_memfd_create(name), "memfd_create(\(name))")
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let error = SystemCallError(operation: "write(memfd \(name))", errno: Errno(rawValue: errno))
+                close(descriptor)
+                throw error
+            }
+            written += count
+        }
+        do {
+            try SystemCallError.check(csystemd_seal_memfd(descriptor), "fcntl(F_ADD_SEALS) on memfd \(name)")
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        return descriptor
     }
 
     /// Drops every stored descriptor named `name`.

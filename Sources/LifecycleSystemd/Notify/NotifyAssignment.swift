@@ -33,15 +33,49 @@ package enum NotifyAssignment: Hashable, Sendable {
     /// `MAINPID=`: the main process of the service, when it is not the sender.
     case mainPID(Int32)
 
+    /// The most bytes of status text sent. systemd 252 drops a whole notification datagram over 4 KiB, with every
+    /// assignment in it (a `READY=1` next to a long status would be lost, and the start time out).
+    package static let maximumStatusLength = 1024
+
+    /// Status text as one safe line: a newline would end the assignment and start another one (`READY=1`, `MAINPID=`,
+    /// from whoever wrote the text), a NUL would cut the datagram short, and other control characters reach the
+    /// terminal of `systemctl status`. Line breaks become spaces, other control characters `\xHH` or `\u{H…}`, and
+    /// the text is cut (with `…`) to ``maximumStatusLength`` bytes.
+    static func statusLine(_ text: String) -> String {
+        var line = ""
+        var previous: Unicode.Scalar?
+        for scalar in text.unicodeScalars {
+            defer { previous = scalar }
+            switch scalar.value {
+            case 0x0A where previous == "\r":
+                // CR LF is one line break.
+                continue
+            case 0x0A, 0x0D, 0x0B, 0x0C, 0x85, 0x2028, 0x2029:
+                line.unicodeScalars.append(" ")
+            case 0x00..<0x20, 0x7F:
+                line += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+            case 0x80..<0xA0, 0x202A...0x202E, 0x2066...0x2069:
+                line += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default:
+                line.unicodeScalars.append(scalar)
+            }
+        }
+        guard line.utf8.count > maximumStatusLength else { return line }
+        var cut = ""
+        for character in line {
+            guard cut.utf8.count + character.utf8.count <= maximumStatusLength - 3 else { break }
+            cut.append(character)
+        }
+        return cut + "…"
+    }
+
     /// The assignment as sent, e.g. `STATUS=active`; `.reloading` renders two lines.
     @_spi(Testing) public var line: String {
         switch self {
         case .ready:
             return "READY=1"
         case .status(let text):
-            // A newline would end the assignment and start another one: keep the status on its line.
-            let oneLine = String(text.map { $0.isNewline ? " " : $0 })
-            return "STATUS=\(oneLine)"
+            return "STATUS=\(Self.statusLine(text))"
         case .reloading:
             return "RELOADING=1\nMONOTONIC_USEC=\(monotonicMicroseconds())"
         case .stopping:

@@ -1,0 +1,34 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+/// Controller identifiers and view names are parts of trace paths: `LIFECYCLE_TARGET=` in the journal, a line of the
+/// trace on a terminal, `lifecyclectl tree`. A name is one line of printable text: each control character (C0, DEL,
+/// C1), line or paragraph separator and bidirectional override in it is replaced by U+FFFD when the name is given, so
+/// that no name can break a journal field or a log line, or reach the terminal that shows it.
+package enum NodeName {
+    /// Whether a scalar may not appear in a name.
+    package static func isForbidden(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+
+    /// `name` with every forbidden scalar replaced by U+FFFD.
+    package static func sanitized(_ name: String) -> String {
+        guard name.unicodeScalars.contains(where: isForbidden) else { return name }
+        var safe = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars { safe.append(isForbidden(scalar) ? "\u{FFFD}" : scalar) }
+        return String(safe)
+    }
+
+    /// Replaces `name` by ``sanitized(_:)`` when it has a forbidden scalar (a setter's `didSet`).
+    package static func sanitize(_ name: inout String) {
+        if name.unicodeScalars.contains(where: isForbidden) { name = sanitized(name) }
+    }
+}
