@@ -124,7 +124,13 @@ struct AppearanceModel {
     private var layers: [String] = []
     private var windowIsShown = true
     /// Did-callbacks waiting for the end of the turn: each view move's controllers in post-order.
-    private var didCallbacks: [(ids: [String], appearing: Bool)] = []
+    private var didCallbacks: [(ids: [String], appearing: Bool, serial: Int)] = []
+    /// Appearances that began inside a controller whose own appearance was the last one scheduled, by that controller:
+    /// their did-callbacks come right before its own (its bracket holds theirs).
+    private var nestedAppearances: [String: [[String]]] = [:]
+    /// The appearance transition scheduled last, until its did-callbacks run.
+    private var lastAppearance: (ids: [String], appearing: Bool, serial: Int)?
+    private var serial = 0
     /// Root views that left the window in push order: laid out once more after the visible ones.
     private var leavingLayouts: [String] = []
     /// Controllers that left the tree in this turn, released at its end with everything below them.
@@ -288,12 +294,28 @@ struct AppearanceModel {
     }
 
     /// A view subtree enters or leaves the window: will-callbacks now in pre-order, did-callbacks at the end of the
-    /// turn in post-order (so a parent's bracket holds its children's).
-    private mutating func move(_ id: String, appearing: Bool) {
+    /// turn in post-order (so a parent's bracket holds its children's). A subtree entering the view of a controller
+    /// whose appearance is the last one scheduled appears inside that controller's bracket.
+    private mutating func move(_ id: String, appearing: Bool, inside container: String? = nil) {
         let post = subtreePostOrder(id)
         for controller in subtreePreOrder(id) { begin(controller, appearing: appearing) }
         for controller in post { self[controller].isInWindow = appearing }
-        didCallbacks.append((post, appearing))
+        if appearing, let container, self[container].appearance == .appearing, let last = lastAppearance,
+            last.appearing, last.ids.contains(container)
+        {
+            nestedAppearances[container, default: []].append(post)
+        }
+        serial += 1
+        lastAppearance = (post, appearing, serial)
+        didCallbacks.append((post, appearing, serial))
+    }
+
+    /// The did-callback of one controller of a scheduled transition, after those of the appearances nested in it.
+    private mutating func finish(_ id: String, appearing: Bool) {
+        if let nested = nestedAppearances.removeValue(forKey: id) {
+            for inner in nested.joined() { finish(inner, appearing: true) }
+        }
+        end(id, appearing: appearing)
     }
 
     // MARK: The view tree
@@ -336,7 +358,7 @@ struct AppearanceModel {
         self[superview].shown.append(id)
         self[id].superview = superview
         self[superview].needsLayout = true
-        if entersWindow { move(id, appearing: true) }
+        if entersWindow { move(id, appearing: true, inside: superview) }
     }
 
     /// `removeFromSuperview`: the superview is marked for layout; a subtree leaving the window disappears. Returns
@@ -607,8 +629,9 @@ struct AppearanceModel {
             layoutPass()
             let batch = didCallbacks
             didCallbacks = []
-            for (ids, appearing) in batch {
-                for id in ids { end(id, appearing: appearing) }
+            for (ids, appearing, serial) in batch {
+                if lastAppearance?.serial == serial { lastAppearance = nil }
+                for id in ids { finish(id, appearing: appearing) }
             }
         } while !didCallbacks.isEmpty
         for id in departed where controllers[id] != nil { expectedReleases.append(release(id, withPresented: true)) }

@@ -154,8 +154,10 @@ struct ReentrancyTests {
     // heard "terminated" and then the pushed controller appeared and was released. Now the request waits for the end
     // of the turn: the push completes (its did-callbacks), then the termination runs whole.
     @Test func terminationRequestedFromAPushedControllersViewWillAppearRunsOnceThePushIsOver() {
-        let (app, nav, host) = navigation(["a"])
-        nav.pushViewController(Hooked("b", ["viewWillAppear": { $0.application?.requestTermination() }]), animated: false)
+        let (app, _, host) = navigation(["a"])
+        // The tree alone holds the controllers, so their deinits show when termination releases them.
+        (app.window!.rootViewController as! NavigationController)
+            .pushViewController(Hooked("b", ["viewWillAppear": { $0.application?.requestTermination() }]), animated: false)
         #expect(app.applicationState == .active, "the termination waits for the end of the turn")
         app.runEndOfTurn()
 
@@ -409,21 +411,21 @@ struct PlacementErrorTests {
     @Test func setViewControllersListingOneControllerTwiceIsAProgrammingError() async throws {
         let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             await MainActor.run {
-                let (_, nav, _) = launchedNav(["a"])
+                let (app, nav, _) = launchedNav(["a"])
                 let b = LeafController(identifier: "b")
-                nav.setViewControllers([nav.viewControllers[0], b, b], animated: false)
+                withExtendedLifetime(app) { nav.setViewControllers([nav.viewControllers[0], b, b], animated: false) }
             }
         }
         let message = Self.text(result)
-        #expect(message.contains("cannot set the stack of nav: it lists nav/b twice (at 1 and 2)"), "\(message)")
+        #expect(message.contains("cannot set the stack of nav: it lists b twice (at 1 and 2)"), "\(message)")
     }
 
     // 6. Presenting the window's root (from a controller below it) recursed without a message.
     @Test func presentingTheWindowsRootIsAProgrammingError() async throws {
         let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             await MainActor.run {
-                let (_, root, _) = launchedRoot { ContainerController(identifier: "root", children: [LeafController(identifier: "c")]) }
-                root.children[0].present(root, animated: false)
+                let (app, root, _) = launchedRoot { ContainerController(identifier: "root", children: [LeafController(identifier: "c")]) }
+                withExtendedLifetime(app) { root.children[0].present(root, animated: false) }
             }
         }
         let message = Self.text(result)
@@ -446,9 +448,11 @@ struct PlacementErrorTests {
     @Test func presentingFromAControllerThatAlreadyPresentsIsAProgrammingErrorNamingBoth() async throws {
         let result = try await #require(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             await MainActor.run {
-                let (_, root, _) = launchedRoot { LeafController(identifier: "root") }
-                root.present(LeafController(identifier: "first"), animated: false)
-                root.present(LeafController(identifier: "second"), animated: false)
+                let (app, root, _) = launchedRoot { LeafController(identifier: "root") }
+                withExtendedLifetime(app) {
+                    root.present(LeafController(identifier: "first"), animated: false)
+                    root.present(LeafController(identifier: "second"), animated: false)
+                }
             }
         }
         let message = Self.text(result)
