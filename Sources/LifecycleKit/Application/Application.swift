@@ -357,9 +357,11 @@ public final class Application {
         _ delegateCallback: (Application) -> Void,
         _ controllerCallback: (ViewController) -> Void
     ) {
+        // The list is taken when the event starts: a controller the delegate adds gets the next event (§2).
+        let list = fanOut.controllers(under: window?.rootViewController)
         traceDelegate(event)
         delegateCallback(self)
-        fanOut.deliver(event, under: window?.rootViewController, reversed: false, application: self, controllerCallback)
+        fanOut.deliver(event, to: list, reversed: false, application: self, controllerCallback)
     }
 
     @inline(__always)
@@ -371,7 +373,7 @@ public final class Application {
     ) {
         fanOut.deliver(
             controllerEvent ?? event,
-            under: window?.rootViewController,
+            to: fanOut.controllers(under: window?.rootViewController),
             reversed: true,
             application: self,
             controllerCallback

@@ -56,7 +56,8 @@ open class NavigationController: ViewController {
             return true
         }
         if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil) {
-            edits.wait(edit)
+            // Run again through here when its turn comes: a move of its own, whose callbacks' edits wait for it.
+            edits.wait { [self] in _ = self.edit(with: other, edit) }
             return false
         }
         edits.begin()

@@ -430,8 +430,11 @@ open class ViewController {
         joined.forEachPresentedController { _ in found = true }
         guard found else { return }
         guard edits.isInProgress else { return window.showPresentations(inSubtreeOf: joined) }
-        edits.wait { [weak window, weak joined] in
+        edits.wait { [weak window, weak joined, unowned edits] in
             guard let window, let joined, joined.window === window else { return }
+            // A move of its own: what the presentations' callbacks edit waits for it.
+            edits.begin()
+            defer { edits.end() }
             window.showPresentations(inSubtreeOf: joined)
         }
     }
@@ -699,17 +702,20 @@ open class ViewController {
             window.popLayers(of: leaving, revealing: revealing)
         }
         // Every presentation in the hierarchy is unlinked now; the controllers live until their did-disappear
-        // callbacks ran.
+        // callbacks ran, held through the roots of what is released: the dismissed controller and each one presented
+        // inside it (a child goes with its parent, after it, in the order added: §3's release order).
+        var released = [dismissed]
         for node in leaving {
             guard let presented = node.presentedViewController else { continue }
             node.presentedViewController = nil
             presented.presentingViewController = nil
+            released.append(presented)
         }
         presenter.presentedViewController = nil
         dismissed.presentingViewController = nil
         if let application = presenter.application {
             application.scheduleTurnEndWork {
-                withExtendedLifetime(leaving) {}
+                withExtendedLifetime(released) {}
                 completion?()
             }
         } else {

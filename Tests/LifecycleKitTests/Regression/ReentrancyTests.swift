@@ -399,6 +399,123 @@ struct ReentrancyTests {
     }
 }
 
+/// Findings of the property test's re-entrant injections (AppearancePropertyTests), each fixed in the core.
+@MainActor
+@Suite("Re-entrancy: findings of the property test")
+struct ReentrancyFindings {
+    // An entering event reaches the delegate first; the fan-out took the tree's controllers only after the delegate's
+    // callback, so a controller the delegate added (a push from applicationDidReload) got the event too. §2: "the
+    // list of controllers is taken when the event starts: a controller added during an event gets the next one", as
+    // it already was for leaving events.
+    @Test func aControllerTheDelegateAddsInAnEnteringEventGetsTheNextOne() {
+        let (app, nav, recorder) = launchedNav(["a"])
+        let delegate = app.delegate as! TestDelegate
+        delegate.onEvent = { event, _ in
+            if event == "applicationWillEnterForeground" { nav.pushViewController(LeafController(identifier: "b"), animated: false) }
+        }
+        app.requestEnterBackground()
+        recorder.clear()
+        app.requestBecomeActive()
+        app.runEndOfTurn()
+        #expect(
+            recorder.lines(events: PropertyTests.applicationEvents) == [
+                "delegate applicationWillEnterForeground", "nav applicationWillEnterForeground",
+                "nav/a applicationWillEnterForeground",
+                "delegate applicationDidBecomeActive", "nav applicationDidBecomeActive", "nav/a applicationDidBecomeActive",
+                "nav/b applicationDidBecomeActive",
+            ]
+        )
+    }
+}
+
+extension ReentrancyFindings {
+    // A dismissal kept the whole dismissed hierarchy alive until its did-callbacks ran, in a list in pre-order: the
+    // list let go of the dismissed controller first, whose deinit released the children no one else held (c5, pushed
+    // onto the dismissed navigation controller from a callback of the dismissal) before the one the list still held
+    // (c4). §3's release order: a controller, its view, its children in the order added, then what it presented.
+    @Test func aDismissedHierarchyIsReleasedInTheContractsOrder() {
+        let (app, root, recorder) = launchedRoot { LeafController(identifier: "root") }
+        do {
+            let c4 = Hooked("c4")
+            let c3 = NavigationController(rootViewController: c4, identifier: "c3")
+            c4.hooks["viewWillDisappear"] = { [unowned c3] _ in c3.pushViewController(LeafController(identifier: "c5"), animated: false) }
+            c3.modalPresentationStyle = .fullScreen
+            root.present(c3, animated: false)
+        }
+        app.runEndOfTurn()
+        recorder.clear()
+
+        root.dismiss(animated: false)
+        app.runEndOfTurn()
+
+        #expect(
+            recorder.lines(events: ["deinit"]).filter { !$0.contains(".view/") } == [
+                "root/c3 deinit", "root/c3.view deinit", "root/c3/c4 deinit", "root/c3/c4.view deinit", "root/c3/c5 deinit",
+                "root/c3/c5.view deinit",
+            ]
+        )
+    }
+}
+
+extension ReentrancyFindings {
+    // A navigation call that waited ran, when its turn came, outside any move: an edit its own callbacks made (a
+    // push from the viewWillAppear of the controller it pushed) ran inside it, and two controllers showed in one
+    // navigation controller. A waiting edit is a move of its own when it runs.
+    @Test func anEditMadeByAWaitingEditsCallbacksWaitsForIt() {
+        let (app, nav, _) = navigation(["a"])
+        nav.pushViewController(
+            Hooked("b", ["viewWillAppear": {
+                $0.navigationController?.pushViewController(
+                    Hooked("c", ["viewWillAppear": {
+                        $0.navigationController?.pushViewController(LeafController(identifier: "d"), animated: false)
+                    }]),
+                    animated: false
+                )
+            }]),
+            animated: false
+        )
+        app.runEndOfTurn()
+        #expect(nav.viewControllers.map(\.identifier) == ["a", "b", "c", "d"])
+        #expect(nav.viewControllers.map(\.isVisible) == [false, false, false, true])
+        #expect(nav.view.subviews.compactMap(\.viewController).map(\.identifier) == ["d"])
+    }
+
+    // The fan-out's list of controllers, in pre-order, was the last to hold a controller that left the tree during the
+    // event (unembedded from an application event): letting go of the list released that controller first, whose
+    // deinit released the children no one else held (c6, pushed from an application event too) before the one the
+    // list still held (c4). The list is kept in reverse pre-order, so children go before their parents let go.
+    @Test func aControllerThatLeftTheTreeDuringAnEventIsReleasedInTheContractsOrder() {
+        let (app, root, recorder) = launchedRoot { Hooked("root") }
+        do {
+            let c4 = Hooked("c4")
+            let c3 = NavigationController(rootViewController: c4, identifier: "c3")
+            root.embed(c3)
+            app.runEndOfTurn()
+            c4.present(fullScreen(LeafController(identifier: "c5")), animated: false)
+            app.runEndOfTurn()
+            c4.hooks["applicationDidEnterBackground"] = { [unowned c3] _ in
+                c3.pushViewController(LeafController(identifier: "c6"), animated: false)
+            }
+            (root as! Hooked).hooks["applicationDidEnterBackground"] = { [unowned c3] root in root.unembed(c3) }
+        }
+        recorder.clear()
+
+        app.requestEnterBackground()
+        app.runEndOfTurn()
+
+        #expect(
+            recorder.lines(events: ["deinit"]).filter { !$0.contains(".view/") && !$0.contains("c5") } == [
+                "root/c3 deinit", "root/c3.view deinit", "root/c3/c4 deinit", "root/c3/c4.view deinit", "root/c3/c6 deinit",
+                "root/c3/c6.view deinit",
+            ]
+        )
+    }
+
+    private func navigation(_ ids: [String]) -> (Application, NavigationController, Recorder) {
+        launchedNav(ids)
+    }
+}
+
 /// Programming errors stop with a message naming both places (docs/lifecycle.md §3, "One place in the tree").
 @MainActor
 @Suite("Re-entrancy: programming errors")
