@@ -125,8 +125,7 @@ open class NavigationController: ViewController {
     /// in progress, the ones above the root now: the pop waits until the move is over).
     @discardableResult
     public func popToRootViewController(animated: Bool) -> [ViewController]? {
-        guard children.count > 1 else { return nil }
-        let expected = Array(children.dropFirst())
+        let expected = children.count > 1 ? Array(children.dropFirst()) : nil
         var popped: [ViewController]?
         let ranNow = edit { [self] in
             guard children.count > 1 else { return }
