@@ -253,7 +253,7 @@ final class StoryboardHarness {
         host.change = (archive, newArchive)
         storyboard = new
         archive = newArchive
-        submit(.reload, cause: "reload")
+        submit("reload", cause: "reload")
         app.runEndOfTurn()
         if host.log.contains(where: { $0.hasPrefix("host: ") }) { return "the storyboard change failed: \(host.log)" }
         return check()
@@ -340,17 +340,24 @@ final class StoryboardHarness {
             log.append("  \(controller.path).\(callback): unembed \(child.path)")
             parent.unembed(child)
         default:
-            let request: ApplicationStateMachine.Request =
-                [.enterBackground, .becomeActive, .memoryWarning, .reload, .resignActive, .becomeActive][(code / 11) % 6]
+            let request = ["background", "foreground", "memory warning", "reload", "inactive", "foreground"][(code / 11) % 6]
             log.append("  \(controller.path).\(callback): request \(request)")
             submit(request, cause: "nested")
         }
     }
 
-    private func submit(_ request: ApplicationStateMachine.Request, cause: String) {
+    private func submit(_ request: String, cause: String) {
         let index = requests.count
         requests.append((cause, []))
-        app.submit(request, cause: Cause(rawValue: cause)) { [weak self] outcome in self?.requests[index].outcomes.append(outcome) }
+        let cause = Cause(rawValue: cause)
+        let completion: RequestCompletion = { [weak self] outcome in self?.requests[index].outcomes.append(outcome) }
+        switch request {
+        case "background": app.submit(.enterBackground, cause: cause, completion: completion)
+        case "foreground": app.submit(.becomeActive, cause: cause, completion: completion)
+        case "inactive": app.submit(.resignActive, cause: cause, completion: completion)
+        case "memory warning": app.submit(.memoryWarning, cause: cause, completion: completion)
+        default: app.submit(.reload, cause: cause, completion: completion)
+        }
     }
 
     /// The invariants, once the turn is over.
