@@ -385,8 +385,8 @@ open class ViewController {
     /// `child.didMove(toParent: self)`.
     ///
     /// A controller is in the tree once: adding one that already has another parent, that presents or is presented,
-    /// that is a window's root or that is an ancestor of this one is a programming error, stopped with a message
-    /// naming both paths. Made while a move is in progress in the application's tree (from a callback of one), the
+    /// or that is an ancestor of this one is a programming error, stopped with a message naming both paths. (The
+    /// window's root may be added to a container that then becomes the root, as UIKit allows.) Made while a move is in progress in the application's tree (from a callback of one), the
     /// addition waits until that move is over (docs/lifecycle.md, "Re-entrancy"), and is checked then.
     public func addChild(_ child: ViewController) {
         let edits = (application ?? child.application)?.edits
@@ -456,23 +456,13 @@ open class ViewController {
         if let other = child.parent {
             return "it is already a child of \(other.path); remove it from there first"
         }
-        if let problem = child.reasonCannotJoin(bringingPresentations: bringingPresentations) { return problem }
-        if isDescendant(of: child) { return "it is an ancestor of \(path), which would make a cycle" }
-        return nil
-    }
-
-    /// Why this controller, which has no parent, cannot join a tree elsewhere (as a child, a presented controller, a
-    /// window's root), or nil when it can: it is in one place at a time.
-    func reasonCannotJoin(bringingPresentations: Bool = false) -> String? {
-        if let presenter = presentingViewController {
+        if let presenter = child.presentingViewController {
             return "it is presented by \(presenter.path); dismiss it first"
         }
-        if let window = hostingWindow, window.rootViewController === self {
-            return "it is the root of the window"
-        }
-        if !bringingPresentations, let presented = presentedViewController {
+        if !bringingPresentations, let presented = child.presentedViewController {
             return "it presents \(presented.path); dismiss that first"
         }
+        if isDescendant(of: child) { return "it is an ancestor of \(path), which would make a cycle" }
         return nil
     }
 
@@ -627,7 +617,12 @@ open class ViewController {
         if let parent = controller.parent {
             return "it is a child of \(parent.path); remove it from there first"
         }
-        if let problem = controller.reasonCannotJoin(bringingPresentations: true) { return problem }
+        if let presenter = controller.presentingViewController {
+            return "it is presented by \(presenter.path); dismiss it first"
+        }
+        if let window = controller.hostingWindow, window.rootViewController === controller {
+            return "it is the root of the window"
+        }
         if isDescendant(of: controller) { return "it is an ancestor of \(path), which would make a cycle" }
         return nil
     }

@@ -148,9 +148,10 @@ public final class Window {
         let oldRoot = old.first
         if let oldRoot, oldRoot !== controller, oldRoot.hostingWindow === self { oldRoot.hostingWindow = nil }
         layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
-        if let oldRoot, oldRoot !== controller {
-            // The old root left the tree: what it, or anything below it, presents is dismissed. The layers are gone
-            // already; their views leave the window below, with the rest of what was visible.
+        if let oldRoot, controller.map({ !oldRoot.isDescendant(of: $0) }) ?? true {
+            // The old root left the tree (unless the new root holds it, a container it was put in): what it, or
+            // anything below it, presents is dismissed. The layers are gone already; their views leave the window
+            // below, with the rest of what was visible.
             oldRoot.unlinkPresentationsInSubtree()
         }
         controller?.hostingWindow = self

@@ -516,6 +516,28 @@ extension ReentrancyFindings {
     }
 }
 
+extension ReentrancyTests {
+    // UIKit's pattern, which the checks of example 9 must leave alone: the window's root put in a navigation
+    // controller that then becomes the root. The old root stays in the tree, in the new one.
+    @Test func theWindowsRootPutInANavigationControllerThatBecomesTheRootStaysInTheTree() {
+        let (app, old, recorder) = launchedRoot { LeafController(identifier: "old") }
+        app.runEndOfTurn()
+        recorder.clear()
+
+        app.window!.rootViewController = NavigationController(rootViewController: old, identifier: "nav")
+        app.runEndOfTurn()
+
+        #expect(app.controllersInTreeOrder().map(\.path) == ["nav", "nav/old"])
+        #expect(app.controllersInTreeOrder().map(\.isVisible) == [true, true])
+        #expect(
+            recorder.lines(events: appearance) == [
+                "nav/old viewWillDisappear", "nav viewWillAppear", "nav/old viewWillAppear", "nav/old viewDidAppear",
+                "nav viewDidAppear",
+            ]
+        )
+    }
+}
+
 /// Programming errors stop with a message naming both places (docs/lifecycle.md §3, "One place in the tree").
 @MainActor
 @Suite("Re-entrancy: programming errors")
