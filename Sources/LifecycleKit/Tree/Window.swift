@@ -18,7 +18,8 @@ public final class Window {
     }
 
     /// The controller whose view fills the window; replacing it while visible makes the old one disappear and the
-    /// new one appear. The old root leaves the tree: what it (or anything below it) presents is dismissed.
+    /// new one appear. The old root leaves the tree (unless the new one holds it, as a container it was put in): what
+    /// it, or anything below it, presents is dismissed.
     ///
     /// The new root must be in no other place (a child, presented): that is a programming error, stopped with a
     /// message naming both paths. Set while a move is in progress (from a callback of one), the change waits until
@@ -174,7 +175,7 @@ public final class Window {
         var presented: [ViewController] = []
         controller.forEachPresentedController { presented.append($0) }
         for controller in presented where !layers.contains(where: { $0.controller === controller }) {
-            // Still in the tree once the earlier layers appeared (their callbacks ran)?
+            // Only what hangs from this window's tree.
             guard controller.presentingViewController?.window === self else { continue }
             pushLayer(controller, style: controller.modalPresentationStyle)
         }

@@ -538,6 +538,91 @@ extension ReentrancyTests {
     }
 }
 
+/// A view that adds a subview from its first `layoutSubviews`.
+@MainActor
+final class GrowingView: View {
+    private var grown = false
+    override func layoutSubviews() {
+        guard !grown else { return }
+        grown = true
+        addSubview(View(name: "added"))
+        // The addition waits for the pass: nothing is added yet.
+        precondition(subviews.isEmpty, "an edit made in a layout callback took effect inside the pass")
+    }
+}
+
+/// A controller that builds its view in `viewDidLoad` (a subview, a child) and, when it is loaded inside a move,
+/// also pushes onto a navigation controller that is in the window.
+@MainActor
+final class BuildingController: ViewController {
+    weak var visibleNavigation: NavigationController?
+    override func viewDidLoad() {
+        view.addSubview(View(name: "label"))
+        embed(LeafController(identifier: "part"))
+        visibleNavigation?.pushViewController(LeafController(identifier: "later"), animated: false)
+    }
+}
+
+extension ReentrancyTests {
+    // A layout pass is a move: a subview added by layoutSubviews joins once the pass is over, and the pass runs again
+    // over what that marked, before the did-callbacks.
+    @Test func anEditMadeInALayoutCallbackTakesEffectOnceThePassIsOverAndIsLaidOutBeforeTheDidCallbacks() {
+        let (app, root, recorder) = launchedRoot { ContainerController(identifier: "root", children: []) }
+        recorder.clear()
+        root.embed(LeafController(identifier: "child"))
+        root.view.addSubview(GrowingView(name: "growing"))
+        app.runEndOfTurn()
+        #expect(
+            recorder.lines(targets: ["root", "root/child", "root.view/growing", "root.view/growing/added"]).filter {
+                !$0.hasSuffix("draw") && !$0.contains("Parent")
+            } == [
+                "root/child init", "root/child loadView", "root/child viewDidLoad", "root/child viewWillAppear",
+                "root.view/growing willMove(toWindow:)", "root.view/growing willMove(toSuperview:)",
+                "root.view/growing didMoveToWindow", "root.view/growing didMoveToSuperview",
+                "root viewWillLayoutSubviews", "root viewDidLayoutSubviews",
+                "root/child viewWillLayoutSubviews", "root/child viewDidLayoutSubviews",
+                "root.view/growing layoutSubviews",
+                "root.view/growing/added willMove(toWindow:)", "root.view/growing/added willMove(toSuperview:)",
+                "root.view/growing/added didMoveToWindow", "root.view/growing/added didMoveToSuperview",
+                "root.view/growing didAddSubview(_:)",
+                "root.view/growing layoutSubviews", "root.view/growing/added layoutSubviews",
+                "root/child viewDidAppear",
+            ]
+        )
+    }
+
+    // Building a view is not a move: loaded inside a push (the pushed controller's view), viewDidLoad's own edits (a
+    // subview, an embedded child) take effect at once, before viewWillAppear (§3); its push onto a navigation
+    // controller in the window waits for the push in progress.
+    @Test func viewDidLoadBuildsItsViewAtOnceEvenInsideAMoveAndItsEditsOfTheWindowWait() {
+        let (app, nav, recorder) = launchedNav(["a"])
+        let other = NavigationController(rootViewController: LeafController(identifier: "x"), identifier: "other")
+        nav.viewControllers[0].embed(other)
+        app.runEndOfTurn()
+        let building = BuildingController(identifier: "b")
+        building.visibleNavigation = other
+        recorder.clear()
+
+        nav.pushViewController(building, animated: false)
+        app.runEndOfTurn()
+
+        #expect(
+            recorder.lines(events: ["loadView", "viewDidLoad", "viewWillAppear", "viewWillDisappear", "viewDidAppear", "viewDidDisappear"]) == [
+                // The event is traced as viewDidLoad starts; what it builds follows, at once.
+                "nav/b loadView", "nav/b viewDidLoad", "nav/b/part loadView", "nav/b/part viewDidLoad",
+                "nav/a viewWillDisappear", "nav/a/other viewWillDisappear", "nav/a/other/x viewWillDisappear",
+                "nav/b viewWillAppear", "nav/b/part viewWillAppear",
+                // The push onto `other` (in the window when it was made) waits for the push of b; `other` has left the
+                // window by then, so `later` only loads.
+                "nav/a/other/later loadView", "nav/a/other/later viewDidLoad",
+                "nav/a/other/x viewDidDisappear", "nav/a/other viewDidDisappear", "nav/a viewDidDisappear",
+                "nav/b/part viewDidAppear", "nav/b viewDidAppear",
+            ]
+        )
+        #expect(building.view.subviews.map(\.name) == ["label", "view"])
+    }
+}
+
 /// Programming errors stop with a message naming both places (docs/lifecycle.md §3, "One place in the tree").
 @MainActor
 @Suite("Re-entrancy: programming errors")
