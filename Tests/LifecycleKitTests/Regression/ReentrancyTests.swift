@@ -623,6 +623,28 @@ extension ReentrancyTests {
     }
 }
 
+extension ReentrancyTests {
+    // Application.replaceWindow from a callback: the window the root's viewWillAppear (at launch) replaces is
+    // replaced once the window has shown it; the old root's appearance is reversed, the new one appears, in that turn.
+    @Test func theWindowReplacedFromTheRootsViewWillAppearIsReplacedOnceItShowed() {
+        let (app, host, _) = makeLoggedApplication { app in
+            app.window = Window(rootViewController: Hooked("old", ["viewWillAppear": { old in
+                old.application?.window = Window(rootViewController: LeafController(identifier: "new"))
+            }]))
+        }
+        app.launch()
+        app.runEndOfTurn()
+        #expect(app.window?.rootViewController?.identifier == "new")
+        #expect(
+            host.log.filter { $0.hasSuffix("Appear") || $0.hasSuffix("Disappear") || $0.hasSuffix("deinit") || $0.hasPrefix("host") }
+                .filter { !$0.contains(".view") } == [
+                    "old viewWillAppear", "old viewWillDisappear", "new viewWillAppear",
+                    "old viewDidDisappear", "new viewDidAppear", "old deinit", "host ready",
+                ]
+        )
+    }
+}
+
 /// Programming errors stop with a message naming both places (docs/lifecycle.md §3, "One place in the tree").
 @MainActor
 @Suite("Re-entrancy: programming errors")
