@@ -29,12 +29,23 @@
 /// controller (it shows its top, and embeds the top's view when its own view loads).
 ///
 /// Several operations may share a turn: will-callbacks, loads and application events happen at once, layout and
-/// did-callbacks at the end of the turn, a termination ends the turn itself. What the model leaves out: the
-/// callbacks of plain views and of containment (`willMove(toWindow:)`, `layoutSubviews`, `draw`,
-/// `willMove(toParent:)`…), frames and explicit layout or display marks, callbacks that change the tree or make
-/// requests themselves (the regression tests and ``ReferenceModel`` cover those), launch, `animated: true`, and the
-/// order between graphs released separately in one turn (each graph's own order is checked). The disagreements the
-/// model found with LifecycleKit are fixed, and each has a regression test in PropertyFindings.swift.
+/// did-callbacks at the end of the turn, a termination ends the turn itself.
+///
+/// Re-entrancy (docs/lifecycle.md, "Re-entrancy"): an operation may be *armed* on a callback — the next time that
+/// controller (or the delegate) gets it, a code is decoded, against the model as it is then, into an operation made
+/// from inside the callback: will/did appear and disappear, the layout pair, every application event, end-of-turn
+/// work (``Operation/scheduleWork(code:)``) and the completions of presentations and dismissals. The model applies
+/// the rules: an edit made during a move (an operation, a layout pass, termination's teardown) waits until the
+/// outermost move is over, then runs, in order; outside a move it runs at once; a request made during a transition
+/// queues behind it, one made during a move or from end-of-turn work waits for the end of the turn; one queue, §1's
+/// coalescing and finality rules. Each firing is recorded (``firings``), so the application under test makes the same
+/// operation from the same callback.
+///
+/// What the model leaves out: the callbacks of plain views and of containment (`willMove(toWindow:)`,
+/// `layoutSubviews`, `draw`, `willMove(toParent:)`…), frames and explicit layout or display marks, edits made from
+/// `loadView`/`viewDidLoad` (the regression tests cover those), launch, `animated: true`, and the order between graphs
+/// released separately in one turn (each graph's own order is checked). The disagreements the model found with
+/// LifecycleKit are fixed, and each has a regression test in PropertyFindings.swift or ReentrancyTests.swift.
 struct AppearanceModel {
     enum Kind: Equatable {
         case plain
@@ -85,15 +96,22 @@ struct AppearanceModel {
         case popToRoot(String)
         /// `setViewControllers`: the first `keeping` controllers of the stack, then a new one on top (push order).
         case setStack(String, keeping: Int, plus: NewController)
-        case present(NewController, by: String, style: ModalPresentationStyle)
+        /// `present`; with a `completion` code, the completion makes the operation the code decodes to.
+        case present(NewController, by: String, style: ModalPresentationStyle, completion: Int? = nil)
         /// `dismiss(animated:)` called on a controller: the presenter, the presented one, or one inside it.
-        case dismiss(from: String)
+        case dismiss(from: String, completion: Int? = nil)
         case embed(NewController, in: String)
-        case unembed(String)
+        /// `parent.unembed(child)`: nothing when `child` is no longer `parent`'s child by then.
+        case unembed(String, from: String)
         case replaceWindow(NewController)
         /// `window.rootViewController = …` on the current window.
         case replaceRoot(NewController)
         case request(ReferenceModel.Request)
+        /// The next time `target` (a controller, or `delegate`) gets `callback`, the operation `code` decodes to then
+        /// is made from inside it.
+        case arm(target: String, callback: String, code: Int)
+        /// `scheduleTurnEndWork`: the work makes the operation `code` decodes to when it runs.
+        case scheduleWork(code: Int)
 
         var description: String {
             switch self {
@@ -101,18 +119,36 @@ struct AppearanceModel {
             case .pop(let nav): "pop \(nav)"
             case .popToRoot(let nav): "pop \(nav) to its root"
             case .setStack(let nav, let keeping, let new): "\(nav).setViewControllers(first \(keeping) + \(new))"
-            case .present(let new, let presenter, let style): "\(presenter) presents \(new) (.\(style))"
-            case .dismiss(let id): "dismiss from \(id)"
+            case .present(let new, let presenter, let style, let completion):
+                "\(presenter) presents \(new) (.\(style))" + (completion.map { " with a completion (code \($0))" } ?? "")
+            case .dismiss(let id, let completion):
+                "dismiss from \(id)" + (completion.map { " with a completion (code \($0))" } ?? "")
             case .embed(let new, let parent): "embed \(new) in \(parent)"
-            case .unembed(let id): "unembed \(id)"
+            case .unembed(let id, let parent): "unembed \(id) from \(parent)"
             case .replaceWindow(let new): "application.window = Window(root: \(new))"
             case .replaceRoot(let new): "window.rootViewController = \(new)"
             case .request(.state(let target)): "request \(target)"
             case .request(.terminate): "request termination"
             case .request(.memoryWarning): "memory warning"
             case .request(.reload): "request reload"
+            case .arm(let target, let callback, let code): "arm \(target).\(callback) (code \(code))"
+            case .scheduleWork(let code): "schedule end-of-turn work (code \(code))"
             }
         }
+
+        /// Whether the operation is a request (not a tree edit).
+        var isRequest: Bool {
+            if case .request = self { return true }
+            return false
+        }
+    }
+
+    /// An operation armed on a callback (``Operation/arm(target:callback:code:)``, end-of-turn work, a completion).
+    struct Arm: Equatable {
+        var serial: Int
+        var target: String
+        var callback: String
+        var code: Int
     }
 
     private(set) var controllers: [String: Controller] = [:]
@@ -123,15 +159,54 @@ struct AppearanceModel {
     /// The current window's layers: its root, then presented controllers in presentation order.
     private var layers: [String] = []
     private var windowIsShown = true
-    /// Did-callbacks waiting for the end of the turn: each view move's controllers in post-order.
-    private var didCallbacks: [(ids: [String], appearing: Bool)] = []
+    /// What waits for the end of the turn, in order: each view move's did-callbacks (its controllers in post-order),
+    /// and end-of-turn work (an armed target).
+    private enum TurnEndWork {
+        case appearance(ids: [String], appearing: Bool, serial: Int)
+        case work(target: String)
+    }
+    private var didCallbacks: [TurnEndWork] = []
+    /// Appearances that began inside a controller whose own appearance was the last one scheduled, by that controller:
+    /// their did-callbacks come right before its own (its bracket holds theirs).
+    private var nestedAppearances: [String: [[String]]] = [:]
+    /// The appearance transition scheduled last, until its did-callbacks run.
+    private var lastAppearance: (ids: [String], appearing: Bool, serial: Int)?
+    private var serial = 0
     /// Root views that left the window in push order: laid out once more after the visible ones.
     private var leavingLayouts: [String] = []
     /// Controllers that left the tree in this turn, released at its end with everything below them.
     private var departed: [String] = []
-    /// The layers of windows (or roots) replaced in this turn, released at its end.
-    private var replacedLayers: [[String]] = []
-    /// Navigation controllers pushed onto in this turn while their view was loaded but out of the window.
+    /// The layers of windows (or roots) replaced in this turn, released at its end, each on its own; after a root's
+    /// replacement each takes what it presents with it (the presentations between them were undone, so anything
+    /// presented since hangs from its presenter alone).
+    private var replacedLayers: [(layers: [String], takePresented: Bool)] = []
+
+    // Re-entrancy.
+    /// Identifiers of new controllers: `c3`, `c4`, …
+    var nextID = 3
+    /// The operations armed on callbacks that have not fired yet, in the order armed.
+    private(set) var arms: [Arm] = []
+    private var armSerial = 0
+    /// The arms created by the last top-level operation (an arm, end-of-turn work, a completion).
+    private(set) var newArms: [Arm] = []
+    /// What each arm that fired made, by serial (nil: its code decoded to nothing then).
+    private(set) var firings: [Int: Operation?] = [:]
+    /// Moves in progress (an operation, a layout pass, termination's teardown): edits made meanwhile wait.
+    private var moveDepth = 0
+    private var pendingEdits: [(operation: Operation, cause: String)] = []
+    private var isRunningPendingEdits = false
+    /// The requests accepted and not run yet (held for the end of the turn, or queued behind a transition), in
+    /// arrival order, and the one whose steps run now.
+    private var requestQueue: [(request: ReferenceModel.Request, cause: String)] = []
+    private var requestInFlight: ReferenceModel.Request?
+    private var isRunningRequests = false
+    private var isInEndOfTurn = false
+    /// Termination's teardown runs: edits still apply (to a tree out of the window), until the tree is released.
+    private(set) var isTearingDown = false
+    /// The presenters of presentations that wait for a move in progress.
+    var pendingPresenters: Set<String> {
+        Set(pendingEdits.compactMap { if case .present(_, let presenter, _, _) = $0.operation { presenter } else { nil } })
+    }
 
     /// The lines the trace must show in this turn, in order.
     private(set) var expected: [String] = []
@@ -264,9 +339,11 @@ struct AppearanceModel {
         case (true, .disappeared), (true, .disappearing):
             self[id].appearance = .appearing
             emit("\(id) viewWillAppear")
+            fire(id, "viewWillAppear")
         case (false, .appeared), (false, .appearing):
             self[id].appearance = .disappearing
             emit("\(id) viewWillDisappear")
+            fire(id, "viewWillDisappear")
         default:
             break
         }
@@ -279,21 +356,39 @@ struct AppearanceModel {
         case (true, .appearing):
             self[id].appearance = .appeared
             emit("\(id) viewDidAppear")
+            fire(id, "viewDidAppear")
         case (false, .disappearing):
             self[id].appearance = .disappeared
             emit("\(id) viewDidDisappear")
+            fire(id, "viewDidDisappear")
         default:
             break
         }
     }
 
     /// A view subtree enters or leaves the window: will-callbacks now in pre-order, did-callbacks at the end of the
-    /// turn in post-order (so a parent's bracket holds its children's).
-    private mutating func move(_ id: String, appearing: Bool) {
+    /// turn in post-order (so a parent's bracket holds its children's). A subtree entering the view of a controller
+    /// whose appearance is the last one scheduled appears inside that controller's bracket.
+    private mutating func move(_ id: String, appearing: Bool, inside container: String? = nil) {
         let post = subtreePostOrder(id)
         for controller in subtreePreOrder(id) { begin(controller, appearing: appearing) }
         for controller in post { self[controller].isInWindow = appearing }
-        didCallbacks.append((post, appearing))
+        if appearing, let container, self[container].appearance == .appearing, let last = lastAppearance,
+            last.appearing, last.ids.contains(container)
+        {
+            nestedAppearances[container, default: []].append(post)
+        }
+        serial += 1
+        lastAppearance = (post, appearing, serial)
+        didCallbacks.append(.appearance(ids: post, appearing: appearing, serial: serial))
+    }
+
+    /// The did-callback of one controller of a scheduled transition, after those of the appearances nested in it.
+    private mutating func finish(_ id: String, appearing: Bool) {
+        if let nested = nestedAppearances.removeValue(forKey: id) {
+            for inner in nested.joined() { finish(inner, appearing: true) }
+        }
+        end(id, appearing: appearing)
     }
 
     // MARK: The view tree
@@ -336,7 +431,7 @@ struct AppearanceModel {
         self[superview].shown.append(id)
         self[id].superview = superview
         self[superview].needsLayout = true
-        if entersWindow { move(id, appearing: true) }
+        if entersWindow { move(id, appearing: true, inside: superview) }
     }
 
     /// `removeFromSuperview`: the superview is marked for layout; a subtree leaving the window disappears. Returns
@@ -369,9 +464,123 @@ struct AppearanceModel {
         expectedReleases = []
     }
 
-    /// Applies one operation: its immediate callbacks now, its deferred ones at ``endTurn()``.
+    /// Applies one operation made from outside any callback: its immediate callbacks now, its deferred ones at
+    /// ``endTurn()``.
     mutating func apply(_ operation: Operation, cause: String) {
+        newArms = []
         guard !isTerminated else { return }
+        switch operation {
+        case .arm(let target, let callback, let code):
+            _ = arm(target: target, callback: callback, code: code)
+        case .scheduleWork(let code):
+            scheduleWork(code: code)
+        case .request(let request):
+            submit(request, cause: cause)
+        default:
+            edit(operation, cause: cause)
+        }
+    }
+
+    private mutating func arm(target: String, callback: String, code: Int) -> Arm {
+        armSerial += 1
+        let arm = Arm(serial: armSerial, target: target, callback: callback, code: code)
+        arms.append(arm)
+        newArms.append(arm)
+        return arm
+    }
+
+    /// End-of-turn work (or a completion) that makes the operation `code` decodes to when it runs.
+    private mutating func scheduleWork(code: Int) {
+        let work = arm(target: "work#\(armSerial + 1)", callback: "work", code: code)
+        didCallbacks.append(.work(target: work.target))
+    }
+
+    /// A callback fired: the operation armed on it, if any, is decoded now and made from inside it.
+    private mutating func fire(_ target: String, _ callback: String) {
+        guard !arms.isEmpty, let index = arms.firstIndex(where: { $0.target == target && $0.callback == callback })
+        else { return }
+        let arm = arms.remove(at: index)
+        var next = nextID
+        let operation = AppearanceGenerator.injected(code: arm.code, model: self, nextID: &next)
+        nextID = next
+        firings[arm.serial] = .some(operation)
+        guard let operation else { return }
+        let cause = "nested:\(arm.serial)"
+        if case .request(let request) = operation {
+            submit(request, cause: cause)
+        } else {
+            edit(operation, cause: cause)
+        }
+    }
+
+    /// A tree edit: now, as a move of its own, or, during a move, once the outermost one is over.
+    private mutating func edit(_ operation: Operation, cause: String) {
+        guard !isTerminated || isTearingDown else { return }
+        if moveDepth > 0 {
+            pendingEdits.append((operation, cause))
+            return
+        }
+        moveDepth += 1
+        applyEdit(operation)
+        moveDepth -= 1
+        runPendingEdits()
+    }
+
+    /// The edits made during the moves that just ended, in order; what theirs make runs after them.
+    private mutating func runPendingEdits() {
+        guard moveDepth == 0, !isRunningPendingEdits else { return }
+        isRunningPendingEdits = true
+        while !pendingEdits.isEmpty {
+            let (operation, _) = pendingEdits.removeFirst()
+            moveDepth += 1
+            applyEdit(operation)
+            moveDepth -= 1
+        }
+        isRunningPendingEdits = false
+    }
+
+    /// A request: queued behind the transition that runs, held for the end of the turn when made during a move or
+    /// from end-of-turn work, run at once otherwise; folded or dropped as §1 says.
+    private mutating func submit(_ request: ReferenceModel.Request, cause: String) {
+        guard !isTerminated else { return }
+        let terminating = requestInFlight == .terminate || requestQueue.contains { $0.request == .terminate }
+        let folded = switch request {
+        case .memoryWarning:
+            requestInFlight == .memoryWarning || requestQueue.contains { $0.request == .memoryWarning }
+        case .reload:
+            requestQueue.contains { $0.request == .reload }
+        default:
+            false
+        }
+        if !terminating, !folded { requestQueue.append((request, cause)) }
+        // From outside, whatever became of it: the requests that wait run now, in arrival order.
+        guard !isRunningRequests, moveDepth == 0, !isInEndOfTurn, !requestQueue.isEmpty else { return }
+        runRequests()
+    }
+
+    /// Runs the requests accepted, in arrival order, and those their callbacks make.
+    private mutating func runRequests() {
+        guard !isRunningRequests else { return }
+        isRunningRequests = true
+        while !requestQueue.isEmpty {
+            let (request, cause) = requestQueue.removeFirst()
+            requestInFlight = request
+            run(request, cause: cause)
+            requestInFlight = nil
+        }
+        isRunningRequests = false
+    }
+
+    /// Whether the model is inside a move (an operation, a pass) — for the generator, which decodes what an armed
+    /// callback makes.
+    var isMoving: Bool { moveDepth > 0 }
+
+    private func isInTree(_ id: String) -> Bool {
+        preOrder().contains(id)
+    }
+
+    private mutating func applyEdit(_ operation: Operation) {
+        guard !isTerminated || isTearingDown else { return }
         switch operation {
         case .push(let new, let nav):
             changeStack(of: nav, keeping: self[nav].children.count, adding: new)
@@ -383,24 +592,30 @@ struct AppearanceModel {
             changeStack(of: nav, keeping: 1)
         case .setStack(let nav, let keeping, let new):
             changeStack(of: nav, keeping: keeping, adding: new)
-        case .present(let new, let presenter, let style):
+        case .present(let new, let presenter, let style, let completion):
             create(new)
             self[new.id].style = style
+            let inTree = isInTree(presenter)
             self[presenter].presented = new.id
             self[new.id].presenter = presenter
             load(new.id)
-            let covered = style == .fullScreen ? visibleLayers : []
-            layers.append(new.id)
-            guard windowIsShown else { return }
-            for layer in covered where self[layer].isLoaded {
-                move(layer, appearing: false)
-                // Push order: the covered controller is laid out once more before it disappears.
-                self[layer].needsLayout = true
-                leavingLayouts.append(layer)
+            // A presenter out of the window's tree (it left while the presentation waited) only links it.
+            if inTree {
+                let covered = style == .fullScreen ? visibleLayers : []
+                layers.append(new.id)
+                if windowIsShown {
+                    for layer in covered where self[layer].isLoaded {
+                        move(layer, appearing: false)
+                        // Push order: the covered controller is laid out once more before it disappears.
+                        self[layer].needsLayout = true
+                        leavingLayouts.append(layer)
+                    }
+                    move(new.id, appearing: true)
+                }
             }
-            move(new.id, appearing: true)
-        case .dismiss(let id):
-            dismiss(from: id)
+            if let completion { scheduleWork(code: completion) }
+        case .dismiss(let id, let completion):
+            if dismiss(from: id), let completion { scheduleWork(code: completion) }
         case .embed(let new, let parent):
             create(new)
             self[parent].children.append(new.id)
@@ -408,26 +623,35 @@ struct AppearanceModel {
             load(parent)
             load(new.id)
             addSubview(new.id, to: parent)
-        case .unembed(let id):
+        case .unembed(let id, let parent):
+            guard self[id].parent == parent else { return }
             removeFromSuperview(id)
-            let parent = self[id].parent!
             self[parent].children.removeAll { $0 == id }
             self[id].parent = nil
             dismissPresentations(inSubtreeOf: id)
             departed.append(id)
         case .replaceWindow(let new), .replaceRoot(let new):
             // The old content disappears, the new root appears; the old layers go at the end of the turn, each on its
-            // own (the window, or the root's replacement, holds every layer).
+            // own (the window, or the root's replacement, holds every layer). A replaced root leaves the tree: what
+            // it, or anything below it, presents is undone (the layers are gone with it).
             create(new)
             let leaving = visibleLayers
-            replacedLayers.append(layers)
+            let isRoot = if case .replaceRoot = operation { true } else { false }
+            if isRoot, let oldRoot = root {
+                for node in closure(oldRoot) {
+                    guard let presented = self[node].presented else { continue }
+                    self[node].presented = nil
+                    self[presented].presenter = nil
+                }
+            }
+            replacedLayers.append((layers, isRoot))
             root = new.id
             layers = [new.id]
             for layer in leaving where self[layer].isLoaded { move(layer, appearing: false) }
             load(new.id)
             move(new.id, appearing: true)
-        case .request(let request):
-            run(request, cause: cause)
+        case .request, .arm, .scheduleWork:
+            preconditionFailure("not a tree edit: \(operation)")
         }
     }
 
@@ -475,8 +699,9 @@ struct AppearanceModel {
     /// The dismissed hierarchy takes with it everything presented inside it (by it, by what it presents, by its
     /// children). With `revealing` false (a navigation call), the uncovered layers come back only once the stack shows
     /// its new top (``revealUncoveredLayers()``).
-    private mutating func dismiss(from id: String, revealing: Bool = true) {
-        guard let (presenter, dismissed) = presentationDismissed(from: id) else { return }
+    @discardableResult
+    private mutating func dismiss(from id: String, revealing: Bool = true) -> Bool {
+        guard let (presenter, dismissed) = presentationDismissed(from: id) else { return false }
         let hierarchy = closure(dismissed)
         let before = visibleLayers
         let removed = layers.filter(hierarchy.contains)
@@ -496,6 +721,7 @@ struct AppearanceModel {
         self[presenter].presented = nil
         self[dismissed].presenter = nil
         departed.append(dismissed)
+        return true
     }
 
     /// The visible layers whose views are not in the window come back (what a dismissal uncovered).
@@ -527,17 +753,24 @@ struct AppearanceModel {
         firing: ApplicationState,
         cause: String
     ) {
+        // The list is taken when the event starts: a controller added by a callback gets the next one.
         let tree = preOrder()
         let delegateLine = "delegate \(event)@\(firing) \(cause)"
         if Self.entering.contains(event) {
             emit(delegateLine)
-            for id in tree { emit("\(id) \(controllerEvent ?? event)@\(firing) \(cause)") }
+            fire("delegate", event)
+            for id in tree {
+                emit("\(id) \(controllerEvent ?? event)@\(firing) \(cause)")
+                fire(id, controllerEvent ?? event)
+            }
         } else {
             for id in tree.reversed() {
                 emit("\(id) \(controllerEvent ?? event)@\(firing) \(cause)")
+                fire(id, controllerEvent ?? event)
                 if event == "applicationDidReceiveMemoryWarning" { releaseViewAfterMemoryWarning(id) }
             }
             emit(delegateLine)
+            fire("delegate", event)
         }
     }
 
@@ -585,40 +818,75 @@ struct AppearanceModel {
         self[id].needsLayout = false
     }
 
-    /// Termination, after `applicationWillTerminate`: every visible controller disappears, the turn ends, then the
-    /// window's layers are released.
+    /// Termination, after `applicationWillTerminate`: every visible controller disappears (one move: what its
+    /// callbacks edit waits for it, then applies to a tree out of the window), the turn ends, then the window's layers
+    /// are released.
     private mutating func tearDown() {
         isTerminated = true
         guard root != nil else { return }
+        isTearingDown = true
         let visible = visibleLayers
         windowIsShown = false
+        moveDepth += 1
         for layer in visible where self[layer].isLoaded { move(layer, appearing: false) }
+        moveDepth -= 1
+        runPendingEdits()
         endTurn()
-        for layer in layers { expectedReleases.append(release(layer, withPresented: false)) }
+        for layer in layers where controllers[layer] != nil {
+            expectedReleases.append(release(layer, withPresented: false))
+        }
         layers = []
         root = nil
+        isTearingDown = false
     }
 
     // MARK: The end of a turn (§4)
 
-    /// The layout pass, then the did-callbacks in the order their moves happened, then the releases.
+    /// The layout pass (again while it leaves marks: what its callbacks edit waits for it, then is laid out before
+    /// the did-callbacks), then the did-callbacks and end-of-turn work in the order scheduled, again while they
+    /// schedule more; then the requests made meanwhile, and what their transitions defer; then the releases.
     mutating func endTurn() {
+        let outer = isInEndOfTurn
         repeat {
-            layoutPass()
-            let batch = didCallbacks
-            didCallbacks = []
-            for (ids, appearing) in batch {
-                for id in ids { end(id, appearing: appearing) }
-            }
-        } while !didCallbacks.isEmpty
+            isInEndOfTurn = true
+            repeat {
+                repeat {
+                    moveDepth += 1
+                    layoutPass()
+                    moveDepth -= 1
+                    runPendingEdits()
+                } while hasLayoutWork
+                let batch = didCallbacks
+                didCallbacks = []
+                for work in batch {
+                    switch work {
+                    case .appearance(let ids, let appearing, let serial):
+                        if lastAppearance?.serial == serial { lastAppearance = nil }
+                        for id in ids { finish(id, appearing: appearing) }
+                    case .work(let target):
+                        fire(target, "work")
+                    }
+                }
+            } while !didCallbacks.isEmpty || hasLayoutWork
+            isInEndOfTurn = outer
+            // Nested in a transition (termination's own end of turn), the transition's loop runs what waits.
+            if !outer, !isRunningRequests, !requestQueue.isEmpty { runRequests() }
+        } while !outer && !isRunningRequests && (!didCallbacks.isEmpty || !requestQueue.isEmpty)
         for id in departed where controllers[id] != nil { expectedReleases.append(release(id, withPresented: true)) }
         departed = []
-        for replaced in replacedLayers {
+        for (replaced, takePresented) in replacedLayers {
             for layer in replaced where controllers[layer] != nil {
-                expectedReleases.append(release(layer, withPresented: false))
+                expectedReleases.append(release(layer, withPresented: takePresented))
             }
         }
         replacedLayers = []
+    }
+
+    /// Whether a layout pass has something to lay out: a marked view in the window, a view that left in push order.
+    private var hasLayoutWork: Bool {
+        guard root != nil, windowIsShown else { return !leavingLayouts.isEmpty }
+        func marked(_ id: String) -> Bool { self[id].needsLayout || self[id].shown.contains(where: marked) }
+        return !leavingLayouts.isEmpty || visibleLayers.contains { self[$0].isLoaded && marked($0) }
     }
 
     /// One pass, top-down over the visible layers (a marked root view is wrapped in its controller's
@@ -638,7 +906,9 @@ struct AppearanceModel {
         if self[id].needsLayout {
             self[id].needsLayout = false
             emit("\(id) viewWillLayoutSubviews")
+            fire(id, "viewWillLayoutSubviews")
             emit("\(id) viewDidLayoutSubviews")
+            fire(id, "viewDidLayoutSubviews")
         }
         for child in self[id].shown { layOut(child) }
     }

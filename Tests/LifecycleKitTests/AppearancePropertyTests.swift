@@ -8,21 +8,97 @@
 
 import Foundation
 @_spi(Testing) import LifecycleKit
+import Logging
 import PropertyBased
 import Testing
 
 /// A plain container for the appearance property test: a plain subview, then the views of all its children, each
-/// time its view loads (so a view released on a memory warning comes back with its children's).
+/// time its view loads (so a view released on a memory warning comes back with its children's). Its callbacks fire
+/// what the harness armed on them.
 @MainActor
 final class ModelNode: ViewController {
+    weak var harness: AppearanceHarness?
+
     override func viewDidLoad() {
         view.addSubview(View(name: "subview"))
         for child in children { view.addSubview(child.view) }
     }
+
+    override func viewWillAppear(_ animated: Bool) { harness?.fire(identifier, "viewWillAppear", self) }
+    override func viewDidAppear(_ animated: Bool) { harness?.fire(identifier, "viewDidAppear", self) }
+    override func viewWillDisappear(_ animated: Bool) { harness?.fire(identifier, "viewWillDisappear", self) }
+    override func viewDidDisappear(_ animated: Bool) { harness?.fire(identifier, "viewDidDisappear", self) }
+    override func viewWillLayoutSubviews() { harness?.fire(identifier, "viewWillLayoutSubviews", self) }
+    override func viewDidLayoutSubviews() { harness?.fire(identifier, "viewDidLayoutSubviews", self) }
+    override func applicationWillResignActive() { harness?.fire(identifier, "applicationWillResignActive", self) }
+    override func applicationDidEnterBackground() { harness?.fire(identifier, "applicationDidEnterBackground", self) }
+    override func applicationWillEnterForeground() { harness?.fire(identifier, "applicationWillEnterForeground", self) }
+    override func applicationDidBecomeActive() { harness?.fire(identifier, "applicationDidBecomeActive", self) }
+    override func didReceiveMemoryWarning() { harness?.fire(identifier, "didReceiveMemoryWarning", self) }
+    override func applicationWillReload() { harness?.fire(identifier, "applicationWillReload", self) }
+    override func applicationDidReload() { harness?.fire(identifier, "applicationDidReload", self) }
+    override func applicationWillTerminate() { harness?.fire(identifier, "applicationWillTerminate", self) }
 }
 
-/// Plays operations on a real application and on an ``AppearanceModel`` side by side and compares, after every
-/// operation and at the end of every turn, the trace with the model.
+/// A navigation controller whose callbacks fire what the harness armed on them.
+@MainActor
+final class ModelNavigation: NavigationController {
+    weak var harness: AppearanceHarness?
+
+    override func viewWillAppear(_ animated: Bool) { harness?.fire(identifier, "viewWillAppear", self) }
+    override func viewDidAppear(_ animated: Bool) { harness?.fire(identifier, "viewDidAppear", self) }
+    override func viewWillDisappear(_ animated: Bool) { harness?.fire(identifier, "viewWillDisappear", self) }
+    override func viewDidDisappear(_ animated: Bool) { harness?.fire(identifier, "viewDidDisappear", self) }
+    override func viewWillLayoutSubviews() { harness?.fire(identifier, "viewWillLayoutSubviews", self) }
+    override func viewDidLayoutSubviews() { harness?.fire(identifier, "viewDidLayoutSubviews", self) }
+    override func applicationWillResignActive() { harness?.fire(identifier, "applicationWillResignActive", self) }
+    override func applicationDidEnterBackground() { harness?.fire(identifier, "applicationDidEnterBackground", self) }
+    override func applicationWillEnterForeground() { harness?.fire(identifier, "applicationWillEnterForeground", self) }
+    override func applicationDidBecomeActive() { harness?.fire(identifier, "applicationDidBecomeActive", self) }
+    override func didReceiveMemoryWarning() { harness?.fire(identifier, "didReceiveMemoryWarning", self) }
+    override func applicationWillReload() { harness?.fire(identifier, "applicationWillReload", self) }
+    override func applicationDidReload() { harness?.fire(identifier, "applicationDidReload", self) }
+    override func applicationWillTerminate() { harness?.fire(identifier, "applicationWillTerminate", self) }
+}
+
+/// The delegate of the appearance property test: it builds the launch tree, and its callbacks fire what the harness
+/// armed on them.
+@MainActor
+final class ModelDelegate: ApplicationDelegate {
+    weak var harness: AppearanceHarness?
+
+    func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        let root = ModelNode(identifier: "r")
+        let nav = ModelNavigation(rootViewController: ModelNode(identifier: "c2"), identifier: "c1")
+        root.addChild(nav)
+        nav.didMove(toParent: root)
+        application.window = Window(rootViewController: root)
+        return true
+    }
+
+    func applicationDidBecomeActive(_ application: Application) { harness?.fire("delegate", "applicationDidBecomeActive", nil) }
+    func applicationWillResignActive(_ application: Application) { harness?.fire("delegate", "applicationWillResignActive", nil) }
+    func applicationDidEnterBackground(_ application: Application) {
+        harness?.fire("delegate", "applicationDidEnterBackground", nil)
+    }
+    func applicationWillEnterForeground(_ application: Application) {
+        harness?.fire("delegate", "applicationWillEnterForeground", nil)
+    }
+    func applicationDidReceiveMemoryWarning(_ application: Application) {
+        harness?.fire("delegate", "applicationDidReceiveMemoryWarning", nil)
+    }
+    func applicationWillTerminate(_ application: Application) { harness?.fire("delegate", "applicationWillTerminate", nil) }
+    func applicationWillReload(_ application: Application) { harness?.fire("delegate", "applicationWillReload", nil) }
+    func applicationDidReload(_ application: Application) { harness?.fire("delegate", "applicationDidReload", nil) }
+}
+
+/// Plays operations on an ``AppearanceModel`` and on a real application side by side and compares, after every
+/// operation and at the end of every turn, the trace with the model; the model goes first, so that what an armed
+/// callback makes (decoded against the model when it fires) is known when the application's callback fires.
+///
+/// Beside the model, it checks the contract's invariants on the application alone: balanced appearance brackets,
+/// no controller appearing outside the tree, window moves alternating for every view, every request completed
+/// exactly once and performed in arrival order.
 ///
 /// The harness holds the controllers weakly, so that the tree alone keeps them: a controller the model releases must
 /// be gone.
@@ -53,22 +129,40 @@ final class AppearanceHarness {
     /// Where each released controller's deinit came, counted in compared lines.
     private var releasePositions: [String: Int] = [:]
 
+    // Re-entrancy: the arms the application's callbacks fire, as the model armed them.
+    private var armed: [AppearanceModel.Arm] = []
+    private var firedSerials: Set<Int> = []
+    /// How many arms fired in this turn.
+    private(set) var firedThisTurn = 0
+    /// Disagreements found inside callbacks, reported after the operation.
+    private var callbackProblems: [String] = []
+
+    // The invariants, checked on the application's trace alone.
+    private var invariantCursor = 0
+    /// The events whose sequence numbers were checked already.
+    private var sequenceChecked = 0
+    private var appearanceStates: [String: AppearanceModel.Appearance] = [:]
+    private var windowMoves: [String: String] = [:]
+    /// Every request submitted, in arrival order, with what its completion reported.
+    private var requests: [(cause: String, outcomes: [RequestOutcome])] = []
+
     init() {
-        let delegate = TestDelegate { app in
-            let root = ModelNode(identifier: "r")
-            let nav = NavigationController(rootViewController: ModelNode(identifier: "c2"), identifier: "c1")
-            root.addChild(nav)
-            nav.didMove(toParent: root)
-            app.window = Window(rootViewController: root)
-        }
-        app = makeApplication(delegate: delegate)
+        let delegate = ModelDelegate()
+        app = Application(delegate: delegate, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         recorder = Recorder(app)
         app.launch()
         app.runEndOfTurn()
+        delegate.harness = self
         for controller in app.controllersInTreeOrder() {
             references[controller.identifier] = WeakController(controller: controller)
+            (controller as? ModelNode)?.harness = self
+            (controller as? ModelNavigation)?.harness = self
         }
         cursor = recorder.events.count
+        invariantCursor = cursor
+        for controller in app.controllersInTreeOrder() { appearanceStates[controller.identifier] = .appeared }
+        // Keeps the delegate: the application holds it strongly, the harness weakly.
+        _ = delegate
     }
 
     private func controller(_ id: String) -> ViewController {
@@ -80,14 +174,27 @@ final class AppearanceHarness {
         let made: ViewController
         if let rootID = new.navigationRoot {
             let rootController = ModelNode(identifier: rootID)
+            rootController.harness = self
             references[rootID] = WeakController(controller: rootController)
-            made = NavigationController(rootViewController: rootController, identifier: new.id)
+            let navigation = ModelNavigation(rootViewController: rootController, identifier: new.id)
+            navigation.harness = self
+            made = navigation
         } else {
-            made = ModelNode(identifier: new.id)
+            let node = ModelNode(identifier: new.id)
+            node.harness = self
+            made = node
         }
         made.keepsViewOnMemoryWarning = new.keepsView
         references[new.id] = WeakController(controller: made)
         return made
+    }
+
+    /// Decodes a code into the next step, against the model (which names the new controllers).
+    func step(for code: Int) -> AppearanceGenerator.Step? {
+        var next = model.nextID
+        let step = AppearanceGenerator.step(for: code, model: model, nextID: &next)
+        model.nextID = next
+        return step
     }
 
     func beginTurn() {
@@ -96,10 +203,24 @@ final class AppearanceHarness {
         turnReleases = []
         turnReleasedControllers = []
         releasePositions = [:]
+        firedThisTurn = 0
     }
 
-    /// Performs one operation on the application and the model; returns a description of the first disagreement.
+    /// Performs one operation on the model, then on the application; returns a description of the first
+    /// disagreement.
     func perform(_ operation: AppearanceModel.Operation, cause: String) -> String? {
+        model.apply(operation, cause: cause)
+        armed += model.newArms
+        performOnApplication(operation, cause: cause, workTarget: model.newArms.first { $0.callback == "work" }?.target)
+        readTrace()
+        if let problem = reentrancyProblems(when: "after the operation") { return problem }
+        return compareLines(when: "after the operation (before the end of the turn)", prefixOnly: true)
+    }
+
+    /// Makes an operation on the application: from outside, or from inside a callback (an armed one).
+    private func performOnApplication(_ operation: AppearanceModel.Operation, cause: String, workTarget: String?) {
+        var completion: (@MainActor () -> Void)?
+        if let workTarget { completion = { [weak self] in self?.fire(workTarget, "work", nil) } }
         switch operation {
         case .push(let new, let nav):
             (controller(nav) as! NavigationController).pushViewController(make(new), animated: false)
@@ -111,38 +232,135 @@ final class AppearanceHarness {
             let navigation = controller(nav) as! NavigationController
             let kept = Array(navigation.viewControllers.prefix(keeping))
             navigation.setViewControllers(kept + [make(new)], animated: false)
-        case .present(let new, let presenter, let style):
+        case .present(let new, let presenter, let style, _):
             let presented = make(new)
             presented.modalPresentationStyle = style
-            controller(presenter).present(presented, animated: false)
-        case .dismiss(let id):
-            controller(id).dismiss(animated: false)
+            controller(presenter).present(presented, animated: false, completion: completion)
+        case .dismiss(let id, _):
+            controller(id).dismiss(animated: false, completion: completion)
         case .embed(let new, let parent):
             controller(parent).embed(make(new))
-        case .unembed(let id):
-            let child = controller(id)
-            child.parent!.unembed(child)
+        case .unembed(let id, let parent):
+            controller(parent).unembed(controller(id))
         case .replaceWindow(let new):
             app.window = Window(rootViewController: make(new))
         case .replaceRoot(let new):
             app.window!.rootViewController = make(new)
         case .request(let request):
             submit(request, cause: Cause(rawValue: cause))
+        case .arm:
+            break
+        case .scheduleWork:
+            if let workTarget {
+                app.scheduleTurnEndWork { [weak self] in self?.fire(workTarget, "work", nil) }
+            }
         }
-        model.apply(operation, cause: cause)
-        readTrace()
-        return compareLines(when: "after the operation (before the end of the turn)", prefixOnly: true)
+    }
+
+    /// A callback of the application fired: the operation the model made from the same callback is made from it.
+    func fire(_ target: String, _ callback: String, _ controller: ViewController?) {
+        if callback == "viewDidAppear", let controller,
+            !app.controllersInTreeOrder().contains(where: { $0 === controller })
+        {
+            callbackProblems.append("\(target) got viewDidAppear outside the tree")
+        }
+        guard !armed.isEmpty, let index = armed.firstIndex(where: { $0.target == target && $0.callback == callback })
+        else { return }
+        let arm = armed.remove(at: index)
+        guard let recorded = model.firings[arm.serial] else {
+            callbackProblems.append("the application fired \(target).\(callback) (arm \(arm.serial)); the model did not")
+            return
+        }
+        firedSerials.insert(arm.serial)
+        firedThisTurn += 1
+        guard let operation = recorded else { return }
+        performOnApplication(operation, cause: "nested:\(arm.serial)", workTarget: nil)
     }
 
     private func submit(_ request: ReferenceModel.Request, cause: Cause) {
+        let index = requests.count
+        requests.append((cause.rawValue, []))
+        let completion: RequestCompletion = { [weak self] outcome in self?.requests[index].outcomes.append(outcome) }
         switch request {
-        case .state(.active): app.requestBecomeActive(cause: cause)
-        case .state(.inactive): app.requestResignActive(cause: cause)
-        case .state(_): app.requestEnterBackground(cause: cause)
-        case .terminate: app.requestTermination(cause: cause)
-        case .memoryWarning: app.requestMemoryWarning(cause: cause)
-        case .reload: app.requestReload(cause: cause)
+        case .state(.active): app.submit(.becomeActive, cause: cause, completion: completion)
+        case .state(.inactive): app.submit(.resignActive, cause: cause, completion: completion)
+        case .state(_): app.submit(.enterBackground, cause: cause, completion: completion)
+        case .terminate: app.submit(.terminate, cause: cause, completion: completion)
+        case .memoryWarning: app.submit(.memoryWarning, cause: cause, completion: completion)
+        case .reload: app.submit(.reload, cause: cause, completion: completion)
         }
+    }
+
+    /// What the callbacks found, and the arms the model fired that the application did not.
+    private func reentrancyProblems(when: String) -> String? {
+        var problems = callbackProblems
+        callbackProblems = []
+        let missed = model.firings.keys.filter { !firedSerials.contains($0) }.sorted()
+        if !missed.isEmpty {
+            problems.append("the model fired arms \(missed) \(when); the application did not")
+        }
+        return problems.isEmpty ? nil : problems.joined(separator: "\n")
+    }
+
+    /// The contract's invariants on the application's trace since the last check, at the end of a turn.
+    private func invariantProblems() -> String? {
+        var problems: [String] = []
+        for event in recorder.events[invariantCursor...] {
+            switch event.event {
+            case "viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear":
+                let id = Self.lastComponent(of: event.target)
+                let before = appearanceStates[id] ?? .disappeared
+                let after: AppearanceModel.Appearance?
+                switch (event.event, before) {
+                case ("viewWillAppear", .disappeared), ("viewWillAppear", .disappearing): after = .appearing
+                case ("viewDidAppear", .appearing): after = .appeared
+                case ("viewWillDisappear", .appeared), ("viewWillDisappear", .appearing): after = .disappearing
+                case ("viewDidDisappear", .disappearing): after = .disappeared
+                default: after = nil
+                }
+                if let after {
+                    appearanceStates[id] = after
+                } else {
+                    problems.append("#\(event.sequence) \(event.target) \(event.event) while \(before): brackets unbalanced")
+                }
+            case "willMove(toWindow:)", "didMoveToWindow":
+                // A view is named from the controller whose root view it is, or lies in (identifiers are unique).
+                guard let view = event.target.range(of: ".view", options: .backwards) else { continue }
+                let start = event.target[..<view.lowerBound].lastIndex(of: "/").map { event.target.index(after: $0) }
+                let key = event.event + " " + event.target[(start ?? event.target.startIndex)...]
+                let direction = event.detail ?? "?"
+                if windowMoves[key] == direction {
+                    problems.append("#\(event.sequence) \(event.target) \(event.event) \(direction) twice in a row")
+                }
+                windowMoves[key] = direction
+            default:
+                break
+            }
+        }
+        invariantCursor = recorder.events.count
+        for (id, state) in appearanceStates where state == .appearing || state == .disappearing {
+            if references[id]?.controller != nil { problems.append("\(id) is left \(state) at the end of the turn") }
+        }
+        let tree = app.controllersInTreeOrder()
+        for (id, reference) in references {
+            if let controller = reference.controller, controller.isVisible, !tree.contains(where: { $0 === controller }) {
+                problems.append("\(id) is visible outside the tree")
+            }
+        }
+        var lastStart = 0
+        for (index, request) in requests.enumerated() {
+            guard request.outcomes.count == 1 else {
+                problems.append("request \(index) (\(request.cause)) completed \(request.outcomes.count) times: \(request.outcomes)")
+                continue
+            }
+            if case .performed(let events) = request.outcomes[0] {
+                if events.lowerBound < lastStart {
+                    problems.append("request \(index) (\(request.cause)) ran out of arrival order: \(request.outcomes[0])")
+                }
+                lastStart = events.lowerBound
+            }
+        }
+        return problems.isEmpty ? nil : "an invariant does not hold:\n  " + problems.joined(separator: "\n  ")
     }
 
     /// When the controllers released in a turn of one operation go, beyond "after their own callbacks".
@@ -158,12 +376,16 @@ final class AppearanceHarness {
 
     /// Ends the turn on both sides and checks everything; returns a description of the first disagreement.
     func endTurn(releaseOrder: ReleaseOrder = .unconstrained) -> String? {
-        app.runEndOfTurn()
         model.endTurn()
+        app.runEndOfTurn()
         readTrace()
+        if let problem = reentrancyProblems(when: "at the end of the turn") { return problem }
         if let problem = compareLines(when: "at the end of the turn", prefixOnly: false) { return problem }
         if let problem = compareReleases() { return problem }
-        if let problem = compareReleaseTiming(releaseOrder) { return problem }
+        // What armed callbacks made moves the releases of the turn's first operation around: each graph's own order
+        // and its own callbacks still hold.
+        if let problem = compareReleaseTiming(firedThisTurn > 0 ? .unconstrained : releaseOrder) { return problem }
+        if let problem = invariantProblems() { return problem }
         return compareState()
     }
 
@@ -194,7 +416,7 @@ final class AppearanceHarness {
         cursor = recorder.events.count
         for event in events {
             // Targets are paths; identifiers are unique: the last component names the controller (or its root view).
-            let last = event.target.split(separator: "/").last.map(String.init) ?? event.target
+            let last = Self.lastComponent(of: event.target)
             let id = last.hasSuffix(".view") ? String(last.dropLast(5)) : last
             guard id == "delegate" || references[id] != nil else { continue }
             if event.event == "deinit" {
@@ -275,15 +497,20 @@ final class AppearanceHarness {
         if paths != expectedPaths {
             problems.append("the tree is \(paths), the model's is \(expectedPaths)")
         }
-        let sequences = recorder.events.map(\.sequence)
-        if let gap = sequences.indices.first(where: { sequences[$0] != $0 + 1 }) {
-            let previous = gap > 0 ? "\(recorder.events[gap - 1])" : "nothing"
-            problems.append(
-                "LIFECYCLE_SEQ is not dense and increasing from 1: \(recorder.events[gap]) follows \(previous)"
-            )
+        let events = recorder.events
+        if let gap = (sequenceChecked..<events.count).first(where: { events[$0].sequence != $0 + 1 }) {
+            let previous = gap > 0 ? "\(events[gap - 1])" : "nothing"
+            problems.append("LIFECYCLE_SEQ is not dense and increasing from 1: \(events[gap]) follows \(previous)")
         }
+        sequenceChecked = events.count
         guard !problems.isEmpty else { return nil }
         return "the settled state differs from the model:\n  " + problems.joined(separator: "\n  ")
+    }
+
+    /// The last component of a trace path (`root/c3.view` → `c3.view`).
+    static func lastComponent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
     }
 
     static func sideBySide(_ expected: [String], _ actual: [String]) -> String {
@@ -310,8 +537,79 @@ enum AppearanceGenerator {
         var endsTurn: Bool
     }
 
+    /// Codes from `reentrant` on arm operations on callbacks (see ``reentrantStep(for:model:nextID:)``); codes
+    /// below decode to operations made from outside.
+    static let reentrant = 1_000_000
+
+    /// The controller callbacks an operation may be armed on, and the delegate's.
+    static let controllerCallbacks = [
+        "viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear", "viewWillLayoutSubviews",
+        "viewDidLayoutSubviews", "viewWillAppear", "viewWillDisappear", "applicationWillResignActive",
+        "applicationDidEnterBackground", "applicationWillEnterForeground", "applicationDidBecomeActive",
+        "didReceiveMemoryWarning", "applicationWillReload", "applicationDidReload", "applicationWillTerminate",
+    ]
+    static let delegateCallbacks = [
+        "applicationWillResignActive", "applicationDidEnterBackground", "applicationWillEnterForeground",
+        "applicationDidBecomeActive", "applicationDidReceiveMemoryWarning", "applicationWillReload",
+        "applicationDidReload", "applicationWillTerminate",
+    ]
+
     /// Decodes one code against the current model; nil when the chosen operation has nothing to act on.
     static func step(for code: Int, model: AppearanceModel, nextID: inout Int) -> Step? {
+        if code >= reentrant { return reentrantStep(for: code - reentrant, model: model, nextID: &nextID) }
+        return plainStep(for: code, model: model, nextID: &nextID)
+    }
+
+    /// An operation armed on a callback of a controller in the tree or of the delegate, end-of-turn work, or a
+    /// presentation or dismissal whose completion makes one: each with a code decoded when it fires.
+    static func reentrantStep(for code: Int, model: AppearanceModel, nextID: inout Int) -> Step? {
+        let kind = code % 10
+        let selector = code / 10
+        // The code of what fires: mixed, so it does not follow the rest of the selector.
+        let armed = (selector &* 7_919 &+ 104_729) % reentrant
+        let tree = model.preOrder()
+        let operation: AppearanceModel.Operation
+        switch kind {
+        case 0..<6:
+            guard !tree.isEmpty else { return nil }
+            let target = tree[selector % tree.count]
+            let callback = controllerCallbacks[(selector / 11) % controllerCallbacks.count]
+            operation = .arm(target: target, callback: callback, code: armed)
+        case 6:
+            operation = .arm(target: "delegate", callback: delegateCallbacks[selector % delegateCallbacks.count], code: armed)
+        case 7:
+            operation = .scheduleWork(code: armed)
+        default:
+            // A presentation (or a dismissal) with a completion.
+            let base = kind == 8 ? 26 + selector % 14 : 40 + selector % 12
+            guard let step = plainStep(for: base + 100 * (selector / 14), model: model, nextID: &nextID) else { return nil }
+            switch step.operation {
+            case .present(let new, let presenter, let style, _):
+                operation = .present(new, by: presenter, style: style, completion: armed)
+            case .dismiss(let id, _):
+                operation = .dismiss(from: id, completion: armed)
+            default:
+                return nil
+            }
+        }
+        return Step(operation: operation, endsTurn: (selector / 5) % 3 != 0)
+    }
+
+    /// What an armed callback makes, decoded when it fires: an operation made from outside could be, except that
+    /// it is never armed, never replaces the window (edits of a window on its way out are not modeled), never sets a
+    /// stack it read before it waited, and never presents from a controller whose presentation waits already.
+    static func injected(code: Int, model: AppearanceModel, nextID: inout Int) -> AppearanceModel.Operation? {
+        guard let step = plainStep(for: code, model: model, nextID: &nextID, injected: true) else { return nil }
+        switch step.operation {
+        case .replaceWindow(let new): return model.isTearingDown ? nil : .replaceRoot(new)
+        case .replaceRoot: return model.isTearingDown ? nil : step.operation
+        case .setStack(let nav, _, _): return .pop(nav)
+        default: return step.operation
+        }
+    }
+
+    /// Decodes one code below ``reentrant``: an operation made from outside any callback.
+    static func plainStep(for code: Int, model: AppearanceModel, nextID: inout Int, injected: Bool = false) -> Step? {
         let kind = code % 100
         let selector = code / 100
         let tree = model.preOrder()
@@ -351,7 +649,8 @@ enum AppearanceGenerator {
             default: .setStack(nav, keeping: keeping, plus: new(canBeNavigation: false))
             }
         case 26..<40:
-            guard let presenter = pick(tree.filter { node($0).presented == nil }) else { return nil }
+            let pending = injected ? model.pendingPresenters : []
+            guard let presenter = pick(tree.filter { node($0).presented == nil && !pending.contains($0) }) else { return nil }
             let styles: [ModalPresentationStyle] = [.automatic, .overCurrentContext, .fullScreen]
             operation = .present(new(), by: presenter, style: styles[(selector / 13) % 3])
         case 40..<52:
@@ -364,7 +663,7 @@ enum AppearanceGenerator {
         case 64..<72:
             let children = tree.filter { id in node(id).parent.map { node($0).kind == .plain } == true }
             guard let child = pick(children) else { return nil }
-            operation = .unembed(child)
+            operation = .unembed(child, from: node(child).parent!)
         case 72..<76:
             operation = selector % 2 == 0 ? .replaceWindow(new()) : .replaceRoot(new())
         case 76..<84:
@@ -388,7 +687,6 @@ struct AppearancePropertyTests {
     /// runs (for a sequence that crashes the framework).
     static func play(_ codes: [Int], verbose: Bool = false) -> String? {
         let harness = AppearanceHarness()
-        var nextID = 3
         var log: [String] = []
         var turn: [String] = []
         var turnNumber = 1
@@ -405,9 +703,7 @@ struct AppearancePropertyTests {
         }
         for (position, code) in codes.enumerated() {
             if harness.model.isTerminated { break }
-            guard let step = AppearanceGenerator.step(for: code, model: harness.model, nextID: &nextID) else {
-                continue
-            }
+            guard let step = harness.step(for: code) else { continue }
             turn.append(step.operation.description)
             switch (turn.count, step.operation) {
             case (1, .pop(let nav)):
@@ -431,13 +727,18 @@ struct AppearancePropertyTests {
         return nil
     }
 
-    /// Sequences per run: 1,500 (about 4 s), or `LIFECYCLE_PROPERTY_CASES` for a longer soak.
-    static let cases = ProcessInfo.processInfo.environment["LIFECYCLE_PROPERTY_CASES"].flatMap { Int($0) } ?? 1_500
+    /// Sequences per run: 10,000, or `LIFECYCLE_PROPERTY_CASES` for a longer soak.
+    static let cases = ProcessInfo.processInfo.environment["LIFECYCLE_PROPERTY_CASES"].flatMap { Int($0) } ?? 10_000
 
+    /// Operations made from outside and, about half of the steps, operations armed on callbacks (will/did appear and
+    /// disappear, layout, application events on controllers and on the delegate, end-of-turn work, completions): the
+    /// requests and tree edits made from inside them follow the model and the invariants.
+    ///
     /// A failure prints the codes (shrunk), the operations turn by turn, the tree before the failing turn and the
     /// difference. Reproduce it with the `.fixedSeed(…)` trait the failure names, or with `play([codes])` in a test.
-    @Test func randomOperationsFollowTheModel() async {
-        await propertyCheck(count: Self.cases, input: Gen.int(in: 0...999_999).array(of: 1...30)) { codes in
+    @Test func randomOperationsAndOperationsMadeFromCallbacksFollowTheModel() async {
+        let codes = Gen.int(in: 0...(2 * AppearanceGenerator.reentrant - 1)).array(of: 1...20)
+        await propertyCheck(count: Self.cases, input: codes) { codes in
             let problem = Self.play(codes)
             #expect(problem == nil, "\(problem ?? "")")
         }
@@ -470,10 +771,12 @@ struct AppearancePropertyTests {
     /// The operations codes decode to, on a model that follows them.
     static func operations(_ codes: [Int]) -> [String] {
         var model = AppearanceModel()
-        var nextID = 3
         var operations: [String] = []
         for (position, code) in codes.enumerated() {
-            guard let step = AppearanceGenerator.step(for: code, model: model, nextID: &nextID) else { continue }
+            var nextID = model.nextID
+            let step = AppearanceGenerator.step(for: code, model: model, nextID: &nextID)
+            model.nextID = nextID
+            guard let step else { continue }
             operations.append(step.operation.description)
             model.apply(step.operation, cause: "op:\(position)")
             if step.endsTurn { model.endTurn() }

@@ -321,6 +321,31 @@ struct StateMachineTests {
         #expect(machine.request(.memoryWarning, cause: .api) == .dropped(reason: "the application has terminated"))
     }
 
+    // A request the host holds (made from a view move or end-of-turn work) is the transition in progress, not begun:
+    // what arrives meanwhile queues behind it, a reload folds into a held reload, a memory warning into a held one,
+    // and a termination held drops what comes after it (docs/lifecycle.md, "Re-entrancy").
+    @Test func aHeldRequestIsOneQueueWithWhatArrivesAfterIt() {
+        var machine = ApplicationStateMachine()
+        _ = machine.request(.launch(.active), cause: .launch)
+        _ = drain(&machine)
+        #expect(machine.request(.reload, cause: "held") == .start)
+        #expect(machine.request(.reload, cause: "folded") == .coalesced, "a reload not begun reads the newest file anyway")
+        #expect(machine.request(.enterBackground, cause: "second") == .queued)
+        guard case .step(let first) = machine.nextStep() else { Issue.record("no step"); return }
+        #expect(first.callback == .beginReload && first.cause == "held")
+        #expect(machine.request(.reload, cause: "third") == .queued, "a reload under way may have read the file already")
+        #expect(
+            drain(&machine) == [
+                .willReload, .reloadConfiguration, .didReload, .finishReload, .willResignActive, .didEnterBackground,
+                .saveState, .beginReload, .willReload, .reloadConfiguration, .didReload, .finishReload,
+            ]
+        )
+        #expect(machine.request(.memoryWarning, cause: "held") == .start)
+        #expect(machine.request(.memoryWarning, cause: "folded") == .coalesced)
+        #expect(machine.request(.terminate, cause: "final") == .queued)
+        #expect(machine.request(.becomeActive, cause: "late") == .dropped(reason: "termination has started"))
+    }
+
     @Test func aQueuedRequestIsPlannedFromTheStateReachedWhenItStarts() {
         var machine = ApplicationStateMachine()
         _ = machine.request(.launch(.background), cause: .launch)

@@ -11,10 +11,11 @@ public import Logging
 /// The application object: its state, its delegate, its window, and the requests that move it between states.
 ///
 /// Hosts (the daemon, a `TestHost` of LifecycleKitTesting) create it, call ``launch(into:options:cause:)``, feed it
-/// requests, and end every main-loop turn (layout, display, the did-callbacks). It coordinates four parts, each with one job: the state machine (which
-/// callbacks a request fires), the fan-out (every controller hears each application event), the turn scheduler
-/// (layout, display and did-callbacks at the end of a turn) and the background-task registry; the status text is
-/// composed from the visible views.
+/// requests, and end every main-loop turn (layout, display, the did-callbacks). It coordinates five parts, each with
+/// one job: the state machine (which callbacks a request fires, and the one queue of requests), the fan-out (every
+/// controller hears each application event), the turn scheduler (layout, display and did-callbacks at the end of a
+/// turn), the tree's moves in progress (edits made meanwhile wait for them) and the background tasks; the status text
+/// is composed from the visible views.
 ///
 /// Nothing in the framework reads a global: a window knows its application, and every controller and view reaches
 /// it through the tree it joined, so two applications in one process keep separate trees and traces.
@@ -58,7 +59,10 @@ public final class Application {
     /// How long background tasks may run once the application is in the background (UIKit's background time):
     /// when it runs out, their expiration handlers run. The budget starts when the application reaches the
     /// background with tasks running, or when the first task begins there; termination replaces it with its own.
-    public var backgroundTime = Duration.seconds(30)
+    public var backgroundTime: Duration {
+        get { backgroundTasksCoordinator.backgroundTime }
+        set { backgroundTasksCoordinator.backgroundTime = newValue }
+    }
     /// Why the application terminates as a failure (``requestTermination(cause:failing:)``), or nil: the daemon then
     /// exits with status 75 (`EX_TEMPFAIL`) instead of 0, so that systemd's `Restart=` restarts it.
     public internal(set) var terminationFailure: String?
@@ -76,18 +80,12 @@ public final class Application {
         fanOut.invalidate()
     }
     let turns = TurnScheduler()
+    /// The tree's moves in progress; tree edits made meanwhile wait for them (docs/lifecycle.md, "Re-entrancy").
+    let edits = TreeEdits()
     private var status = StatusComposer()
-    private var backgroundTaskRegistry = BackgroundTaskRegistry()
-    /// Who began each task, for the trace of its expiration handler: a controller's path, or `delegate`.
-    private var backgroundTaskOwners: [BackgroundTaskIdentifier: String] = [:]
-    private lazy var backgroundBudget = TaskBudget(name: "background time", application: self) { [unowned self] delay, work in
-        host?.application(self, schedule: work, after: delay)
-    }
-    private var isTerminating = false
+    private lazy var backgroundTasksCoordinator = BackgroundTaskCoordinator(application: self)
     /// Views leaving the window in push order, laid out once more in the next pass.
     private var leavingLayouts: [View] = []
-    /// Requests made from end-of-turn work; they start once that work is over.
-    private var requestsAfterEndOfTurn: [(ApplicationStateMachine.Request, Cause, RequestCompletion?)] = []
     /// The machine's requests in its order, for their completions.
     private var requestTracker = RequestTracker()
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
@@ -111,6 +109,17 @@ public final class Application {
     }
 
     private func replaceWindow(with newWindow: Window?) {
+        guard !edits.mustWait(touchingWindow: true) else {
+            edits.wait { [unowned self] in replaceWindow(with: newWindow) }
+            return
+        }
+        edits.begin()
+        defer { edits.end() }
+        replaceWindowNow(with: newWindow)
+    }
+
+    /// Replaces the window now (an edit in progress, or termination's teardown).
+    func replaceWindowNow(with newWindow: Window?) {
         let old = windowStorage
         guard old !== newWindow else { return }
         // Assign first and release the old window only afterwards: its controllers' deinits read their window.
@@ -167,33 +176,22 @@ public final class Application {
 
     /// Hands any request, launch included, to the state machine (see ``submit(_:cause:completion:)``).
     func enqueue(_ request: ApplicationStateMachine.Request, cause: Cause, completion: RequestCompletion? = nil) {
-        if turns.isRunning, !isRunningTransitions {
-            // Made from work at the end of a turn (a did-appear callback, a completion): it starts once that work is
-            // over, so a transition never runs inside the turn's passes and teardown never races them. A memory
-            // warning or a reload already waiting covers this one, as a queued one would.
-            if request == .memoryWarning || request == .reload,
-                let waiting = requestsAfterEndOfTurn.firstIndex(where: { $0.0 == request })
-            {
-                logger.debug(
-                    "request coalesced with one already pending",
-                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
-                )
-                if let completion {
-                    requestsAfterEndOfTurn[waiting].2 = RequestTracker.chain(requestsAfterEndOfTurn[waiting].2, completion)
-                }
-                return
-            }
-            requestsAfterEndOfTurn.append((request, cause, completion))
-            logger.debug(
-                "request waits for the end of the turn",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
-            )
-            return
-        }
+        // Made from a view move's callbacks or from end-of-turn work (a did-callback, a completion, a layout pass), a
+        // request waits in the machine's queue until that work is over, so a transition never runs inside a move or
+        // the turn's passes; made during a transition, the machine queues it behind that transition.
+        let waits = !isRunningTransitions && (turns.isRunning || edits.isInProgress)
         switch machine.request(request, cause: cause) {
         case .start:
-            requestTracker.started(request, completion: completion, sequence: trace.sequence)
-            runTransitions()
+            requestTracker.started(request, completion: completion)
+            if waits {
+                logger.debug(
+                    "request waits for the end of the turn",
+                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                )
+                if !turns.isRunning { host?.applicationNeedsEndOfTurn(self) }
+            } else {
+                runTransitions()
+            }
         case .queued:
             requestTracker.queued(request, completion: completion)
             logger.debug(
@@ -219,7 +217,12 @@ public final class Application {
             )
             completion?(.dropped(reason: reason))
         }
+        // Made from outside while requests wait for the end of the turn: those run now, then this one.
+        if !waits, hasWaitingRequests { runTransitions() }
     }
+
+    /// Whether requests accepted by the machine wait for the end of the turn (made from a move or end-of-turn work).
+    private var hasWaitingRequests: Bool { machine.isTransitioning && !isRunningTransitions }
 
     private func runTransitions() {
         // Transitions never nest: a request made from a callback was queued by the machine and runs here next.
@@ -284,11 +287,11 @@ public final class Application {
                 $0.applicationDidEnterBackground()
                 $0.updateLifecycleTasks(foreground: false, reason: .background)
             }
-            startBackgroundTimeIfNeeded()
+            backgroundTasksCoordinator.applicationDidEnterBackground()
         case .saveState:
             preserveState()
         case .willEnterForeground:
-            backgroundBudget.cancel()
+            backgroundTasksCoordinator.applicationWillEnterForeground()
             deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
                 $0.applicationWillEnterForeground()
                 // Fired in the state being left (background): the work's foreground begins with this event.
@@ -296,8 +299,7 @@ public final class Application {
             }
         case .beginTermination:
             // From STOPPING=1 on, termination's own budget bounds the background tasks.
-            isTerminating = true
-            backgroundBudget.cancel()
+            backgroundTasksCoordinator.terminationDidBegin()
             host?.applicationWillBeginTermination(self)
         case .willTerminate:
             deliverLeaving("applicationWillTerminate", delegate.applicationWillTerminate) {
@@ -373,9 +375,11 @@ public final class Application {
         _ delegateCallback: (Application) -> Void,
         _ controllerCallback: (ViewController) -> Void
     ) {
+        // The list is taken when the event starts: a controller the delegate adds gets the next event (§2).
+        let list = fanOut.controllers(under: window?.rootViewController)
         traceDelegate(event)
         delegateCallback(self)
-        fanOut.deliver(event, under: window?.rootViewController, reversed: false, application: self, controllerCallback)
+        fanOut.deliver(event, to: list, reversed: false, application: self, controllerCallback)
     }
 
     @inline(__always)
@@ -387,7 +391,7 @@ public final class Application {
     ) {
         fanOut.deliver(
             controllerEvent ?? event,
-            under: window?.rootViewController,
+            to: fanOut.controllers(under: window?.rootViewController),
             reversed: true,
             application: self,
             controllerCallback
@@ -402,7 +406,7 @@ public final class Application {
         runEndOfTurn()
         // Releasing the window's controllers runs their deinits, root first, each view tree after its controller.
         window.releaseContent()
-        self.window = nil
+        replaceWindowNow(with: nil)
         runEndOfTurn()
     }
 
@@ -434,14 +438,11 @@ public final class Application {
                 )
             }
             if status.isStale { updateStatus() }
-            // Nested in another end of turn (a transition's own, inside one): the outer one carries on.
-            guard !turns.isRunning else { return }
-            if !requestsAfterEndOfTurn.isEmpty {
-                let waiting = requestsAfterEndOfTurn
-                requestsAfterEndOfTurn.removeAll()
-                for (request, cause, completion) in waiting { enqueue(request, cause: cause, completion: completion) }
-            }
-            guard settled, turns.hasWork || status.isStale || !requestsAfterEndOfTurn.isEmpty else { return }
+            // Nested in another end of turn (a transition's own, inside one), or in a move: the outer one carries on.
+            guard !turns.isRunning, !edits.isInProgress else { return }
+            // The requests made from that work (or from a move's callbacks this turn), in arrival order.
+            if hasWaitingRequests { runTransitions() }
+            guard settled, turns.hasWork || status.isStale || hasWaitingRequests else { return }
         }
     }
 
@@ -449,6 +450,9 @@ public final class Application {
     /// out once more after the visible ones.
     private func runPasses() {
         guard let window else { return }
+        // A pass is a move: what its callbacks (layout, draw) edit waits until it is over, then the turn goes on.
+        edits.begin()
+        defer { edits.end() }
         for layer in window.visibleLayers {
             if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
         }
@@ -475,15 +479,47 @@ public final class Application {
 
     /// Queues the did-callbacks of an appearance transition; `controllers` is in post-order, so the did-callbacks
     /// bracket the will-callbacks (children before their parent).
-    func scheduleAppearanceCompletion(for controllers: [ViewController], appearing: Bool) {
+    ///
+    /// `container`: the controller whose view the moved subtree joined. When that controller's own appearance is the
+    /// last one under way (a child its `viewWillAppear` embeds joins once that move is over), the subtree's
+    /// `viewDidAppear` callbacks come right before the container's, so its bracket holds theirs (§3).
+    func scheduleAppearanceCompletion(
+        for controllers: [ViewController],
+        appearing: Bool,
+        inside container: ViewController? = nil
+    ) {
         status.isStale = true
         turns.setNeedsPasses()
         guard !controllers.isEmpty else { return }
-        turns.schedule {
+        if appearing, let container, container.appearance == .appearing,
+            lastAppearance.appearing, lastAppearance.controllers.contains(where: { $0 === container })
+        {
+            nestedAppearances[ObjectIdentifier(container), default: []].append(controllers)
+        }
+        appearanceSerial &+= 1
+        let serial = appearanceSerial
+        lastAppearance = (controllers, appearing)
+        turns.schedule { [unowned self] in
+            // Held no longer than the completion itself: a released controller goes on time.
+            if appearanceSerial == serial { lastAppearance = ([], false) }
             for controller in controllers {
-                controller.endAppearanceTransition(appearing)
+                finishAppearanceTransition(of: controller, appearing)
             }
         }
+    }
+
+    /// Appearances that began inside a controller whose own appearance was under way, by that controller: their
+    /// did-callbacks come before its own.
+    private var nestedAppearances: [ObjectIdentifier: [[ViewController]]] = [:]
+    /// The controllers of the appearance transition scheduled last (no other one comes between them and a nested one).
+    private var lastAppearance: (controllers: [ViewController], appearing: Bool) = ([], false)
+    private var appearanceSerial = 0
+
+    private func finishAppearanceTransition(of controller: ViewController, _ appearing: Bool) {
+        if !nestedAppearances.isEmpty, let nested = nestedAppearances.removeValue(forKey: ObjectIdentifier(controller)) {
+            for inner in nested.joined() { finishAppearanceTransition(of: inner, true) }
+        }
+        controller.endAppearanceTransition(appearing)
     }
 
     /// Runs `work` at the end of the current turn, after the layout and display passes and the appearance
@@ -519,73 +555,24 @@ public final class Application {
         owner: String?,
         expirationHandler: (@MainActor () -> Void)?
     ) -> BackgroundTaskIdentifier {
-        let task = backgroundTaskRegistry.begin(name: name, expirationHandler: expirationHandler)
-        if let owner { backgroundTaskOwners[task.identifier] = owner }
-        logger.info(
-            "background task began",
-            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
-        )
-        host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
-        startBackgroundTimeIfNeeded()
-        return task.identifier
-    }
-
-    /// Starts the background time when the application is in the background with tasks running and no budget runs.
-    private func startBackgroundTimeIfNeeded() {
-        guard applicationState == .background, !isTerminating, !backgroundTaskRegistry.tasks.isEmpty else { return }
-        let budget = backgroundTime
-        let count = backgroundTaskRegistry.tasks.count
-        guard !backgroundBudget.isWaiting else { return }
-        logger.debug("background time starts: \(count) task(s), up to \(budget)")
-        backgroundBudget.begin(budget) { [logger] in
-            logger.warning("the background time of \(budget) ran out; expiring background tasks")
-        } onSettled: { _ in }
+        backgroundTasksCoordinator.begin(name: name, owner: owner, expirationHandler: expirationHandler)
     }
 
     /// Marks the end of a background task; unknown or already ended identifiers are ignored.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
-        guard let task = backgroundTaskRegistry.end(identifier) else { return }
-        backgroundTaskOwners[identifier] = nil
-        logger.info(
-            "background task ended",
-            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(identifier.rawValue)"]
-        )
-        host?.application(self, backgroundTasksDidChange: backgroundTaskRegistry.tasks)
-        backgroundBudget.tasksDidChange()
+        backgroundTasksCoordinator.end(identifier)
     }
 
     /// The background tasks that have begun and not ended, oldest first.
-    public var backgroundTasks: [BackgroundTask] { backgroundTaskRegistry.tasks }
+    public var backgroundTasks: [BackgroundTask] { backgroundTasksCoordinator.tasks }
 
     /// What is left of the background time while it runs (the application is in the background with tasks running).
-    public var backgroundTimeRemaining: Duration? { backgroundBudget.isWaiting ? backgroundBudget.remaining : nil }
+    public var backgroundTimeRemaining: Duration? { backgroundTasksCoordinator.backgroundTimeRemaining }
 
     /// Time is up: runs every running task's expiration handler, oldest first; a task its handler did not end is
     /// ended after it, with a warning.
     package func expireBackgroundTasks() {
-        for task in backgroundTaskRegistry.tasks {
-            logger.warning(
-                "background task expired",
-                metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
-            )
-            let owner = backgroundTaskOwners[task.identifier]
-            trace.record(
-                event: "expirationHandler",
-                isDelegate: owner == nil,
-                target: .named(owner ?? "delegate"),
-                state: applicationState,
-                cause: currentCause,
-                detail: task.name
-            )
-            backgroundTaskRegistry.expirationHandler(of: task.identifier)?()
-            if backgroundTaskRegistry.isRunning(task.identifier) {
-                logger.warning(
-                    "background task not ended by its expiration handler; ending it",
-                    metadata: ["lifecycle.task": "\(task.name)"]
-                )
-                endBackgroundTask(task.identifier)
-            }
-        }
+        backgroundTasksCoordinator.expire()
     }
 
     /// A controller's lifecycle-bound task failed: the delegate hears it (traced as a delegate event).

@@ -11,7 +11,9 @@
 ///
 /// Rules (docs/lifecycle.md §1): a request names a target; the machine walks the legal path to it one step at a time;
 /// a request equal to the current state is a no-op; requests made during a transition are queued in arrival order;
-/// terminate is final; memory warnings (and reloads) that arrive while one is pending are coalesced into it.
+/// terminate is final; memory warnings (and reloads) that arrive while one is pending are coalesced into it. A request
+/// the host accepts but holds (made from a view move or end-of-turn work) is the transition in progress, not begun:
+/// what arrives meanwhile queues behind it, and a reload folds into a held reload.
 package struct ApplicationStateMachine: Sendable {
     /// What a host, a signal or the application itself can ask for.
     package enum Request: Hashable, Sendable, CustomStringConvertible {
@@ -133,6 +135,9 @@ package struct ApplicationStateMachine: Sendable {
         var current: Pending
         var steps: [Step]
         var queue: [Pending]
+        /// Whether `current` has handed out a step: a request accepted while the application finishes the work it
+        /// was made from (a view move, the end of a turn) waits, not started, as a queued one does.
+        var hasBegun = false
     }
 
     private enum State: Hashable, Sendable {
@@ -213,7 +218,7 @@ package struct ApplicationStateMachine: Sendable {
                 // started yet will read the newest configuration anyway. A reload in progress may have read the
                 // file already, so a new one queues behind it.
                 let inFlight = transition.current.request == request
-                let waiting = transition.queue.contains { $0.request == request }
+                let waiting = transition.queue.contains { $0.request == request } || (inFlight && !transition.hasBegun)
                 if waiting || (inFlight && request == .memoryWarning) { return .coalesced }
             }
             transition.queue.append(pending)
@@ -227,6 +232,7 @@ package struct ApplicationStateMachine: Sendable {
         guard case .transitioning(let current, var transition) = state else { return .idle }
         if !transition.steps.isEmpty {
             let step = transition.steps.removeFirst()
+            transition.hasBegun = true
             if step.callback == .showWindow { hasShownWindow = true }
             if step.stateAfter == .terminated {
                 // Terminate is final: whatever was queued behind it is dropped by request() already.
@@ -244,6 +250,7 @@ package struct ApplicationStateMachine: Sendable {
         let steps = Self.steps(for: next, from: current, hasShownWindow: hasShownWindow)
         transition.current = next
         transition.steps = steps
+        transition.hasBegun = false
         state = .transitioning(current, transition)
         if steps.isEmpty { return .noChange(next.request, next.cause) }
         return nextStep()

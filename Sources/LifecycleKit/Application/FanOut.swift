@@ -14,9 +14,13 @@
 /// (any change of children, presentations or the window's root drops it at once, so a controller that leaves the
 /// tree is released on time), so an event over an unchanged tree walks nothing; whether the trace is observed is
 /// decided once per event, so an unobserved event costs a counter per controller.
+///
+/// The list is kept in reverse pre-order: when it is the last to hold controllers that left the tree during an event
+/// (or since), letting go of it (front to back) releases children before their parents let go, so each released
+/// controller's deinit releases its children in the order added, as §3 says.
 @MainActor
 final class FanOut {
-    /// The tree's controllers in pre-order, as of the last event, while the tree has not changed since.
+    /// The tree's controllers in reverse pre-order, as of the last event, while the tree has not changed since.
     @exclusivity(unchecked) private var cache: [ViewController]?
     /// The root the cache was taken under.
     @exclusivity(unchecked) private var cachedRoot: ObjectIdentifier?
@@ -26,41 +30,45 @@ final class FanOut {
         cache = nil
     }
 
-    /// Calls `callback` on every controller under `root`, tracing each call as `event` first.
+    /// The controllers under `root`, in reverse pre-order, as the next event reaches them: taken when the event starts
+    /// (before the delegate's callback of an entering event), so a controller a callback adds gets the next event.
+    @inline(__always)
+    func controllers(under root: ViewController?) -> [ViewController] {
+        if let cache, cachedRoot == root.map(ObjectIdentifier.init) { return cache }
+        var built: [ViewController] = []
+        root?.appendPreOrder(to: &built)
+        built.reverse()
+        cache = built
+        cachedRoot = root.map(ObjectIdentifier.init)
+        return built
+    }
+
+    /// Calls `callback` on every controller of `list` (``controllers(under:)``), tracing each call as `event` first.
     // Inlined into each event's caller, so the callback's body is inlined into the loop (not a closure call per
     // controller).
     @inline(__always)
     func deliver(
         _ event: String,
-        under root: ViewController?,
+        to list: [ViewController],
         reversed: Bool,
         application: Application,
         _ callback: (ViewController) -> Void
     ) {
-        let list: [ViewController]
-        if let cache, cachedRoot == root.map(ObjectIdentifier.init) {
-            list = cache
-        } else {
-            var built: [ViewController] = []
-            root?.appendPreOrder(to: &built)
-            cache = built
-            cachedRoot = root.map(ObjectIdentifier.init)
-            list = built
-        }
         let trace = application.trace
         let observed = trace.isObserved(delegateEvent: false)
         // Taken once per event, not read (and retained) again per controller: a monitor set or removed by a callback
         // takes effect from the next event.
         let monitor = trace.monitor
+        // The list is in reverse pre-order: a leaving event walks it as it is, an entering one from the back.
         if reversed {
-            for controller in list.reversed() {
+            for controller in list {
                 if observed { application.traceEvent(event, target: controller.callbackTarget, detail: nil) } else {
                     trace.skipUnobservedEvent(event, controller: controller, monitor: monitor)
                 }
                 callback(controller)
             }
         } else {
-            for controller in list {
+            for controller in list.reversed() {
                 if observed { application.traceEvent(event, target: controller.callbackTarget, detail: nil) } else {
                     trace.skipUnobservedEvent(event, controller: controller, monitor: monitor)
                 }

@@ -58,8 +58,8 @@ struct RequestTracker {
     private struct Entry {
         var request: ApplicationStateMachine.Request
         var completion: RequestCompletion?
-        /// The trace's sequence number when the request started: its events are numbered after it.
-        var sequenceAtStart = 0
+        /// The trace's sequence number when the request's first step started: its events are numbered after it.
+        var sequenceAtStart: Int?
     }
 
     /// The request whose steps run now.
@@ -67,9 +67,9 @@ struct RequestTracker {
     /// The requests queued behind it, in arrival order.
     private var queue: [Entry] = []
 
-    /// The machine started the request at once.
-    mutating func started(_ request: ApplicationStateMachine.Request, completion: RequestCompletion?, sequence: Int) {
-        current = Entry(request: request, completion: completion, sequenceAtStart: sequence)
+    /// The machine took the request as the one to run next (at once, or once the work it was made from is over).
+    mutating func started(_ request: ApplicationStateMachine.Request, completion: RequestCompletion?) {
+        current = Entry(request: request, completion: completion)
     }
 
     /// The machine queued the request behind the running transition.
@@ -92,12 +92,10 @@ struct RequestTracker {
         }
     }
 
-    /// The next step belongs to the request at the head of the queue, if none runs now.
+    /// A step starts: it belongs to the request that runs now, or to the one at the head of the queue.
     mutating func stepWillStart(sequence: Int) {
-        guard current == nil, !queue.isEmpty else { return }
-        var next = queue.removeFirst()
-        next.sequenceAtStart = sequence
-        current = next
+        if current == nil, !queue.isEmpty { current = queue.removeFirst() }
+        if current?.sequenceAtStart == nil { current?.sequenceAtStart = sequence }
     }
 
     /// The request whose steps ran has none left: returns its completion with its outcome, to be run by the caller;
@@ -106,7 +104,8 @@ struct RequestTracker {
         guard let finished = current else { return nil }
         current = nil
         guard let completion = finished.completion else { return nil }
-        let events = (finished.sequenceAtStart + 1)..<(sequence + 1)
+        let start = finished.sequenceAtStart ?? sequence
+        let events = (start + 1)..<(sequence + 1)
         if let refusal { return (completion, .refused(reason: refusal, events: events)) }
         return (completion, .performed(events: events))
     }

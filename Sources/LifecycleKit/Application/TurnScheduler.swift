@@ -59,8 +59,12 @@ final class TurnScheduler {
         while needsPasses || !completions.isEmpty {
             rounds += 1
             if rounds > Self.maximumRounds { return false }
-            needsPasses = false
-            passes()
+            if needsPasses {
+                needsPasses = false
+                passes()
+                // What the pass marked (a layout callback, an edit one made) is laid out before the did-callbacks.
+                if needsPasses { continue }
+            }
             let batch = completions
             completions.removeAll()
             for completion in batch { completion() }

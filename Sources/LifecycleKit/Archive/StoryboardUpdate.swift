@@ -13,7 +13,11 @@
 /// identifiers, properties, style, views) changed is replaced with its whole subtree; a node whose content is the
 /// same is walked into. A navigation controller whose stack changed gets the new stack (controllers whose nodes did
 /// not change are kept). Everything new is made before anything moves, so a storyboard that fails to instantiate
-/// leaves the tree as it was.
+/// leaves the tree as it was. A new part joins with what it declares it presents (and what is presented deeper in
+/// it): the presentations appear once the change is applied.
+///
+/// The change is one move (docs/lifecycle.md, "Re-entrancy"): what the callbacks of its hand-overs edit waits until
+/// the whole change is applied.
 @MainActor
 struct StoryboardUpdate {
     private enum Step {
@@ -65,8 +69,12 @@ struct StoryboardUpdate {
         instantiation.finish()
     }
 
-    /// Moves the tree as planned; returns what changed, for the log (a reload's apply phase).
+    /// Moves the tree as planned, as one move (edits its callbacks make wait for it); returns what changed, for the
+    /// log (a reload's apply phase).
     func perform() -> [String] {
+        let edits = application.edits
+        edits.begin()
+        defer { edits.end() }
         for step in steps { perform(step) }
         return changes
     }
@@ -133,39 +141,46 @@ struct StoryboardUpdate {
         case .replaceRoot(let new):
             new.loadViewIfNeeded()
             if let window = application.window {
-                window.rootViewController = new
+                window.replaceRootNow(with: new)
             } else {
-                application.window = Window(rootViewController: new)
+                application.replaceWindowNow(with: Window(rootViewController: new))
             }
         case .replaceChild(let parent, let old, let new):
             let siblings = parent.children
-            parent.addChild(new)
+            parent.addChildNow(new, bringingPresentations: true)
             new.loadViewIfNeeded()
             let container = old.viewIfLoaded?.superview
             let index = container?.subviews.firstIndex { $0 === old.viewIfLoaded }
             old.notifyWillMove(toParent: nil)
-            old.viewIfLoaded?.removeFromSuperview()
-            old.removeFromParent()
+            old.viewIfLoaded?.removeFromSuperviewNow()
+            old.removeFromParentNow()
             // The new child takes the old one's place among the children and the subviews.
             parent.reorderChildren(siblings.map { $0 === old ? new : $0 })
             if let container, let index {
-                container.insertSubview(new.view, at: index)
+                container.insertSubviewNow(new.view, at: index)
             } else if parent.isViewLoaded, parent.embedsChildViewsOnLoad {
-                parent.view.addSubview(new.view)
+                parent.view.insertSubviewNow(new.view, at: parent.view.subviews.count)
             }
             new.notifyDidMove(toParent: parent)
         case .addChild(let parent, let new):
-            parent.addChild(new)
-            if parent.isViewLoaded, parent.embedsChildViewsOnLoad { parent.view.addSubview(new.view) }
+            parent.addChildNow(new, bringingPresentations: true)
+            if parent.isViewLoaded, parent.embedsChildViewsOnLoad {
+                parent.view.insertSubviewNow(new.view, at: parent.view.subviews.count)
+            }
             new.notifyDidMove(toParent: parent)
         case .removeChild(let parent, let old):
-            parent.unembed(old)
+            guard old.parent === parent else { return }
+            old.notifyWillMove(toParent: nil)
+            old.viewIfLoaded?.removeFromSuperviewNow()
+            old.removeFromParentNow()
         case .setStack(let navigation, let stack):
-            navigation.setViewControllers(stack, animated: false)
+            navigation.setStack(stack, animated: false, bringingPresentations: true)
         case .present(let presenter, let new):
             new?.loadViewIfNeeded()
-            if presenter.presentedViewController != nil { presenter.dismiss(animated: false) }
-            if let new { presenter.present(new, animated: false) }
+            if presenter.presentedViewController != nil {
+                presenter.dismissNow(animated: false, revealing: true, completion: nil)
+            }
+            if let new { presenter.presentNow(new, animated: false, completion: nil) }
         }
     }
 }

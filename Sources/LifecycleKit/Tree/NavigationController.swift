@@ -23,7 +23,7 @@ open class NavigationController: ViewController {
     /// Creates a navigation controller with a root controller.
     public init(rootViewController: ViewController, identifier: String? = nil) {
         super.init(identifier: identifier)
-        addChild(rootViewController)
+        addChildNow(rootViewController)
         rootViewController.notifyDidMove(toParent: self)
     }
 
@@ -45,10 +45,38 @@ open class NavigationController: ViewController {
         topViewController.map { [$0] } ?? []
     }
 
-    /// Pushes a controller on top of the stack; it appears and the previous top disappears.
+    /// Pops made while a move is in progress that have not run yet: a pop returns the controller it will pop.
+    private var waitingPops = 0
+
+    /// Runs `edit` now (a move of its own), or, made while a move is in progress in the application's tree (from a
+    /// callback of one), once that move is over (docs/lifecycle.md, "Re-entrancy"); false when it waits.
+    private func edit(with other: ViewController? = nil, _ edit: @escaping @MainActor () -> Void) -> Bool {
+        guard let edits = (application ?? other?.application)?.edits else {
+            edit()
+            return true
+        }
+        if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil) {
+            // Run again through here when its turn comes: a move of its own, whose callbacks' edits wait for it.
+            edits.wait { [self] in _ = self.edit(with: other, edit) }
+            return false
+        }
+        edits.begin()
+        defer { edits.end() }
+        edit()
+        return true
+    }
+
+    /// Pushes a controller on top of the stack; it appears and the previous top disappears. Pushing one that is on
+    /// the stack already, or elsewhere in the tree, is a programming error, stopped with a message naming both paths.
     public func pushViewController(_ controller: ViewController, animated: Bool) {
-        precondition(!children.contains { $0 === controller }, "\(controller.identifier) is already on the stack")
-        addChild(controller)
+        _ = edit(with: controller) { [self] in pushViewControllerNow(controller, animated: animated) }
+    }
+
+    func pushViewControllerNow(_ controller: ViewController, animated: Bool) {
+        if children.contains(where: { $0 === controller }) {
+            preconditionFailure("cannot push \(controller.path) onto \(path): it is already on the stack")
+        }
+        addChildNow(controller)
         // Weak: the completion keeps neither alive; a stack that leaves the tree in this turn releases both in order.
         transition(to: controller, animated: animated, pushing: true) { [weak self, weak controller] in
             // Unless it was popped again in the same turn (or this controller left meanwhile).
@@ -61,8 +89,23 @@ open class NavigationController: ViewController {
     ///
     /// The popped controller leaves the stack at once (a second pop in the same turn pops the next one); its
     /// `didMove(toParent: nil)` comes at the end of the turn, after the one below appeared.
+    ///
+    /// Made while a move is in progress (from a callback of one), the pop waits until that move is over; it returns
+    /// the controller it will pop then, unless another waiting edit changes the stack first.
     @discardableResult
     public func popViewController(animated: Bool) -> ViewController? {
+        let expected = children.count - waitingPops > 1 ? children[children.count - 1 - waitingPops] : nil
+        waitingPops += 1
+        var popped: ViewController?
+        let ranNow = edit { [self] in
+            waitingPops -= 1
+            popped = popViewControllerNow(animated: animated)
+        }
+        return ranNow ? popped : expected
+    }
+
+    @discardableResult
+    func popViewControllerNow(animated: Bool) -> ViewController? {
         guard children.count > 1, let top = topViewController else { return nil }
         top.notifyWillMove(toParent: nil)
         top.detachFromParent()
@@ -78,21 +121,35 @@ open class NavigationController: ViewController {
         return top
     }
 
-    /// Pops every controller above the root; the root appears. Returns the popped controllers.
+    /// Pops every controller above the root; the root appears. Returns the popped controllers (made while a move is
+    /// in progress, the ones above the root now: the pop waits until the move is over).
     @discardableResult
     public func popToRootViewController(animated: Bool) -> [ViewController]? {
-        guard children.count > 1 else { return nil }
-        return setStack(Array(children.prefix(1)), animated: animated)
+        let expected = children.count > 1 ? Array(children.dropFirst()) : nil
+        var popped: [ViewController]?
+        let ranNow = edit { [self] in
+            guard children.count > 1 else { return }
+            popped = setStack(Array(children.prefix(1)), animated: animated)
+        }
+        return ranNow ? popped : expected
     }
 
     /// Replaces the stack; if the top changes, the new top appears (push order if it is new, pop order if it was
-    /// on the stack).
+    /// on the stack). Listing a controller twice, or one that is elsewhere in the tree, is a programming error,
+    /// stopped with a message naming both paths.
     public func setViewControllers(_ controllers: [ViewController], animated: Bool) {
-        setStack(controllers, animated: animated)
+        _ = edit(with: controllers.last) { [self] in setStack(controllers, animated: animated) }
     }
 
+    /// Replaces the stack now; `bringingPresentations`: the new controllers may present (a storyboard's stack).
     @discardableResult
-    private func setStack(_ controllers: [ViewController], animated: Bool) -> [ViewController] {
+    func setStack(_ controllers: [ViewController], animated: Bool, bringingPresentations: Bool = false) -> [ViewController] {
+        var positions: [ObjectIdentifier: Int] = [:]
+        for (index, controller) in controllers.enumerated() {
+            if let first = positions.updateValue(index, forKey: ObjectIdentifier(controller)) {
+                preconditionFailure("cannot set the stack of \(path): it lists \(controller.path) twice (at \(first) and \(index))")
+            }
+        }
         let old = children
         let oldIDs = Set(old.map(ObjectIdentifier.init))
         let newIDs = Set(controllers.map(ObjectIdentifier.init))
@@ -101,7 +158,7 @@ open class NavigationController: ViewController {
         for controller in removed { controller.notifyWillMove(toParent: nil) }
         // Every removed controller leaves the stack before anything else happens: no dismissal below may show one.
         for controller in removed { controller.detachFromParent() }
-        for controller in added { addChild(controller) }
+        for controller in added { addChildNow(controller, bringingPresentations: bringingPresentations) }
         reorderChildren(controllers)
         // The stack is final now: what the removed controllers present leaves (what that uncovers shows this stack's
         // new top, and only once the views have moved).
@@ -142,11 +199,11 @@ open class NavigationController: ViewController {
         for shown in container.subviews where shown.viewController != nil && shown !== incoming?.viewIfLoaded {
             shown.viewController?.lastTransitionAnimated(animated)
             let wasInWindow = shown.window != nil
-            shown.removeFromSuperview()
+            shown.removeFromSuperviewNow()
             if pushing, wasInWindow { application?.layOutBeforeLeaving(shown) }
         }
         if let incoming, incoming.view.superview !== container {
-            container.addSubview(incoming.view)
+            container.insertSubviewNow(incoming.view, at: container.subviews.count)
         }
         if let application {
             application.scheduleTurnEndWork(completion)

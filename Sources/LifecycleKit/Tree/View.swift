@@ -117,7 +117,24 @@ open class View {
     }
 
     /// Inserts a view at an index of the subviews, first removing it from its current superview.
+    ///
+    /// Made while a move is in progress in the application's tree (from a callback of one), the insertion waits until
+    /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public func insertSubview(_ view: View, at index: Int) {
+        let edits = (application ?? view.application)?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: window != nil || view.window != nil) {
+                edits.wait { [self] in insertSubview(view, at: index) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        insertSubviewNow(view, at: index)
+    }
+
+    /// Inserts a view now: the framework's own moves, and an edit whose turn has come.
+    func insertSubviewNow(_ view: View, at index: Int) {
         precondition(view !== self, "a view cannot be its own subview")
         precondition(!isDescendant(of: view), "adding \(view.name) under \(name) would make a cycle")
         if view.superview === self {
@@ -128,7 +145,7 @@ open class View {
             setNeedsLayout()
             return
         }
-        if view.superview != nil { view.removeFromSuperview() }
+        if view.superview != nil { view.removeFromSuperviewNow() }
         if let application {
             // A detached view is named by where it is going, so its whole arrival reads under one path (built only
             // when somebody reads the trace).
@@ -152,11 +169,34 @@ open class View {
         // The new subtree keeps its own marks (a fresh subtree is fully marked); this view lays its children out anew.
         setNeedsLayout()
         view.propagateDirtyMarksUp()
-        if movesWindow { newWindow?.application?.scheduleAppearanceCompletion(for: appearing, appearing: true) }
+        if movesWindow {
+            newWindow?.application?.scheduleAppearanceCompletion(
+                for: appearing,
+                appearing: true,
+                inside: appearing.isEmpty ? nil : nearestController
+            )
+        }
     }
 
     /// Removes the view from its superview; if it was in the window, it and its subtree leave it.
+    ///
+    /// Made while a move is in progress in the application's tree (from a callback of one), the removal waits until
+    /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public func removeFromSuperview() {
+        let edits = application?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: window != nil) {
+                edits.wait { [self] in removeFromSuperview() }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        removeFromSuperviewNow()
+    }
+
+    /// Removes the view now: the framework's own moves, and an edit whose turn has come.
+    func removeFromSuperviewNow() {
         guard let superview else { return }
         let oldWindow = window
         let leavesWindow = oldWindow != nil
@@ -173,6 +213,16 @@ open class View {
         if leavesWindow {
             oldWindow?.application?.scheduleAppearanceCompletion(for: disappearing, appearing: false)
         }
+    }
+
+    /// The controller whose view this is, or whose view this one lies in.
+    var nearestController: ViewController? {
+        var node: View? = self
+        while let current = node {
+            if let controller = current.viewController { return controller }
+            node = current.superview
+        }
+        return nil
     }
 
     /// Whether this view is `view` or lies below it.
@@ -194,9 +244,13 @@ open class View {
         window?.application?.setNeedsTurnEnd()
     }
 
-    /// Lays out this view's subtree now if anything in it is marked; does nothing if it is clean.
+    /// Lays out this view's subtree now if anything in it is marked; does nothing if it is clean. Edits made by its
+    /// layout callbacks wait until it is over.
     public func layoutIfNeeded() {
         guard needsLayout || descendantNeedsLayout else { return }
+        let edits = application?.edits
+        edits?.begin()
+        defer { edits?.end() }
         layoutPass()
     }
 
@@ -343,20 +397,14 @@ open class View {
         postOrder(self)
     }
 
-    /// Moves a detached subtree (a window's content view) into or out of the window.
+    /// Moves a detached subtree (a window's content view) into or out of the window. Called inside a move of the
+    /// window's (a new root, a presentation, a dismissal), so nothing a callback edits changes the window meanwhile.
     func moveTopLevel(toWindow newWindow: Window?) {
         guard window !== newWindow else { return }
         let application = (newWindow ?? window)?.application
         let moved: [ViewController]
-        if let newWindow {
+        if newWindow != nil {
             moved = Self.beginAppearing(self, in: application)
-            if !newWindow.isShowingLayer(of: self) {
-                // A will-callback covered this layer (a full-screen presentation from `viewWillAppear`): it does
-                // not enter the window after all; what began to appear disappears again.
-                let reversed = Self.beginDisappearing(self)
-                application?.scheduleAppearanceCompletion(for: reversed, appearing: false)
-                return
-            }
         } else {
             moved = Self.beginDisappearing(self)
         }

@@ -85,7 +85,7 @@ open class ViewController {
             guard newValue !== loadedView else { return }
             setView(newValue)
             // Inside loadView() the load in progress finishes it; otherwise this assignment is the load.
-            if !isLoadingView { finishLoading() }
+            if !isLoadingView { building { finishLoading() } }
         }
     }
 
@@ -268,22 +268,33 @@ open class ViewController {
     /// Loads the root view now if it is not loaded yet.
     public func loadViewIfNeeded() {
         guard loadedView == nil, !isLoadingView else { return }
-        isLoadingView = true
-        trace("loadView")
-        loadView()
-        isLoadingView = false
-        if loadedView == nil {
-            // loadView() did not assign a view; UIKit would crash, a daemon keeps running with a plain one.
-            setView(View(name: "view"))
+        building {
+            isLoadingView = true
+            trace("loadView")
+            loadView()
+            isLoadingView = false
+            if loadedView == nil {
+                // loadView() did not assign a view; UIKit would crash, a daemon keeps running with a plain one.
+                setView(View(name: "view"))
+            }
+            finishLoading()
         }
-        finishLoading()
+    }
+
+    /// Runs a load: the view is not in the window yet, so even inside a move the edits `loadView` and `viewDidLoad`
+    /// make take effect at once, unless they touch a view in the window (docs/lifecycle.md, "Re-entrancy").
+    private func building(_ load: () -> Void) {
+        guard let edits = application?.edits else { return load() }
+        let suspended = edits.beginBuilding()
+        defer { edits.endBuilding(suspended) }
+        load()
     }
 
     /// The end of every load: archived children's views embedded, then `viewDidLoad`.
     private func finishLoading() {
         guard let loadedView else { return }
-        for subview in takeArchivedSubviews() { loadedView.addSubview(subview) }
-        for child in embeddedChildViewsOnLoad() { loadedView.addSubview(child.view) }
+        for subview in takeArchivedSubviews() { loadedView.insertSubviewNow(subview, at: loadedView.subviews.count) }
+        for child in embeddedChildViewsOnLoad() { loadedView.insertSubviewNow(child.view, at: loadedView.subviews.count) }
         trace("viewDidLoad")
         viewDidLoad()
     }
@@ -385,10 +396,27 @@ open class ViewController {
     /// `child.didMove(toParent: self)`.
     ///
     /// A controller is in the tree once: adding one that already has another parent, that presents or is presented,
-    /// or that is an ancestor of this one is a programming error, stopped with a message naming both paths.
+    /// or that is an ancestor of this one is a programming error, stopped with a message naming both paths. (The
+    /// window's root may be added to a container that then becomes the root, as UIKit allows.) Made while a move is in progress in the application's tree (from a callback of one), the
+    /// addition waits until that move is over (docs/lifecycle.md, "Re-entrancy"), and is checked then.
     public func addChild(_ child: ViewController) {
+        let edits = (application ?? child.application)?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil || child.viewIfLoaded?.window != nil) {
+                edits.wait { [self] in addChild(child) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        addChildNow(child)
+    }
+
+    /// Adds a child now: the framework's own edits, and an edit whose turn has come. `bringingPresentations`: the
+    /// child may present (a subtree a storyboard declares joins with its presentations).
+    func addChildNow(_ child: ViewController, bringingPresentations: Bool = false) {
         guard child.parent !== self else { return }
-        if let problem = reasonCannotAdopt(child) {
+        if let problem = reasonCannotAdopt(child, bringingPresentations: bringingPresentations) {
             preconditionFailure("cannot add \(child.path) as a child of \(path): \(problem)")
         }
         // A detached child is named by where it is going, so its arrival reads under one path (built only when
@@ -402,10 +430,39 @@ open class ViewController {
         child.notifyWillMove(toParent: self)
         children.append(child)
         child.parent = self
+        showPresentations(inSubtreeOf: child)
+    }
+
+    /// A subtree joined this controller's tree: what was presented inside it while it was apart appears once the
+    /// edit in progress is over (docs/lifecycle.md, "Re-entrancy").
+    func showPresentations(inSubtreeOf joined: ViewController) {
+        guard let window, let edits = application?.edits else { return }
+        var found = false
+        joined.forEachPresentedController { _ in found = true }
+        guard found else { return }
+        guard edits.isInProgress else { return window.showPresentations(inSubtreeOf: joined) }
+        edits.wait { [weak window, weak joined, unowned edits] in
+            guard let window, let joined, joined.window === window else { return }
+            // A move of its own: what the presentations' callbacks edit waits for it.
+            edits.begin()
+            defer { edits.end() }
+            window.showPresentations(inSubtreeOf: joined)
+        }
+    }
+
+    /// Calls `body` on every controller presented in this subtree (by this controller, what it presents, its
+    /// children), in tree order: a controller's children's presentations before its own.
+    func forEachPresentedController(_ body: (ViewController) -> Void) {
+        TreeWork.count(1)
+        for child in children { child.forEachPresentedController(body) }
+        if let presentedViewController {
+            body(presentedViewController)
+            presentedViewController.forEachPresentedController(body)
+        }
     }
 
     /// Why `child` cannot join the tree under this controller, or nil when it can.
-    private func reasonCannotAdopt(_ child: ViewController) -> String? {
+    private func reasonCannotAdopt(_ child: ViewController, bringingPresentations: Bool = false) -> String? {
         if child === self { return "a controller cannot be its own child" }
         if let other = child.parent {
             return "it is already a child of \(other.path); remove it from there first"
@@ -413,20 +470,41 @@ open class ViewController {
         if let presenter = child.presentingViewController {
             return "it is presented by \(presenter.path); dismiss it first"
         }
-        if let presented = child.presentedViewController {
+        if !bringingPresentations, let presented = child.presentedViewController {
             return "it presents \(presented.path); dismiss that first"
         }
-        var node: ViewController? = self
-        while let current = node {
-            if current === child { return "it is an ancestor of \(path), which would make a cycle" }
-            node = current.parent ?? current.presentingViewController
-        }
+        if isDescendant(of: child) { return "it is an ancestor of \(path), which would make a cycle" }
         return nil
     }
 
+    /// Whether this controller is `controller` or hangs below it (a child, or presented, at any depth).
+    func isDescendant(of controller: ViewController) -> Bool {
+        var node: ViewController? = self
+        while let current = node {
+            if current === controller { return true }
+            node = current.parent ?? current.presentingViewController
+        }
+        return false
+    }
+
     /// Removes this controller from its container; calls `didMove(toParent: nil)`. Call `willMove(toParent: nil)`
-    /// and remove the view first.
+    /// and remove the view first. Made while a move is in progress (from a callback of one), the removal waits until
+    /// that move is over.
     public func removeFromParent() {
+        let edits = application?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil || parent?.viewIfLoaded?.window != nil) {
+                edits.wait { [self] in removeFromParent() }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        removeFromParentNow()
+    }
+
+    /// Removes this controller from its container now.
+    func removeFromParentNow() {
         guard parent != nil else { return }
         detachFromParent()
         dismissPresentationsInSubtree()
@@ -448,9 +526,21 @@ open class ViewController {
     func dismissPresentationsInSubtree(revealing: Bool = true) {
         if presentedViewController != nil {
             // The dismissal takes what the presented hierarchy presents with it.
-            dismiss(animated: false, revealing: revealing, completion: nil)
+            dismissNow(animated: false, revealing: revealing, completion: nil)
         }
         for child in children { child.dismissPresentationsInSubtree(revealing: revealing) }
+    }
+
+    /// This controller stopped being a window's root: every presentation in its subtree is undone at once, without
+    /// callbacks of its own (the window's layers are gone already; the views leave with what was visible).
+    func unlinkPresentationsInSubtree() {
+        var hierarchy: [ViewController] = []
+        appendPreOrder(to: &hierarchy)
+        for node in hierarchy {
+            guard let presented = node.presentedViewController else { continue }
+            node.presentedViewController = nil
+            presented.presentingViewController = nil
+        }
     }
 
     /// Puts the children in the given order (a navigation stack being replaced); every one must be a child.
@@ -467,32 +557,92 @@ open class ViewController {
     }
 
     /// Adds a child, its view under this controller's view, and finishes the move: the usual three steps at once.
+    /// Made while a move is in progress (from a callback of one), it waits until that move is over, whole.
     public func embed(_ child: ViewController, in container: View? = nil) {
-        addChild(child)
-        (container ?? view).addSubview(child.view)
+        let edits = (application ?? child.application)?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: (container ?? viewIfLoaded)?.window != nil || child.viewIfLoaded?.window != nil) {
+                edits.wait { [self] in embed(child, in: container) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        addChildNow(child)
+        let superview = container ?? view
+        superview.insertSubviewNow(child.view, at: superview.subviews.count)
         child.notifyDidMove(toParent: self)
     }
 
     /// Removes an embedded child: `willMove(toParent: nil)`, its view from its superview, `removeFromParent()`.
+    /// Made while a move is in progress (from a callback of one), it waits until that move is over, whole.
     public func unembed(_ child: ViewController) {
+        let edits = application?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: child.viewIfLoaded?.window != nil) {
+                edits.wait { [self] in unembed(child) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
         guard child.parent === self else { return }
         child.notifyWillMove(toParent: nil)
-        child.viewIfLoaded?.removeFromSuperview()
-        child.removeFromParent()
+        child.viewIfLoaded?.removeFromSuperviewNow()
+        child.removeFromParentNow()
     }
 
     // MARK: Presentation
 
     /// Presents a controller over this one: full screen (push order) or over the current context (this controller
-    /// stays visible and gets no callbacks). `completion` runs after `viewDidAppear`.
+    /// stays visible and gets no callbacks). `completion` runs after `viewDidAppear`. What the presented controller
+    /// presents already appears with it.
+    ///
+    /// Presenting from a controller that already presents, or a controller that is elsewhere in the tree (a child,
+    /// presented, the window's root, an ancestor of this one), is a programming error, stopped with a message naming
+    /// both paths. Made while a move is in progress (from a callback of one), the presentation waits until that move
+    /// is over (docs/lifecycle.md, "Re-entrancy"), and is checked then.
     public func present(
         _ controller: ViewController,
         animated: Bool,
         completion: (@MainActor () -> Void)? = nil
     ) {
-        precondition(presentedViewController == nil, "\(identifier) already presents \(presentedViewController!.identifier)")
-        precondition(controller.presentingViewController == nil && controller.parent == nil,
-                     "\(controller.identifier) is already presented or contained")
+        let edits = (application ?? controller.application)?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: true) {
+                edits.wait { [self] in present(controller, animated: animated, completion: completion) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        presentNow(controller, animated: animated, completion: completion)
+    }
+
+    /// Why this controller cannot present `controller`, or nil when it can.
+    private func reasonCannotPresent(_ controller: ViewController) -> String? {
+        if let presentedViewController {
+            return "\(path) already presents \(presentedViewController.path); dismiss it first"
+        }
+        if controller === self { return "a controller cannot present itself" }
+        if let parent = controller.parent {
+            return "it is a child of \(parent.path); remove it from there first"
+        }
+        if let presenter = controller.presentingViewController {
+            return "it is presented by \(presenter.path); dismiss it first"
+        }
+        if let window = controller.hostingWindow, window.rootViewController === controller {
+            return "it is the root of the window"
+        }
+        if isDescendant(of: controller) { return "it is an ancestor of \(path), which would make a cycle" }
+        return nil
+    }
+
+    /// Presents now: the framework's own edits, and an edit whose turn has come.
+    func presentNow(_ controller: ViewController, animated: Bool, completion: (@MainActor () -> Void)?) {
+        if let problem = reasonCannotPresent(controller) {
+            preconditionFailure("cannot present \(controller.path) from \(path): \(problem)")
+        }
         lastTransitionWasAnimated = animated
         controller.lastTransitionWasAnimated = animated
         presentedViewController = controller
@@ -501,6 +651,8 @@ open class ViewController {
         controller.loadViewIfNeeded()
         if let window = self.window {
             window.pushLayer(controller, style: controller.modalPresentationStyle)
+            // What it presented while apart comes with it.
+            window.showPresentations(inSubtreeOf: controller)
         }
         guard let completion else { return }
         if let application {
@@ -516,11 +668,23 @@ open class ViewController {
     ///
     /// Called on a controller inside a presented hierarchy (the root of a presented navigation stack), it dismisses
     /// the nearest presented controller above it.
+    ///
+    /// Made while a move is in progress (from a callback of one), the dismissal waits until that move is over.
     public func dismiss(animated: Bool, completion: (@MainActor () -> Void)? = nil) {
-        dismiss(animated: animated, revealing: true, completion: completion)
+        let edits = application?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: true) {
+                edits.wait { [self] in dismiss(animated: animated, completion: completion) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        dismissNow(animated: animated, revealing: true, completion: completion)
     }
 
-    func dismiss(animated: Bool, revealing: Bool, completion: (@MainActor () -> Void)?) {
+    /// Dismisses now: the framework's own edits, and an edit whose turn has come.
+    func dismissNow(animated: Bool, revealing: Bool, completion: (@MainActor () -> Void)?) {
         var node = self
         while node.presentedViewController == nil, node.presentingViewController == nil, let parent = node.parent {
             node = parent
@@ -544,17 +708,20 @@ open class ViewController {
             window.popLayers(of: leaving, revealing: revealing)
         }
         // Every presentation in the hierarchy is unlinked now; the controllers live until their did-disappear
-        // callbacks ran.
+        // callbacks ran, held through the roots of what is released: the dismissed controller and each one presented
+        // inside it (a child goes with its parent, after it, in the order added: §3's release order).
+        var released = [dismissed]
         for node in leaving {
             guard let presented = node.presentedViewController else { continue }
             node.presentedViewController = nil
             presented.presentingViewController = nil
+            released.append(presented)
         }
         presenter.presentedViewController = nil
         dismissed.presentingViewController = nil
         if let application = presenter.application {
             application.scheduleTurnEndWork {
-                withExtendedLifetime(leaving) {}
+                withExtendedLifetime(released) {}
                 completion?()
             }
         } else {

@@ -18,7 +18,12 @@ public final class Window {
     }
 
     /// The controller whose view fills the window; replacing it while visible makes the old one disappear and the
-    /// new one appear.
+    /// new one appear. The old root leaves the tree (unless the new one holds it, as a container it was put in): what
+    /// it, or anything below it, presents is dismissed.
+    ///
+    /// The new root must be in no other place (a child, presented): that is a programming error, stopped with a
+    /// message naming both paths. Set while a move is in progress (from a callback of one), the change waits until
+    /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public var rootViewController: ViewController? {
         get { layers.first?.controller }
         set { replaceRoot(with: newValue) }
@@ -33,9 +38,13 @@ public final class Window {
 
     var layers: [Layer] = []
 
-    /// Creates a window, optionally with its root controller.
+    /// Creates a window, optionally with its root controller (which must be in no other place: not a child, not
+    /// presented).
     public init(rootViewController: ViewController? = nil) {
         if let rootViewController {
+            if let problem = Self.reasonCannotBeRoot(rootViewController) {
+                preconditionFailure("cannot make \(rootViewController.path) the root of a window: \(problem)")
+            }
             layers = [Layer(controller: rootViewController, style: .fullScreen)]
             rootViewController.hostingWindow = self
         }
@@ -54,14 +63,12 @@ public final class Window {
         return layers[start...]
     }
 
-    /// Whether `view` is the root view of one of the layers in the window now.
-    func isShowingLayer(of view: View) -> Bool {
-        visibleLayers.contains { $0.controller.viewIfLoaded === view }
-    }
-
     /// Makes the window visible: its root controller (and what is presented) appears.
     func show() {
         guard !isVisible else { return }
+        let edits = application?.edits
+        edits?.begin()
+        defer { edits?.end() }
         rebuildLayersFromTree()
         isVisible = true
         for layer in visibleLayers {
@@ -93,6 +100,9 @@ public final class Window {
     /// Makes every visible controller disappear (termination).
     func hide() {
         guard isVisible else { return }
+        let edits = application?.edits
+        edits?.begin()
+        defer { edits?.end() }
         let leaving = visibleLayers
         isVisible = false
         for layer in leaving {
@@ -108,11 +118,43 @@ public final class Window {
         released.removeAll()
     }
 
+    /// Why `controller` cannot be a window's root, or nil when it can.
+    private static func reasonCannotBeRoot(_ controller: ViewController) -> String? {
+        if let parent = controller.parent { return "it is a child of \(parent.path); remove it from there first" }
+        if let presenter = controller.presentingViewController { return "it is presented by \(presenter.path); dismiss it first" }
+        return nil
+    }
+
     private func replaceRoot(with controller: ViewController?) {
+        let edits = (application ?? controller?.application)?.edits
+        if let edits {
+            if edits.mustWait(touchingWindow: true) {
+                edits.wait { [self] in replaceRoot(with: controller) }
+                return
+            }
+            edits.begin()
+        }
+        defer { edits?.end() }
+        replaceRootNow(with: controller)
+    }
+
+    /// Replaces the root now: the framework's own edits, and an edit whose turn has come.
+    func replaceRootNow(with controller: ViewController?) {
+        guard controller !== rootViewController else { return }
+        if let controller, let problem = Self.reasonCannotBeRoot(controller) {
+            preconditionFailure("cannot make \(controller.path) the root of the window: \(problem)")
+        }
         let leaving = visibleLayers
         let old = layers.map(\.controller)
-        if let oldRoot = old.first, oldRoot !== controller, oldRoot.hostingWindow === self { oldRoot.hostingWindow = nil }
+        let oldRoot = old.first
+        if let oldRoot, oldRoot !== controller, oldRoot.hostingWindow === self { oldRoot.hostingWindow = nil }
         layers = controller.map { [Layer(controller: $0, style: .fullScreen)] } ?? []
+        if let oldRoot, controller.map({ !oldRoot.isDescendant(of: $0) }) ?? true {
+            // The old root left the tree (unless the new root holds it, a container it was put in): what it, or
+            // anything below it, presents is dismissed. The layers are gone already; their views leave the window
+            // below, with the rest of what was visible.
+            oldRoot.unlinkPresentationsInSubtree()
+        }
         controller?.hostingWindow = self
         application?.controllerTreeDidChange()
         if let application, let controller { controller.adopt(application) }
@@ -125,6 +167,18 @@ public final class Window {
         }
         // The old controllers live until their did-disappear callbacks ran at the end of the turn.
         application?.scheduleTurnEndWork { withExtendedLifetime(old) {} }
+    }
+
+    /// Adds the layers of what is presented in a subtree that joined this window's tree while it was apart (or that
+    /// a presented controller brings), in tree order; they appear if the window shows.
+    func showPresentations(inSubtreeOf controller: ViewController) {
+        var presented: [ViewController] = []
+        controller.forEachPresentedController { presented.append($0) }
+        for controller in presented where !layers.contains(where: { $0.controller === controller }) {
+            // Only what hangs from this window's tree.
+            guard controller.presentingViewController?.window === self else { continue }
+            pushLayer(controller, style: controller.modalPresentationStyle)
+        }
     }
 
     func pushLayer(_ controller: ViewController, style: ModalPresentationStyle) {
