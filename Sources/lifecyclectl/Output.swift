@@ -50,6 +50,14 @@ enum Output {
                 row(index == 0 ? "Tasks" : "", taskLine(task.objectValue ?? [:]))
             }
         }
+        if let supervision = reply["supervision"]?.objectValue, let count = supervision["tasks"]?.integerValue, count > 0 {
+            var line = "\(plural(count, "lifecycle task")), \(plural(supervision["failures"]?.integerValue ?? 0, "failure")), "
+                + "\(plural(supervision["restarts"]?.integerValue ?? 0, "restart"))"
+            if let exhausted = supervision["exhausted"]?.integerValue, exhausted > 0 {
+                line += "; \(exhausted) past its restart policy"
+            }
+            row("Supervised", line)
+        }
         let inhibitors = (reply["inhibitors"]?.arrayValue ?? []).compactMap { $0["what"]?.stringValue }
         let logind = reply["logind"]?.stringValue ?? "off"
         let locks = inhibitors.isEmpty ? "no inhibitor held" : "holding \(inhibitors.joined(separator: " and ")) delay locks"
@@ -94,18 +102,37 @@ enum Output {
         return line
     }
 
-    /// `lifecyclectl tasks`.
+    /// `lifecyclectl tasks`: the background tasks, then the lifecycle-bound work with its supervision.
     static func tasks(_ reply: JSONObject) -> String {
         let reply = TerminalSafe.escaped(reply)
         let tasks = reply["tasks"]?.arrayValue ?? []
-        guard !tasks.isEmpty else { return "no background tasks\n" }
-        var lines = ["  ID  NAME                    BUDGET            LEFT"]
-        for task in tasks.compactMap(\.objectValue) {
-            let id = String(task["id"]?.integerValue ?? 0)
-            let name = task["name"]?.stringValue ?? "?"
-            let budget = task["budget"]?.stringValue ?? "—"
-            let left = task["remainingSec"]?.doubleValue.map(duration) ?? "—"
-            lines.append(pad(id, 4, right: true) + "  " + pad(name, 24) + pad(budget, 18) + left)
+        var lines: [String] = []
+        if tasks.isEmpty {
+            lines.append("no background tasks")
+        } else {
+            lines.append("  ID  NAME                    BUDGET            LEFT")
+            for task in tasks.compactMap(\.objectValue) {
+                let id = String(task["id"]?.integerValue ?? 0)
+                let name = task["name"]?.stringValue ?? "?"
+                let budget = task["budget"]?.stringValue ?? "—"
+                let left = task["remainingSec"]?.doubleValue.map(duration) ?? "—"
+                lines.append(pad(id, 4, right: true) + "  " + pad(name, 24) + pad(budget, 18) + left)
+            }
+        }
+        let supervised = (reply["lifecycleTasks"]?.arrayValue ?? []).compactMap(\.objectValue)
+        if !supervised.isEmpty {
+            lines.append("")
+            lines.append("TASK                          STATE       RUNS  FAILED  RESTARTS  POLICY")
+            for task in supervised {
+                let name = "\(task["controller"]?.stringValue ?? "?"): \(task["name"]?.stringValue ?? "?")"
+                lines.append(
+                    pad(name, 30) + pad(task["state"]?.stringValue ?? "?", 12)
+                        + pad(String(task["runs"]?.integerValue ?? 0), 6)
+                        + pad(String(task["failures"]?.integerValue ?? 0), 8)
+                        + pad(String(task["restarts"]?.integerValue ?? 0), 10) + (task["policy"]?.stringValue ?? "?")
+                )
+                if let error = task["lastError"]?.stringValue { lines.append("    last error: \(error)") }
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -182,11 +182,13 @@ struct ControlServiceTests {
         #expect(status["control"]?["socket"] == "test")
         #expect(Set(status.keys) == [
             "program", "version", "pid", "uptimeSec", "state", "statusText", "controllers", "views", "traceSeq",
-            "backgroundTasks", "inhibitors", "logind", "memoryPressure", "watchdog", "control",
+            "backgroundTasks", "supervision", "inhibitors", "logind", "memoryPressure", "watchdog", "control",
         ])
+        #expect(status["supervision"] == ["tasks": 0, "failures": 0, "restarts": 0, "exhausted": 0])
         let tasks = RecordedCall("io.lifecyclekit.Lifecycle.GetBackgroundTasks")
         control.handle(tasks)
         #expect(tasks.result?["tasks"]?.arrayValue?.first?["name"] == "work")
+        #expect(tasks.result?["lifecycleTasks"] == [])
     }
 
     @Test func theTraceKeepsTheRecentEventsAndFollowersGetTheRestOncePerDispatch() {

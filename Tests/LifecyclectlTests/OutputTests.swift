@@ -72,6 +72,7 @@ import SystemPackage
             "program": "lifecycled", "version": "0.2.0", "pid": 42, "uptimeSec": 75.5, "state": "background",
             "statusText": "background: worker 3 jobs (paused)", "controllers": 5, "views": 9, "traceSeq": 140,
             "backgroundTasks": [["id": 2, "name": "flush", "budget": "termination", "remainingSec": 4.25]],
+            "supervision": ["tasks": 2, "failures": 3, "restarts": 2, "exhausted": 1],
             "inhibitors": [["what": "shutdown", "mode": "delay"], ["what": "sleep", "mode": "delay"]],
             "logind": "awake",
             "memoryPressure": [
@@ -86,10 +87,31 @@ import SystemPackage
                  State: background — worker 3 jobs (paused)
                   Tree: 5 controllers, 9 views loaded; trace at #140
                  Tasks: 2 flush — termination, 4.3 s left
+            Supervised: 2 lifecycle tasks, 3 failures, 2 restarts; 1 past its restart policy
                 Logind: awake, holding shutdown and sleep delay locks
                 Memory: PSI some 200000 2000000 on /sys/fs/cgroup/x/memory.pressure (cgroup), at most one warning per 10 s
               Watchdog: pinged every 5 s (WatchdogSec=10 s); stalls named after 2.5 s
                Control: /run/lifecycled/control, 1 connection open; 3 calls, 1 refused, 0 closed for limits
+
+            """)
+    }
+
+    @Test func lifecycleTasksFollowWithTheirSupervision() {
+        let reply: JSONObject = [
+            "tasks": [],
+            "lifecycleTasks": [
+                [
+                    "controller": "root/http", "name": "services", "state": "restarting", "runs": 3, "failures": 2,
+                    "restarts": 2, "policy": "onFailure 5 in 60 s, 100 ms–10 s", "lastError": "database unreachable",
+                ],
+            ],
+        ]
+        #expect(Output.tasks(reply) == """
+            no background tasks
+
+            TASK                          STATE       RUNS  FAILED  RESTARTS  POLICY
+            root/http: services           restarting  3     2       2         onFailure 5 in 60 s, 100 ms–10 s
+                last error: database unreachable
 
             """)
     }

@@ -93,6 +93,33 @@
           remainingSec: ?float
         )
 
+        # Work bound to a controller's lifecycle (task(_:while:), a ServiceController's services) and its supervision.
+        type LifecycleTask (
+          # The path of the controller it belongs to.
+          controller: string,
+          name: string,
+          # running, stopping, restarting (waiting for its backoff), exhausted (past its restart policy), cancelled or
+          # stopped (its controller off screen, or in the background).
+          state: string,
+          # Runs started, runs that failed, restarts after a failure.
+          runs: int,
+          failures: int,
+          restarts: int,
+          # never, or onFailure with its limits: "onFailure 5 in 60 s, 100 ms–10 s".
+          policy: string,
+          # The error of the last failed run.
+          lastError: ?string
+        )
+
+        # The failures and restarts of lifecycle-bound work, over the whole tree.
+        type Supervision (
+          tasks: int,
+          failures: int,
+          restarts: int,
+          # Tasks past their restart policy.
+          exhausted: int
+        )
+
         # A logind inhibitor lock the daemon holds.
         type Inhibitor (
           # sleep or shutdown.
@@ -156,6 +183,7 @@
           # The number of the last trace event.
           traceSeq: int,
           backgroundTasks: []BackgroundTask,
+          supervision: Supervision,
           inhibitors: []Inhibitor,
           # off, awake, or the logind announcement in progress: preparing PrepareForSleep, released PrepareForSleep, ...
           logind: string,
@@ -168,8 +196,8 @@
         # than 20000 nodes is refused with TreeTooLarge.
         method GetTree(views: ?bool) -> (nodes: []Node)
 
-        # The background tasks, oldest first.
-        method GetBackgroundTasks() -> (tasks: []BackgroundTask)
+        # The background tasks, oldest first; the lifecycle-bound work of the tree, pre-order.
+        method GetBackgroundTasks() -> (tasks: []BackgroundTask, lifecycleTasks: []LifecycleTask)
 
         # Asks for background, foreground, inactive, reload, memory-warning or terminate, with the cause control, and
         # replies once the request's steps have all run, with the events it caused.
@@ -274,6 +302,32 @@
         object["status"] = .string(node.statusText)
         if let presentation = node.presentationStyle { object["presentation"] = .string(presentation) }
         return .object(object)
+    }
+
+    /// A `LifecycleTask`.
+    @MainActor
+    static func json(_ task: LifecycleTask) -> JSONValue {
+        var object: JSONObject = [
+            "controller": .string(task.controllerPath),
+            "name": .string(task.name),
+            "state": .string(task.supervisionState),
+            "runs": .int(task.runCount),
+            "failures": .int(task.failureCount),
+            "restarts": .int(task.restartCount),
+            "policy": .string(policyText(task.restartPolicy)),
+        ]
+        if let error = task.lastError { object["lastError"] = .string("\(error)") }
+        return .object(object)
+    }
+
+    /// A restart policy as the interface writes it: `never`, or `onFailure 5 in 60 s, 100 ms–10 s`.
+    static func policyText(_ policy: RestartPolicy) -> String {
+        switch policy {
+        case .never:
+            "never"
+        case .onFailure(let maxRestarts, let within, .exponential(let initial, let maximum)):
+            "onFailure \(maxRestarts) in \(within.formattedForLog), \(initial.formattedForLog)–\(maximum.formattedForLog)"
+        }
     }
 
     /// The `ReloadRefused` error.

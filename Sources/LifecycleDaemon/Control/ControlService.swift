@@ -92,7 +92,9 @@ final class ControlService {
         case "\(ControlInterface.name).GetTree":
             tree(call)
         case "\(ControlInterface.name).GetBackgroundTasks":
-            call.reply(["tasks": .array(backgroundTasks())])
+            let counts = daemon.application.treeCounts()
+            call.charge(counts.controllers * ControlInterface.costPerNode)
+            call.reply(["tasks": .array(backgroundTasks()), "lifecycleTasks": .array(lifecycleTasks().map(ControlInterface.json))])
         case "\(ControlInterface.name).Request":
             let name = call.parameters["request"]?.stringValue ?? ""
             guard let request = LifecycleRequest(rawValue: name) else {
@@ -267,11 +269,28 @@ final class ControlService {
             "views": .int(counts.views),
             "traceSeq": .int(application.trace.sequence),
             "backgroundTasks": .array(backgroundTasks()),
+            "supervision": .object(supervision()),
             "inhibitors": .array(inhibitors),
             "logind": .string(logind),
             "memoryPressure": .object(memory),
             "watchdog": .object(watchdog),
             "control": .object(control),
+        ]
+    }
+
+    /// The lifecycle-bound work of the tree, pre-order.
+    func lifecycleTasks() -> [LifecycleTask] {
+        daemon.application.controllersInTreeOrder().flatMap(\.lifecycleTasks)
+    }
+
+    /// `GetStatus`'s counts of failures and restarts over the tree.
+    func supervision() -> JSONObject {
+        let tasks = lifecycleTasks()
+        return [
+            "tasks": .int(tasks.count),
+            "failures": .int(tasks.reduce(0) { $0 + $1.failureCount }),
+            "restarts": .int(tasks.reduce(0) { $0 + $1.restartCount }),
+            "exhausted": .int(tasks.filter(\.hasExhaustedRestarts).count),
         ]
     }
 

@@ -267,6 +267,19 @@ public final class LifecycleTask {
         start()
     }
 
+    /// Where the task is, for the control socket: `running`, `stopping`, `restarting` (waiting for its backoff),
+    /// `exhausted`, `cancelled` or `stopped`.
+    package var supervisionState: String {
+        if current != nil { return "running" }
+        if stopping != nil { return "stopping" }
+        if pendingRestart != nil { return "restarting" }
+        if hasExhaustedRestarts { return "exhausted" }
+        return isCancelled ? "cancelled" : "stopped"
+    }
+
+    /// The path of the controller the task belongs to (the last it had, once released).
+    package var controllerPath: String { controller?.path ?? lastPath }
+
     private func cancelPendingRestart() {
         pendingRestart?.cancel()
         pendingRestart = nil

@@ -50,8 +50,9 @@ open class ViewController {
     /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
     /// once per position, and a trace event reads it in constant time.
     @exclusivity(unchecked) var pathIsCurrent = false
-    /// Work bound to this controller's lifecycle (``task(_:while:restartPolicy:priority:operation:)``).
-    @exclusivity(unchecked) var lifecycleTasks: [LifecycleTask] = []
+    /// Work bound to this controller's lifecycle (``task(_:while:restartPolicy:priority:operation:)``); the daemon's
+    /// control socket lists it with its supervision.
+    @exclusivity(unchecked) package internal(set) var lifecycleTasks: [LifecycleTask] = []
 
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
     /// `ViewController`/`Controller`, lower camel case. Control characters in it become U+FFFD (``NodeName``).
