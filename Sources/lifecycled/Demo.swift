@@ -31,6 +31,8 @@ struct DemoSettings: ConfigurationSection {
         .duration("BackgroundTaskSec", \.backgroundTask),
         .integer("AllocateMiB", \.allocateMiB),
         .choice("ModeChange", \.modeChange, what: "a way to change modes"),
+        .duration("FailEverySec", \.failEvery),
+        .integer("MaxRestarts", \.maxRestarts, in: 0...1000),
     ]
 
     /// How often the worker does a job while active; zero: only when asked.
@@ -46,6 +48,12 @@ struct DemoSettings: ConfigurationSection {
     /// What a reload that changes `Mode=` does: replace the stack with the new mode, or push it (going back to it
     /// when it is on the stack already).
     var modeChange = ModeChange.replace
+    /// The worker's feed (work that reads an upstream) fails this long after each start; zero: it never fails. For
+    /// supervision: the feed is restarted after a growing delay, and past `MaxRestarts=` failures within a minute the
+    /// daemon exits with status 75 for systemd to restart it.
+    var failEvery = Duration.zero
+    /// The feed's restarts allowed within a minute (its restart policy): 100 ms before the first, doubling up to 10 s.
+    var maxRestarts = 5
 }
 
 /// How the modes stack follows `Mode=`.
@@ -293,6 +301,26 @@ final class WorkerController: ViewController {
         }
         view.addSubview(label)
         progress = label
+        startFeedIfAsked()
+    }
+
+    /// The feed, once: work that reads an upstream while the worker is on screen in the foreground, supervised by its
+    /// restart policy. With `FailEverySec=` the upstream breaks that long after each start.
+    private var feed: LifecycleTask?
+
+    private func startFeedIfAsked() {
+        let settings = environment.settings
+        guard feed == nil, settings.failEvery > .zero else { return }
+        let failEvery = settings.failEvery
+        let policy = RestartPolicy.onFailure(
+            maxRestarts: settings.maxRestarts,
+            within: .seconds(60),
+            backoff: .exponential(initial: .milliseconds(100), maximum: .seconds(10))
+        )
+        feed = task("feed", restartPolicy: policy) {
+            try await Task.sleep(for: failEvery)
+            throw UpstreamFailure()
+        }
     }
 
     override func applicationDidBecomeActive() { resume() }
@@ -386,8 +414,23 @@ final class CacheController: ViewController {
     }
 }
 
+/// What the worker's feed throws when `FailEverySec=` breaks its upstream.
+struct UpstreamFailure: Error, CustomStringConvertible {
+    var description: String { "the upstream closed the connection" }
+}
+
+/// A mode change refused because the application is in the background.
+struct ModeChangeNeedsForeground: Error, CustomStringConvertible {
+    let mode: String
+    var description: String {
+        "a change of mode to \(mode) needs the foreground (the incoming mode prepares before the outgoing one stops); "
+            + "return to the foreground, then reload"
+    }
+}
+
 /// The navigation stack of modes: a reload that changes `Mode=` hands over to a new mode controller (or pushes it,
-/// with `ModeChange=push`). The stack is preserved: a restart restores it.
+/// with `ModeChange=push`). The stack is preserved: a restart restores it. A reload that changes the mode while the
+/// application is in the background is refused: nothing would serve the incoming mode's start.
 @MainActor
 final class ModesController: NavigationController {
     private weak var summary: View?
@@ -407,6 +450,13 @@ final class ModesController: NavigationController {
         }
         view.addSubview(label)
         summary = label
+    }
+
+    override func validateReload(_ proposal: ReloadProposal) throws {
+        guard let settings = proposal.settings(as: DemoSettings.self), settings.mode != environment.settings.mode,
+            application?.applicationState == .background
+        else { return }
+        throw ModeChangeNeedsForeground(mode: settings.mode)
     }
 
     override func applicationDidReload() {

@@ -75,7 +75,9 @@ def e2e_dropin(extra_service_lines: list[str]) -> str:
 
 
 @pytest.fixture
-def daemon_unit(sandbox: Sandbox, lifecycled_bin: DaemonBinary) -> Iterator[Callable[..., str]]:
+def daemon_unit(
+    sandbox: Sandbox, lifecycled_bin: DaemonBinary, lifecyclectl_bin: CtlBinary
+) -> Iterator[Callable[..., str]]:
     """Installs lifecycled.service (the shipped file) plus the e2e drop-in; call it with extra [Service]
     lines (e.g. "WatchdogSec=2"), and keep_state=True to keep the state directory. Returns the unit name. Afterwards
     the unit is stopped and removed, with its state directory."""
@@ -84,6 +86,8 @@ def daemon_unit(sandbox: Sandbox, lifecycled_bin: DaemonBinary) -> Iterator[Call
     def install(*extra_service_lines: str, keep_state: bool = False) -> str:
         nonlocal installed
         lifecycled_bin.install(sandbox)
+        # The unit's ExecReload= is lifecyclectl, which waits for the reload's outcome.
+        lifecyclectl_bin.install(sandbox)
         # Every test starts without the previous one's saved state (unless it installs the unit again to restart
         # from the state it saved).
         if not keep_state:

@@ -73,6 +73,8 @@ class LifecycleEvent(NamedTuple):
     state: str
     seq: int
     cause: str
+    # LIFECYCLE_DETAIL, when the callback's argument matters (empty otherwise).
+    detail: str = ""
 
 
 def entering(event: str, tree: list[str] = DEMO_TREE_PREORDER) -> list[tuple[str, str]]:
@@ -85,6 +87,12 @@ def leaving(
 ) -> list[tuple[str, str]]:
     """A leaving event's delivery order: the tree in reverse pre-order, then the delegate."""
     return [(event, path) for path in reversed(tree)] + [(delegate_event or event, "delegate")]
+
+
+def offering(tree: list[str] = DEMO_TREE_PREORDER) -> list[tuple[str, str]]:
+    """A reload's offer (docs/lifecycle.md §1, reload as a transaction): the delegate first, then the tree in pre-order,
+    each asked to validate the configuration before anything applies it."""
+    return [("application(_:validateReload:)", "delegate")] + [("validateReload(_:)", path) for path in tree]
 
 
 def preservation(tree: list[str] = DEMO_PRESERVED_PREORDER) -> list[tuple[str, str]]:
@@ -158,6 +166,7 @@ def lifecycle_events(records: Iterable[dict], pid: str | None = None) -> list[Li
                 state=str(record.get("LIFECYCLE_STATE", "")),
                 seq=int(str(record.get("LIFECYCLE_SEQ", "0"))),
                 cause=str(record.get("LIFECYCLE_CAUSE", "")),
+                detail=str(record.get("LIFECYCLE_DETAIL", "")),
             )
         )
     ordered: list[LifecycleEvent] = []

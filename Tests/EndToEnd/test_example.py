@@ -34,7 +34,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from harness import CHECKOUT, Sandbox, lifecycle_events, messages, pairs, wait_for
+from harness import CHECKOUT, CtlBinary, Sandbox, lifecycle_events, messages, pairs, wait_for
 from peers import kill_main, start
 from test_daemon_pty import Terminal
 from test_daemon_systemd import UNIT_DEACTIVATED_MESSAGE_ID, UNIT_FAILED_MESSAGE_ID
@@ -113,7 +113,9 @@ def hello_bin() -> ExampleBinary:
 
 
 @pytest.fixture
-def hello_unit(sandbox: Sandbox, hello_bin: ExampleBinary) -> Iterator[Callable[..., int]]:
+def hello_unit(
+    sandbox: Sandbox, hello_bin: ExampleBinary, lifecyclectl_bin: CtlBinary
+) -> Iterator[Callable[..., int]]:
     """Installs Examples/HelloService/hello.service as shipped, plus a drop-in that only picks a free port; returns
     the port. Afterwards the unit is stopped and removed."""
     installed = False
@@ -124,6 +126,8 @@ def hello_unit(sandbox: Sandbox, hello_bin: ExampleBinary) -> Iterator[Callable[
             "the sandbox has its own network namespace: these tests talk to the service over the machine's loopback"
         )
         hello_bin.install(sandbox)
+        # The unit's ExecReload= is lifecyclectl, which waits for the reload's outcome.
+        lifecyclectl_bin.install(sandbox)
         port = free_port()
         sandbox.write_file(f"/etc/systemd/system/{UNIT}", EXAMPLE_UNIT_FILE.read_text())
         dropin = ["[Service]", "ExecStart=", f"ExecStart={SANDBOX_BIN} --port {port}", "LimitCORE=0"]
@@ -370,6 +374,76 @@ def test_its_journal_carries_the_trace_under_its_own_identifier(
         assert expected in order, (expected, order)
     # Hummingbird's own log line goes the same way.
     assert any(str(r.get("MESSAGE", "")) == listening for r in own), [r.get("MESSAGE") for r in own]
+
+
+# Supervision and reload as a transaction (issue 21).
+
+CONFIG = "/run/hello-e2e.conf"
+
+
+def test_a_server_whose_port_is_taken_is_restarted_with_backoff_and_serves_once_the_port_is_free(
+    sandbox: Sandbox, hello_unit: Callable[..., int]
+) -> None:
+    port = hello_unit()
+    # Someone else holds the port: the server's bind fails, and the ServiceController restarts it after 100 ms,
+    # 200 ms, 400 ms ... while the application stays active.
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    try:
+        cursor, shown = start(sandbox, UNIT)
+        wait_for(
+            lambda: sum(1 for e, t in events(sandbox, cursor) if (e, t) == ("taskWillRestart", CONTROLLER)) >= 2,
+            timeout=15,
+            message="two restarts of the server that cannot bind",
+        )
+    finally:
+        squatter.close()
+    # Free now: the next restart binds, in the same process.
+    assert wait_for(lambda: answers(port), timeout=15, message="the restarted server's first answer") == (200, "hello")
+    assert sandbox.show(UNIT)["MainPID"] == shown["MainPID"]
+    order = events(sandbox, cursor)
+    assert ("lifecycleTask(_:didFailWithError:)", CONTROLLER) in order
+    assert ("application(_:lifecycleTask:didFailWithError:)", "delegate") in order
+    assert ("lifecycleTask(_:didExhaustRestartsWithError:)", CONTROLLER) not in order
+
+
+def test_a_reload_moves_the_server_to_a_new_port_and_refuses_one_it_cannot_listen_on(
+    sandbox: Sandbox, hello_unit: Callable[..., int]
+) -> None:
+    first, second = free_port(), free_port()
+    sandbox.write_file(CONFIG, f"[Hello]\nPort={first}\n")
+    hello_unit("ExecStart=", f"ExecStart={SANDBOX_BIN} --config {CONFIG}", "LimitCORE=0")
+    _, shown = start_and_answer(sandbox, first)
+    try:
+        # A port somebody else holds: the delegate refuses the reload with the reason, systemctl reload fails, and
+        # the server stays where it was.
+        squatter = socket.socket()
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", second))
+        squatter.listen()
+        try:
+            sandbox.write_file(CONFIG, f"[Hello]\nPort={second}\n")
+            cursor = sandbox.cursor()
+            refused = sandbox.systemctl("reload", UNIT, check=False, timeout=60)
+            assert refused.returncode != 0, refused.stdout + refused.stderr
+        finally:
+            squatter.close()
+        lines = [str(r.get("MESSAGE", "")) for r in sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])]
+        assert any(
+            line.startswith(f"reload refused by the delegate: port {second} cannot be listened on") for line in lines
+        ), lines
+        assert get(first, "/") == (200, "hello")
+        assert ("applicationWillReload", "delegate") not in events(sandbox, cursor)
+        # Free now: the same reload is accepted and applied; the server moves, in the same process.
+        cursor = sandbox.cursor()
+        sandbox.systemctl("reload", UNIT, timeout=60)
+        assert wait_for(lambda: answers(second), timeout=15, message="the server on its new port") == (200, "hello")
+        wait_for(lambda: not connects(first), timeout=15, message="the old port closed")
+        assert sandbox.show(UNIT)["MainPID"] == shown["MainPID"]
+    finally:
+        sandbox.remove(CONFIG)
 
 
 # In a terminal.

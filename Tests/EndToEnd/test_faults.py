@@ -510,7 +510,7 @@ def test_after_daemon_reexec_the_daemon_is_still_supervised_its_watchdog_fed_and
     reload_cursor = sandbox.cursor()
     sandbox.systemctl("reload", unit, timeout=30)
     events = [e.event for e in lifecycle_events(sandbox.journal(unit, reload_cursor), pid=pid) if e.target == "delegate"]
-    assert events == ["applicationWillReload", "applicationDidReload"], events
+    assert events == ["application(_:validateReload:)", "applicationWillReload", "applicationDidReload"], events
     assert sandbox.show(unit)["ActiveState"] == "active"
     sandbox.systemctl("stop", unit)
     stopped = sandbox.show(unit)

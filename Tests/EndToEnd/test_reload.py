@@ -6,10 +6,12 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 
-"""Reload through `systemctl reload` (SIGHUP): RELOADING=1, applicationWillReload down the tree, the file re-read,
-applicationDidReload, READY=1. A valid change takes effect (the demo hands its serving mode over to a new
-controller, the memory pressure and logind settings are re-applied); an invalid one keeps the old configuration and
-logs the file and line, and the unit stays active."""
+"""Reload through `systemctl reload` (the unit's ExecReload=lifecyclectl reload) and SIGHUP: RELOADING=1, the file read
+and validated, offered to the delegate and the tree, then applicationWillReload down the tree, the configuration
+applied, applicationDidReload, READY=1. A valid change takes effect (the demo hands its serving mode over to a new
+controller, the memory pressure and logind settings are re-applied); an invalid one is refused before anybody is
+offered it: the old configuration stays, the journal names the file and line, `systemctl reload` fails, and the unit
+stays active with the same process."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from typing import Callable, Iterator
 
 import pytest
 
-from harness import DEMO_TREE_PREORDER, Sandbox, entering, leaving, lifecycle_events, messages, pairs, wait_for
+from harness import DEMO_TREE_PREORDER, Sandbox, entering, leaving, lifecycle_events, messages, offering, pairs, wait_for
 from peers import CONFIG_PATH, daemon_messages, remove_config, start, with_config
 
-SIGHUP = "signal:SIGHUP"
+# `systemctl reload` runs the unit's ExecReload=lifecyclectl reload: a control request.
+RELOAD_CAUSE = "control"
 INITIAL = """\
 [Demo]
 Mode=serving
@@ -70,14 +73,17 @@ def test_a_valid_change_is_applied_between_will_reload_and_did_reload(
     events = [e for e in events if e.cause != "psi"]
     # The demo's views redraw on their own (the worker's progress, the cache's usage; cause api): one may land
     # between the cursor and the signal. The reload's sequence starts at its first event.
-    first = next(i for i, e in enumerate(events) if e.cause == SIGHUP)
+    first = next(i for i, e in enumerate(events) if e.cause == RELOAD_CAUSE)
     assert all(e.event == "draw" for e in events[:first]), events[:first]
     events = events[first:]
     # Every callback of the reload transition has the signal as its cause (the appearance completions that run at
     # the end of the loop turn, after the transition, are the application's own).
-    assert {e.cause for e in events if e.event.startswith("application")} == {SIGHUP}
+    assert {e.cause for e in events if e.event.startswith("application")} == {RELOAD_CAUSE}
     order = pairs(events)
-    # The tree lets go of the old configuration before it is re-read, in the leaving order.
+    # The configuration is offered first (the delegate, then the tree in pre-order); then the tree lets go of the
+    # old one before it is applied, in the leaving order.
+    assert order[: len(DEMO_TREE_PREORDER) + 1] == offering()
+    order = order[len(DEMO_TREE_PREORDER) + 1 :]
     assert order[: len(DEMO_TREE_PREORDER) + 1] == leaving("applicationWillReload")
     # Then the delegate and the tree hear applicationDidReload in the entering order; the modes controller
     # hands over to the new mode there.
@@ -106,18 +112,21 @@ def test_an_invalid_change_keeps_the_old_configuration_and_names_the_file_and_li
     unit = daemon_unit(*config(INITIAL))
     _, shown = start(sandbox, unit)
     sandbox.write_file(CONFIG_PATH, "[Demo]\nMode=maintenance\n\n[MemoryPressure]\nMinimumIntervalSec=soon\n")
-    cursor = reload(sandbox, unit)
+    cursor = sandbox.cursor()
+    refused = sandbox.systemctl("reload", unit, check=False, timeout=30)
+    assert refused.returncode != 0, refused.stdout + refused.stderr
     records = sandbox.journal(unit, cursor)
     errors = [r for r in records if r.get("PRIORITY") == "3" and r.get("_PID") != "1"]
     assert len(errors) == 1, messages(errors)
     text = str(errors[0]["MESSAGE"])
-    assert text.startswith(f"reload: {CONFIG_PATH}:5: MinimumIntervalSec=soon is not a non-negative number"), text
+    assert text.startswith(
+        f"reload refused by the configuration: {CONFIG_PATH}:5: MinimumIntervalSec=soon is not a non-negative number"
+    ), text
     assert text.endswith("keeping the previous configuration"), text
 
-    # The reload still ran its callbacks and ended with READY=1; nothing changed.
+    # Refused before anybody was offered it: nobody let go of anything or applied anything, READY=1 followed.
     events = lifecycle_events(records)
-    assert ("applicationWillReload", "delegate") in pairs(events)
-    assert ("applicationDidReload", "delegate") in pairs(events)
+    assert [(e.event, e.target) for e in events if e.event != "draw"] == [("reloadRefused", "configuration")]
     assert not [e for e in events if e.target.startswith("root/modes/maintenance")]
     lines = daemon_messages(sandbox, unit, cursor)
     assert "configuration reloaded" not in lines

@@ -249,23 +249,29 @@ def test_a_storyboard_change_is_handed_over_on_reload_and_an_invalid_one_keeps_t
     assert handover.index(("viewDidLoad", new)) < handover.index(("viewWillDisappear", old))
     assert handover.index(("viewDidDisappear", old)) < handover.index(("viewDidAppear", new))
     order = pairs(events)
-    assert order.index(("applicationWillReload", "delegate")) < order.index(("init(coder:)", new)) < order.index(
+    # A transaction: the new storyboard's controllers are made while the reload is offered (before anybody is asked,
+    # so a storyboard that cannot be instantiated refuses it), and the tree moves only once everybody accepted,
+    # between applicationWillReload and applicationDidReload.
+    assert order.index(("init(coder:)", new)) < order.index(("application(_:validateReload:)", "delegate"))
+    assert order.index(("applicationWillReload", "delegate")) < order.index(("viewDidLoad", new)) < order.index(
         ("applicationDidReload", "delegate")
     )
     lines = daemon_messages(sandbox, unit, cursor)
     assert f"storyboard {STORYBOARD_PATH} applied: root/modes: stack maintenance" in lines, lines
     wait_for(lambda: "mode maintenance" in sandbox.show(unit)["StatusText"], message="maintenance in the status")
 
-    # An invalid storyboard keeps the tree and says why, with file:line:column.
+    # An invalid storyboard refuses the reload (`systemctl reload` fails), keeps the tree and says why, with
+    # file:line:column.
     sandbox.write_file(STORYBOARD_PATH, DEMO_STORYBOARD.replace("CacheController cache", "CacheController cache {"))
-    cursor = reload(sandbox, unit)
-    lines = wait_for(
-        lambda: (m := daemon_messages(sandbox, unit, cursor)) and any("Keeping the current tree" in x for x in m) and m,
-        message="the storyboard error",
-    )
-    errors = [m for m in lines if m.startswith("reload: storyboard:")]
-    assert len(errors) == 1 and re.match(rf"reload: storyboard: {re.escape(STORYBOARD_PATH)}:12:1: ", errors[0]), errors
-    assert "is not closed" in errors[0]
+    cursor = sandbox.cursor()
+    refused = sandbox.systemctl("reload", unit, check=False, timeout=30)
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    lines = daemon_messages(sandbox, unit, cursor)
+    errors = [m for m in lines if m.startswith("reload refused by the configuration: storyboard:")]
+    assert len(errors) == 1 and re.match(
+        rf"reload refused by the configuration: storyboard: {re.escape(STORYBOARD_PATH)}:12:1: ", errors[0]
+    ), lines
+    assert "is not closed" in errors[0] and errors[0].endswith("keeping the previous configuration")
     after = sandbox.show(unit)
     assert (after["ActiveState"], after["MainPID"]) == ("active", shown["MainPID"])
     assert "mode maintenance" in after["StatusText"]

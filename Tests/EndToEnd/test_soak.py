@@ -85,7 +85,7 @@ from typing import Any, Callable
 
 import pytest
 
-from harness import CHECKOUT, DEMO_TREE_PREORDER, DaemonBinary, entering, leaving, preservation
+from harness import CHECKOUT, DEMO_TREE_PREORDER, DaemonBinary, entering, leaving, offering, preservation
 from test_daemon_pty import SYSTEMD_ENVIRONMENT
 
 TRANSITIONS = int(os.environ.get("LIFECYCLE_SOAK_TRANSITIONS", "100000"))
@@ -222,7 +222,8 @@ DELIVERY = {
     "applicationDidBecomeActive": entering("applicationDidBecomeActive"),
 }
 MEMORY_WARNING = leaving("didReceiveMemoryWarning", delegate_event="applicationDidReceiveMemoryWarning")
-RELOAD = leaving("applicationWillReload") + entering("applicationDidReload")
+# A reload that every participant accepted: offered, then let go of, then applied (docs/lifecycle.md §1).
+RELOAD = offering() + leaving("applicationWillReload") + entering("applicationDidReload")
 WILL_TERMINATE = leaving("applicationWillTerminate")
 # End-of-turn work: the redraws a transition or a worker job asked for.
 END_OF_TURN_EVENTS = {"draw"}
@@ -333,7 +334,7 @@ class TraceChecker:
             self.steps += 1
         elif event == "didReceiveMemoryWarning":
             expect, kind, direction = with_state(MEMORY_WARNING, self.state), "memory-warning", 0
-        elif event == "applicationWillReload":
+        elif event == "application(_:validateReload:)":
             expect, kind, direction = with_state(RELOAD, self.state), "reload", 0
         elif event == "applicationWillTerminate" and self.terminating and cause == self.terminate_cause:
             if self.state != "background":
@@ -984,7 +985,9 @@ def run(soak: Soak, bus: PrivateBus) -> None:
     # reloads asked for through io.systemd.service.Reload (whose reply lists no events).
     assert not checker.claims, f"control replies listed events the trace does not have: {sorted(checker.claims)[:20]}"
     unclaimed_events = collections.Counter(event for event, _, _ in checker.unclaimed.values())
-    assert set(unclaimed_events) <= {"applicationWillReload", "applicationDidReload"}, unclaimed_events
+    assert set(unclaimed_events) <= {
+        "application(_:validateReload:)", "validateReload(_:)", "applicationWillReload", "applicationDidReload"
+    }, unclaimed_events
     systemd_reload_transitions = len(checker.unclaimed) // len(RELOAD)
     assert len(checker.unclaimed) % len(RELOAD) == 0
     assert systemd_reload_transitions <= soak.systemd_reloads

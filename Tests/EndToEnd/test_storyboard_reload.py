@@ -64,9 +64,11 @@ def test_a_reload_adding_a_child_that_presents_shows_its_presentations_and_keeps
         ("viewDidAppear", "root/extra/inner/deep"),
         ("viewDidAppear", "root/extra/sheet"),
     ], appearance
-    # The new part is made and joins inside the reload, between its two application events; it hears the second.
+    # The new part is made while the reload is offered (before anybody is asked: a storyboard that cannot be made
+    # refuses the reload), joins between the reload's two application events, and hears the second.
     order = [(e.event, e.target) for e in events]
-    assert order.index(("applicationWillReload", "delegate")) < order.index(("init(coder:)", "root/extra"))
+    assert order.index(("init(coder:)", "root/extra")) < order.index(("application(_:validateReload:)", "delegate"))
+    assert order.index(("applicationWillReload", "delegate")) < order.index(("viewWillAppear", "root/extra"))
     assert order.index(("applicationDidReload", "root/extra/sheet")) > order.index(("viewWillAppear", "root/extra/sheet"))
     lines = daemon_messages(sandbox, unit, cursor)
     assert f"storyboard {STORYBOARD_PATH} applied: added root/extra (ViewController)" in lines, lines

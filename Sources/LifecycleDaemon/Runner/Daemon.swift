@@ -344,14 +344,12 @@ package final class Daemon: ApplicationHost {
     package func applicationDidFinishReload(_ application: Application) {
         preparedConfiguration = nil
         preparedStoryboard = nil
-        guard let refusal = application.reloadRefusal else {
-            notify([.ready, .status(application.statusText)])
-            return
+        if let refusal = application.reloadRefusal {
+            // Still ready, on the configuration it had: the operator who asked (`systemctl reload`, through
+            // ExecReload's lifecyclectl) is told it failed, and why; the status says so until a reload is accepted.
+            logger.error("reload refused by \(refusal); keeping the previous configuration")
         }
-        // Still ready, on the configuration it had: the operator who asked (`systemctl reload`, through ExecReload's
-        // lifecyclectl) is told it failed, and why.
-        logger.error("reload refused by \(refusal); keeping the previous configuration")
-        notify([.ready, .status("\(application.statusText) (reload refused by \(refusal))")])
+        notify([.ready, .status(application.statusText)])
     }
 
     package func applicationWillBeginTermination(_ application: Application) {

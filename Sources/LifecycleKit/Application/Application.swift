@@ -333,6 +333,9 @@ public final class Application {
         case .finishLaunch:
             host?.applicationDidFinishLaunching(self)
         case .finishReload:
+            // The status says the last reload was refused (by whom) until a reload is accepted.
+            status.note = reloadRefusal.map { "reload refused by \($0)" }
+            _ = status.update(state: applicationState, window: window)
             host?.applicationDidFinishReload(self)
             finishedReloadRefusal = reloadRefusal
             reloadRefusal = nil

@@ -13,6 +13,8 @@ struct StatusComposer {
     private(set) var text = ""
     /// Whether a display pass or an appearance change may have changed the text since it was composed.
     var isStale = false
+    /// A note the text ends with until it is replaced: that the last reload was refused, and by whom.
+    var note: String?
 
     /// Composes the text again; returns it when it differs from the last one.
     @MainActor
@@ -24,7 +26,8 @@ struct StatusComposer {
                 layer.controller.viewIfLoaded?.collectStatus(into: &parts)
             }
         }
-        let composed = parts.isEmpty ? state.rawValue : "\(state.rawValue): " + parts.joined(separator: "; ")
+        var composed = parts.isEmpty ? state.rawValue : "\(state.rawValue): " + parts.joined(separator: "; ")
+        if let note { composed += " (\(note))" }
         guard composed != text else { return nil }
         text = composed
         return composed
