@@ -126,6 +126,7 @@ let package = Package(
             dependencies: [
                 "LifecycleIPC",
                 "LifecycleKit",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -10,6 +10,7 @@ import ArgumentParser
 
 @_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -207,13 +208,10 @@ enum Subprocess {
         guard spawned == 0 else { return nil }
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(pipeEnds[0], &buffer, buffer.count)
-            if count > 0 {
-                output += buffer[..<count]
-            } else if count == 0 || errno != EINTR {
-                break
-            }
+        while let count = try? buffer.withUnsafeMutableBytes({ try FileDescriptor(rawValue: pipeEnds[0]).read(into: $0) }),
+            count > 0
+        {
+            output += buffer[..<count]
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}

@@ -10,6 +10,7 @@ import ArgumentParser
 
 @_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -58,18 +59,8 @@ struct Lifecyclectl: ParsableCommand {
     /// Writes text to stdout at once (a follower's lines must not wait in a buffer).
     static func write(_ text: String) {
         guard !text.isEmpty else { return }
-        var text = text
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let count = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += count
-            }
-        }
+        // swift-system's writeAll retries interrupted and short writes; a closed stdout ends the output silently.
+        _ = try? FileDescriptor.standardOutput.writeAll(text.utf8)
     }
 
     /// Colour for stdout: on a terminal, unless NO_COLOR is set.

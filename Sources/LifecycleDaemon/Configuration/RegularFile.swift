@@ -54,10 +54,13 @@ enum RegularFile {
         bytes.reserveCapacity(Int(status.st_size))
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .system(Errno(rawValue: errno))
+            let count: Int
+            do {
+                count = try buffer.withUnsafeMutableBytes { try FileDescriptor(rawValue: descriptor).read(into: $0) }
+            } catch let error as Errno {
+                throw .system(error)
+            } catch {
+                throw .system(.ioError)
             }
             if count == 0 { return bytes }
             // It may have grown since fstat.

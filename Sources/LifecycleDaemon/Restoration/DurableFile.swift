@@ -92,14 +92,13 @@ package enum DurableFile {
     }
 
     private static func writeAll(_ descriptor: Int32, _ bytes: ArraySlice<UInt8>) throws(Errno) {
-        var offset = bytes.startIndex
-        while offset < bytes.endIndex {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Errno(rawValue: errno)
-            }
-            offset += count
+        do {
+            // swift-system's writeAll retries interrupted and short writes.
+            _ = try FileDescriptor(rawValue: descriptor).writeAll(bytes)
+        } catch let error as Errno {
+            throw error
+        } catch {
+            throw Errno.ioError
         }
     }
 

@@ -52,16 +52,19 @@ package struct FileDescriptorStore: Sendable {
     private static func readAll(_ descriptor: Int32) -> Result<[UInt8], Errno> {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        var offset: off_t = 0
+        var offset: Int64 = 0
         while true {
-            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(Errno(rawValue: errno))
+            let count: Int
+            do {
+                count = try buffer.withUnsafeMutableBytes {
+                    try FileDescriptor(rawValue: descriptor).read(fromAbsoluteOffset: offset, into: $0)
+                }
+            } catch {
+                return .failure(error as? Errno ?? .ioError)
             }
             if count == 0 { return .success(bytes) }
             bytes += buffer[..<count]
-            offset += off_t(count)
+            offset += Int64(count)
         }
     }
 
@@ -83,16 +86,11 @@ package struct FileDescriptorStore: Sendable {
     /// 6.3, `MFD_NOEXEC_SEAL`), against ever being executable; the caller closes it.
     static func sealedMemfd(_ bytes: [UInt8], name: String) throws(SystemCallError) -> Int32 {
         let descriptor = try SystemCallError.check(csystemd_memfd_create(name), "memfd_create(\(name))")
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let error = SystemCallError(operation: "write(memfd \(name))", errno: Errno(rawValue: errno))
-                close(descriptor)
-                throw error
-            }
-            written += count
+        do {
+            _ = try FileDescriptor(rawValue: descriptor).writeAll(bytes)
+        } catch {
+            close(descriptor)
+            throw SystemCallError(operation: "write(memfd \(name))", errno: error as? Errno ?? .ioError)
         }
         do {
             try SystemCallError.check(csystemd_seal_memfd(descriptor), "fcntl(F_ADD_SEALS) on memfd \(name)")

@@ -48,10 +48,11 @@ package enum SystemFiles {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Errno(rawValue: errno)
+            let count: Int
+            do {
+                count = try buffer.withUnsafeMutableBytes { try FileDescriptor(rawValue: descriptor).read(into: $0) }
+            } catch {
+                throw error as? Errno ?? .ioError
             }
             if count == 0 { return bytes }
             bytes += buffer[..<count]
