@@ -17,10 +17,13 @@
 public final class CallbackRecorder {
     /// Every event recorded so far, in order.
     public private(set) var events: [TraceEvent] = []
+    /// The application recorded, kept alive while the recorder is (``LifecycleKit/Application/current`` is weak).
+    public let application: Application
     private var observation: Trace.Observation?
 
     /// Starts recording `application`'s callbacks.
     public init(_ application: Application) {
+        self.application = application
         observation = application.trace.observe { [weak self] event in self?.events.append(event) }
     }
 

@@ -8,6 +8,7 @@
 
 import Foundation
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Logging
 import PropertyBased
 import Testing
@@ -118,7 +119,7 @@ final class AppearanceHarness {
     }
 
     let app: Application
-    private let recorder: Recorder
+    private let recorder: CallbackRecorder
     private(set) var model = AppearanceModel()
     private var references: [String: WeakController] = [:]
     private var cursor = 0
@@ -149,7 +150,7 @@ final class AppearanceHarness {
     init() {
         let delegate = ModelDelegate()
         app = Application(delegate: delegate, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        recorder = Recorder(app)
+        recorder = CallbackRecorder(app)
         app.launch()
         app.runEndOfTurn()
         delegate.harness = self

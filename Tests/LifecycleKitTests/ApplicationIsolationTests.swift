@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 @MainActor
@@ -15,8 +16,8 @@ struct ApplicationIsolationTests {
     @Test func twoApplicationsInOneProcessKeepSeparateTreesAndTraces() {
         let first = makeApplication(delegate: TestDelegate { $0.window = Window(rootViewController: LeafController(identifier: "one")) })
         let second = makeApplication(delegate: TestDelegate { $0.window = Window(rootViewController: LeafController(identifier: "two")) })
-        let firstRecorder = Recorder(first)
-        let secondRecorder = Recorder(second)
+        let firstRecorder = CallbackRecorder(first)
+        let secondRecorder = CallbackRecorder(second)
         first.launch()
         second.launch()
         // The second application is the process's `current` now; the first one's tree still reports to the first.
@@ -36,7 +37,7 @@ struct ApplicationIsolationTests {
 
     @Test func aControllerMadeBeforeItJoinsRecordsItsEarlierEventsWhenItJoins() {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         let root = ViewController(identifier: "root")
         app.window = Window(rootViewController: root)
         app.launch()
@@ -58,7 +59,7 @@ struct ApplicationIsolationTests {
         let app = makeApplication(delegate: TestDelegate { app in
             app.window = Window(rootViewController: NavigationController(rootViewController: LeafController(identifier: "a")))
         })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         let navigation = app.window!.rootViewController as! NavigationController
         navigation.pushViewController(LeafController(identifier: "b"), animated: false)

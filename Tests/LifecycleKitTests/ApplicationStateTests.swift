@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 @MainActor
@@ -53,7 +54,7 @@ struct ApplicationStateTests {
     @Test(arguments: running, running + [.terminated])
     func everyStateReachesEveryOtherByTheLegalPath(from: ApplicationState, to: ApplicationState) {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         move(app, to: from)
         #expect(app.applicationState == from)
@@ -66,7 +67,7 @@ struct ApplicationStateTests {
 
     @Test func aRequestForTheCurrentStateFiresNothing() {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: LeafController(identifier: "root")) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         recorder.clear()
         app.requestBecomeActive()
@@ -153,7 +154,7 @@ struct ApplicationStateTests {
 
     @Test func queuedRequestsRunInArrivalOrderWithTheirOwnCause() {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         (app.delegate as! TestDelegate).onEvent = { event, app in
             guard event == "applicationWillResignActive" else { return }
@@ -190,7 +191,7 @@ struct ApplicationStateTests {
 
     @Test func memoryWarningsQueuedDuringATransitionAreDeliveredOnce() {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         (app.delegate as! TestDelegate).onEvent = { event, app in
             guard event == "applicationDidEnterBackground" else { return }
@@ -257,7 +258,7 @@ struct ApplicationStateTests {
 
     @Test func everyEventCarriesItsCauseAndASequenceFromOne() {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         app.requestEnterBackground(cause: .signal(named: "SIGUSR1"))
         #expect(recorder.events.map(\.sequence) == Array(1...recorder.events.count))
@@ -267,7 +268,7 @@ struct ApplicationStateTests {
 
     @Test func requestsBeforeLaunchAreDroppedAndLaunchHappensOnce() {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.requestEnterBackground()
         #expect(app.applicationState == .notRunning)
         app.launch()

@@ -7,15 +7,16 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 @MainActor
 @Suite("Controller lifecycle (docs/lifecycle.md §3)")
 struct ControllerLifecycleTests {
     /// Launches an application whose window's root is `root`; returns it and a recorder cleared after launch.
-    private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, Recorder) {
+    private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, CallbackRecorder) {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: root()) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         return (app, recorder)
     }
@@ -115,7 +116,7 @@ struct ControllerLifecycleTests {
     @Test func containmentCallsWillMoveOnAddAndDidMoveOnRemove() {
         let parent = ViewController(identifier: "parent")
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.adopt(parent)
         let child = ViewController(identifier: "child")
         parent.addChild(child)
@@ -318,7 +319,7 @@ struct ControllerLifecycleTests {
         var registry = ArchiveClassRegistry()
         registry.register(Labeled.self)
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         let root = try archive.decodeTree(using: registry, for: app) as! Labeled
         #expect(root.label == "hello")
         #expect(root.sawChildrenWhenAwake == 1)

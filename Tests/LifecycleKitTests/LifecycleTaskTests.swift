@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Synchronization
 import Testing
 
@@ -100,7 +101,7 @@ struct LifecycleTaskTests {
     @Test func aTaskRunsWhileVisibleInTheForegroundAndStartsAgainOnReturn() async {
         let controller = PollerController(identifier: "feed")
         let app = makeApplication(delegate: TestDelegate { $0.window = Window(rootViewController: controller) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         await settle { controller.journal.lines == ["started"] }
         #expect(controller.poller.isActive)
@@ -184,7 +185,7 @@ struct LifecycleTaskTests {
         let failing = FailingController(identifier: "upstream")
         let delegate = FailureDelegate(root: root)
         let application = Application(delegate: delegate, logger: makeApplication(delegate: TestDelegate()).logger)
-        let recorder = Recorder(application)
+        let recorder = CallbackRecorder(application)
         application.launch()
         root.embed(failing)
         application.runEndOfTurn()
@@ -253,7 +254,7 @@ struct LifecycleTaskTests {
         let app = makeApplication(delegate: TestDelegate { app in
             app.window = Window(rootViewController: NavigationController(rootViewController: ViewController(identifier: "list")))
         })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         let navigation = app.window!.rootViewController as! NavigationController
         weak var released: ViewController?

@@ -9,6 +9,7 @@
 import Testing
 
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 // A controller identifier or a view name is part of every trace path (LIFECYCLE_TARGET= in the journal, a line of the
 // trace, lifecyclectl's output): a newline, an escape sequence or a bidirectional override in one would break the field
@@ -39,7 +40,7 @@ struct NodeNameTests {
             root.view.addSubview(View(name: "label\u{1B}"))
         }
         let application = makeApplication(delegate: delegate)
-        let recorder = Recorder(application)
+        let recorder = CallbackRecorder(application)
         application.launch(options: LaunchOptions(reason: .test))
         application.runEndOfTurn()
         let targets = recorder.events.map(\.target)

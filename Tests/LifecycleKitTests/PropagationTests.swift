@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 @MainActor
@@ -18,7 +19,7 @@ struct PropagationTests {
         "root/b", "root/p",
     ]
 
-    private func launchedTree() -> (Application, Recorder) {
+    private func launchedTree() -> (Application, CallbackRecorder) {
         let app = makeApplication(delegate: TestDelegate { app in
             let deep = ContainerController(identifier: "a2", children: [LeafController(identifier: "deep")])
             let a = ContainerController(identifier: "a", children: [LeafController(identifier: "a1"), deep])
@@ -27,7 +28,7 @@ struct PropagationTests {
             app.window = Window(rootViewController: root)
             nav.pushViewController(LeafController(identifier: "n2"), animated: false)
         })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         let p = LeafController(identifier: "p")
         p.modalPresentationStyle = .overCurrentContext
@@ -38,7 +39,7 @@ struct PropagationTests {
         return (app, recorder)
     }
 
-    private func events(_ recorder: Recorder, _ name: String) -> [String] {
+    private func events(_ recorder: CallbackRecorder, _ name: String) -> [String] {
         recorder.lines(events: [name])
     }
 

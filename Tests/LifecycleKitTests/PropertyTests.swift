@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import PropertyBased
 import Testing
 
@@ -153,7 +154,7 @@ struct PropertyTests {
             app.window = Window(rootViewController: ContainerController(identifier: "root", children: [nav]))
         }
         let app = makeApplication(delegate: delegate)
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         app.runEndOfTurn()
         var controllers: [String: ViewController] = [:]

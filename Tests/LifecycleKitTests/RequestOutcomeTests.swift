@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 /// `submit(_:cause:completion:)`: what became of a request, reported once its steps have all run.
@@ -14,13 +15,13 @@ import Testing
 @Suite("Request outcomes")
 struct RequestOutcomeTests {
     /// A launched application with a two-controller tree and a recorder.
-    private func launched() -> (Application, Recorder) {
+    private func launched() -> (Application, CallbackRecorder) {
         let app = makeApplication(
             delegate: TestDelegate { app in
                 app.window = Window(rootViewController: ContainerController(identifier: "root", children: [LeafController(identifier: "leaf")]))
             }
         )
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         app.runEndOfTurn()
         recorder.clear()
@@ -70,7 +71,7 @@ struct RequestOutcomeTests {
     @Test func aQueuedRequestReportsWhenItsOwnTurnIsOverInArrivalOrder() {
         let delegate = TestDelegate { app in app.window = Window(rootViewController: LeafController(identifier: "root")) }
         let app = makeApplication(delegate: delegate)
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         app.runEndOfTurn()
         var log: [String] = []

@@ -11,6 +11,7 @@ import PropertyBased
 import Testing
 
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 /// A controller that preserves whatever values it is given and records what it decodes.
 @MainActor
@@ -118,12 +119,12 @@ final class ArchiveHost: ApplicationHost {
 }
 
 @MainActor
-func restoringApplication(_ delegate: StateRestoringDelegate) -> (Application, ArchiveHost, Recorder) {
+func restoringApplication(_ delegate: StateRestoringDelegate) -> (Application, ArchiveHost, CallbackRecorder) {
     let app = Application(delegate: delegate, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
     let host = ArchiveHost()
     app.host = host
     app.trace.observe { [weak host] event in host?.log.append("\(event.target) \(event.event)") }
-    return (app, host, Recorder(app))
+    return (app, host, CallbackRecorder(app))
 }
 
 /// The events of preservation and restoration (and of making controllers for it).

@@ -11,6 +11,7 @@ import PropertyBased
 import Testing
 
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 // Storyboard reloads (docs/storyboard.md, docs/lifecycle.md "Re-entrancy") with operations made from inside the
 // callbacks of the hand-over: random storyboards, random changes applied on reload (children added with what they
@@ -199,7 +200,7 @@ struct StoryboardGenerator {
 @MainActor
 final class StoryboardHarness {
     let app: Application
-    let recorder: Recorder
+    let recorder: CallbackRecorder
     private let host = StoryboardReloadingHost()
     private var generator = StoryboardGenerator()
     private(set) var storyboard: StoryboardSpec
@@ -221,7 +222,7 @@ final class StoryboardHarness {
 
     init(code: Int) throws {
         app = Application(delegate: SDelegate(), logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-        recorder = Recorder(app)
+        recorder = CallbackRecorder(app)
         app.host = host
         var code = code
         storyboard = generator.subtree(&code, size: 6)

@@ -10,6 +10,7 @@ import Logging
 import Testing
 
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 /// A controller with typed storyboard properties.
 @MainActor
@@ -69,9 +70,9 @@ struct StoryboardTests {
         }
         """
 
-    func application() -> (Application, Recorder) {
+    func application() -> (Application, CallbackRecorder) {
         let app = Application(delegate: StoryboardDelegate(), logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-        return (app, Recorder(app))
+        return (app, CallbackRecorder(app))
     }
 
     func parseError(_ text: String) -> String {

@@ -7,30 +7,8 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Logging
-
-/// Records the trace of an application as `target event` lines.
-@MainActor
-final class Recorder {
-    private(set) var events: [TraceEvent] = []
-    /// Keeps the application alive for as long as the test reads its trace (``Application/current`` is weak).
-    let application: Application
-
-    init(_ application: Application) {
-        self.application = application
-        application.trace.observe { [weak self] event in self?.events.append(event) }
-    }
-
-    /// `target event` lines, optionally only for some targets and some events.
-    func lines(targets: Set<String>? = nil, events names: Set<String>? = nil) -> [String] {
-        events.filter { event in
-            (targets?.contains(event.target) ?? true) && (names?.contains(event.event) ?? true)
-        }.map { "\($0.target) \($0.event)" }
-    }
-
-    /// Forgets what was recorded so far.
-    func clear() { events.removeAll() }
-}
 
 /// A delegate that builds its window through a closure and forgets nothing it is asked to build.
 @MainActor

@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 /// A view that writes a fixed status text and counts its passes.
@@ -33,9 +34,9 @@ final class StatusView: View {
 @Suite("Views: live resources under a controller (docs/lifecycle.md §4)")
 struct ViewTests {
     /// An active application whose root controller is `root`; the recorder starts empty after launch.
-    private func launched() -> (Application, ViewController, Recorder) {
+    private func launched() -> (Application, ViewController, CallbackRecorder) {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: ViewController(identifier: "root")) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         recorder.clear()
         return (app, app.window!.rootViewController!, recorder)
@@ -81,7 +82,7 @@ struct ViewTests {
 
     @Test func offWindowAddsAndRemovesFireOnlyTheSuperviewCallbacks() {
         let app = makeApplication(delegate: TestDelegate())
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         let parent = View(name: "parent")
         app.adopt(parent)
         let child = View(name: "child")

@@ -10,6 +10,7 @@ import Testing
 import Dispatch
 import Logging
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 @MainActor
 final class TerminateOnDidAppear: ViewController {
@@ -78,7 +79,7 @@ func stderrLines(_ result: ExitTest.Result?) -> [Substring] {
             await MainActor.run {
                 let delegate = RestoringDelegate()
                 let app = Application(delegate: delegate, logger: .init(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-                let recorder = Recorder(app)
+                let recorder = CallbackRecorder(app)
                 app.launch(options: LaunchOptions(restoredState: Archive(root: .init(className: "ViewController", identifier: "restored"))))
                 _ = recorder
             }

@@ -8,6 +8,7 @@
 
 import Testing
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 @MainActor
 @Suite("Regression: containment edge cases") struct ContainmentRegressionTests {

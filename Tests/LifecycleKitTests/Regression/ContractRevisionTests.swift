@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 // The rules the contract gained from the seed documents (interruptions, background time, the outgoing controller's
@@ -35,9 +36,9 @@ final class CountingController: ViewController {
 @MainActor
 @Suite("The contract's revised rules")
 struct ContractRevisionTests {
-    private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, Recorder) {
+    private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, CallbackRecorder) {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: root()) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         recorder.clear()
         return (app, recorder)
@@ -275,7 +276,7 @@ struct CoreDefectTests {
         let app = makeApplication(delegate: TestDelegate { app in
             app.window = Window(rootViewController: HandingOver(rootViewController: LeafController(identifier: "old"), identifier: "modes"))
         })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         recorder.clear()
         app.scheduleTurnEndWork { app.requestReload() }
@@ -287,7 +288,7 @@ struct CoreDefectTests {
 
     @Test func aBackgroundRequestFromAPresentationCompletionDeliversItsDidCallbacksInTheSameTurn() {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: LeafController(identifier: "a")) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         let a = app.window!.rootViewController!
         let b = LeafController(identifier: "b")
@@ -308,7 +309,7 @@ struct CoreDefectTests {
     // 8. memory warnings deferred from end-of-turn work are folded as the docs say.
     @Test func memoryWarningsRequestedFromEndOfTurnWorkAreFoldedIntoOne() {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: LeafController(identifier: "a")) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         recorder.clear()
         app.scheduleTurnEndWork {

@@ -8,16 +8,17 @@
 
 import Testing
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 let appearance: Set<String> = ["viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear"]
 
 @MainActor
-func launchedNav(_ ids: [String]) -> (Application, NavigationController, Recorder) {
+func launchedNav(_ ids: [String]) -> (Application, NavigationController, CallbackRecorder) {
     let app = makeApplication(delegate: TestDelegate { app in
         app.window = Window(rootViewController:
             NavigationController(rootViewController: LeafController(identifier: ids[0]), identifier: "nav"))
     })
-    let recorder = Recorder(app)
+    let recorder = CallbackRecorder(app)
     app.launch()
     let nav = app.window!.rootViewController as! NavigationController
     for id in ids.dropFirst() { nav.pushViewController(LeafController(identifier: id), animated: false) }

@@ -8,11 +8,12 @@
 
 import Testing
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 @MainActor
-func launchedRoot(_ make: @escaping @MainActor () -> ViewController) -> (Application, ViewController, Recorder) {
+func launchedRoot(_ make: @escaping @MainActor () -> ViewController) -> (Application, ViewController, CallbackRecorder) {
     let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: make()) })
-    let recorder = Recorder(app)
+    let recorder = CallbackRecorder(app)
     app.launch()
     recorder.clear()
     return (app, app.window!.rootViewController!, recorder)
@@ -47,7 +48,7 @@ final class PresentOnWillAppear: ViewController {
         let app = makeApplication(delegate: TestDelegate { app in
             app.window = Window(rootViewController: EmbedOnWillAppear(identifier: "root"))
         })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         let child = app.window!.rootViewController!.children[0]
         #expect(child.view.window != nil)

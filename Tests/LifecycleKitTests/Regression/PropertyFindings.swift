@@ -7,6 +7,7 @@
 //
 
 @_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
 import Testing
 
 // Disagreements the appearance property test's reference model (AppearanceModel.swift) found with LifecycleKit,
@@ -16,9 +17,9 @@ import Testing
 @MainActor
 @Suite("Findings of the appearance property test")
 struct PropertyFindings {
-    private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, Recorder) {
+    private func launched(_ root: @escaping @MainActor () -> ViewController) -> (Application, CallbackRecorder) {
         let app = makeApplication(delegate: TestDelegate { app in app.window = Window(rootViewController: root()) })
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         return (app, recorder)
     }

@@ -10,6 +10,7 @@ import Logging
 import Testing
 
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 // What real code does inside callbacks (docs/lifecycle.md, "Re-entrancy"): requests and tree edits made from a
 // callback. Each test is one of the examples a close reading of the core found, asserts the whole sequence, and
@@ -94,7 +95,7 @@ struct ReentrancyTests {
     // tree, then what it declares is presented, the deeper ones included.
     @Test func aStoryboardReloadAddingAChildThatPresentsShowsItsPresentations() throws {
         let app = Application(delegate: StoryboardDelegate(), logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         let host = StoryboardReloadingHost()
         app.host = host
         let old = try StoryboardFormat.parse("Tuned root {\n  Tuned worker\n}", source: "s")
@@ -247,7 +248,7 @@ struct ReentrancyTests {
     @Test func requestsFromEndOfTurnWorkKeepTheirArrivalOrder() {
         let delegate = TestDelegate { app in app.window = Window(rootViewController: LeafController(identifier: "a")) }
         let app = makeApplication(delegate: delegate)
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         app.launch()
         app.runEndOfTurn()
         delegate.onEvent = { event, app in
@@ -511,7 +512,7 @@ extension ReentrancyFindings {
         )
     }
 
-    private func navigation(_ ids: [String]) -> (Application, NavigationController, Recorder) {
+    private func navigation(_ ids: [String]) -> (Application, NavigationController, CallbackRecorder) {
         launchedNav(ids)
     }
 }

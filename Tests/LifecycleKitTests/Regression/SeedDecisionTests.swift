@@ -10,6 +10,7 @@ import Logging
 import Testing
 
 @_spi(Testing) @testable import LifecycleKit
+import LifecycleKitTesting
 
 // Where the seed documents and the contract disagreed or the contract was silent, decided in docs/lifecycle.md §3–§4:
 // the layout pair's count, a released superview's willRemoveSubview, what a view reads in each appearance callback,
@@ -135,7 +136,7 @@ struct SeedDecisionTests {
     // before viewDidLoad.
     @Test func aDecodedViewJoinsItsControllersViewAtTheLoadWithoutCreationCallbacks() throws {
         let app = Application(delegate: StoryboardDelegate(), logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
-        let recorder = Recorder(app)
+        let recorder = CallbackRecorder(app)
         try app.loadStoryboard(
             try StoryboardFormat.parse("Tuned root {\n  view Caption title { text = t; view View inner }\n}", source: "s")
         )
