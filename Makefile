@@ -34,7 +34,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example run test unit-test e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
+.PHONY: deps build example example-test run test unit-test e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -64,6 +64,11 @@ run: deps
 unit-test: deps
 	$(SWIFT) test $(SCRATCH)
 
+# The example's own tests: its delegate under LifecycleKit's test kit (a restart policy on a manual clock, a refused
+# reload). The same build plan as `make example` (see there).
+example-test: example
+	$(SWIFT) test $(EXAMPLE_SCRATCH) --package-path "$(EXAMPLE)"
+
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.
 e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
@@ -73,7 +78,7 @@ e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
 	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "LIFECYCLECTL_BIN=$$ctl" "HELLO_SERVICE_BIN=$$hello" \
 		$(PYTHON) -m pytest Tests/EndToEnd -v
 
-test: unit-test e2e-test
+test: unit-test example-test e2e-test
 
 # The unit tests under the sanitizers, each in a build directory of its own. swift-testing only (--disable-xctest):
 # XCTest's runner, which finds no XCTest here, leaks a few objects of its own that LeakSanitizer would report.

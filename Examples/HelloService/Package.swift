@@ -28,6 +28,17 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
-        )
+        ),
+        // The example's lifecycle, driven by LifecycleKit's test kit: no systemd, no signals, a clock the test moves.
+        .testTarget(
+            name: "HelloServiceTests",
+            dependencies: [
+                "hello-service",
+                .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleKitTesting", package: "LifecycleKit"),
+                .product(name: "LifecycleServices", package: "LifecycleKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
     ]
 )

@@ -1,0 +1,109 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import ArgumentParser
+import LifecycleKit
+import LifecycleKitTesting
+import LifecycleServices
+import Testing
+
+@testable import hello_service
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening socket on 127.0.0.1 at a port the kernel picks: somebody else holding a port the server wants.
+private final class Squatter {
+    let port: Int
+    private var fd: Int32
+
+    init() {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(fd, address, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, address, &length) == 0
+            }
+        }
+        precondition(bound, "cannot listen on 127.0.0.1")
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func leave() {
+        close(fd)
+        fd = -1
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+}
+
+@MainActor
+@Suite("HelloService under the test kit")
+struct HelloServiceTests {
+    private func host(port: Int) throws -> (TestHost, HelloService) {
+        let delegate = HelloService()
+        delegate.configure(options: try HelloService.Options.parse(["--port", String(port)]), settings: .init())
+        return (TestHost(delegate: delegate), delegate)
+    }
+
+    @Test func aServerWhosePortIsTakenIsRestartedAfterGrowingDelaysUntilItBinds() async throws {
+        let squatter = Squatter()
+        let (host, _) = try host(port: squatter.port)
+        host.launch()
+        let server = try #require(host.application.window?.rootViewController as? ServiceController)
+        #expect(server.identifier == "http")
+        for (failure, delay) in [(1, 100), (2, 200)] {
+            #expect(await host.waitUntil { server.services.failureCount == failure && !server.services.isRunning })
+            host.advance(by: .milliseconds(delay - 1))
+            #expect(server.services.runCount == failure)
+            host.advance(by: .milliseconds(1))
+            #expect(server.services.runCount == failure + 1)
+        }
+        // Free now: the third run binds and serves, in the same application.
+        #expect(await host.waitUntil { server.services.failureCount == 3 })
+        squatter.leave()
+        host.advance(by: .milliseconds(400))
+        #expect(server.services.runCount == 4)
+        #expect(await host.waitUntil(timeout: .seconds(10)) { server.services.isActive && server.services.failureCount == 3 })
+        #expect(host.application.applicationState == .active)
+        #expect(
+            host.recorder.lines(targets: ["http"], events: ["taskWillRestart"]) == [
+                "http taskWillRestart", "http taskWillRestart", "http taskWillRestart",
+            ]
+        )
+        host.signal("SIGTERM")
+        #expect(await host.waitUntil { host.application.backgroundTasks.isEmpty })
+    }
+
+    @Test func aReloadToAPortItCannotListenOnIsRefusedByTheDelegateWithTheReason() throws {
+        // Both ports are held here, so the test needs no free port: the server at launch fails to bind and waits for
+        // its restart (the clock does not move), and the reload asks for the other one.
+        let serving = Squatter()
+        let squatter = Squatter()
+        let (host, delegate) = try host(port: serving.port)
+        host.launch()
+        host.recorder.clear()
+        host.reloadSettings = HelloService.Settings(port: squatter.port)
+        var applied = false
+        host.onReloadConfiguration = { applied = true }
+        let outcome = host.send(.reload)
+        guard case .refused(let reason, _)? = outcome else {
+            Issue.record("the reload was not refused: \(String(describing: outcome))")
+            return
+        }
+        #expect(reason.hasPrefix("the delegate: port \(squatter.port) cannot be listened on ("))
+        #expect(reason.hasSuffix("); the server stays on its port"))
+        #expect(!applied && delegate.port == serving.port)
+        #expect(host.recorder.lines(events: ["reloadRefused"]) == ["delegate reloadRefused"])
+    }
+}
