@@ -254,7 +254,11 @@ final class SystemEventsHarness {
         let effects = stage.effects()
         events = SystemEvents(
             application: application,
-            router: RequestRouter(application: application, effects: effects, logger: log.logger()),
+            router: RequestRouter(
+                application: application,
+                jobControl: JobControl(application: application, effects: effects, logger: log.logger()),
+                logger: log.logger()
+            ),
             configuration: configuration,
             logger: log.logger(),
             effects: effects

@@ -23,9 +23,9 @@ final class ControlServer {
     private let service: ControlService
     /// The path this process bound, removed when it stops; nil for a socket systemd passed.
     private let boundPath: String?
-    private unowned let daemon: Daemon
+    private unowned let daemon: any ControlHost
 
-    private init(daemon: Daemon, server: VarlinkServer, service: ControlService, boundPath: String?) {
+    private init(daemon: any ControlHost, server: VarlinkServer, service: ControlService, boundPath: String?) {
         self.daemon = daemon
         self.server = server
         self.service = service
@@ -34,14 +34,14 @@ final class ControlServer {
 
     /// Listens where ``ControlSocketLocation`` says and serves; nil (after a warning or a notice) when it cannot. The
     /// daemon runs on without it.
-    static func start(daemon: Daemon, loop: MainLoop) -> ControlServer? {
+    static func start(daemon: any ControlHost, loop: MainLoop) -> ControlServer? {
         let logger = daemon.logger
         let location = ControlSocketLocation.resolve(
             settings: daemon.configuration.control,
-            inherited: SocketActivation.take(),
-            environment: ProcessEnvironment.all(),
+            inherited: daemon.takeInheritedSockets(),
+            environment: daemon.environment,
             uid: geteuid(),
-            programName: daemon.options.programName
+            programName: daemon.programName
         )
         let descriptor: Int32
         let boundPath: String?
@@ -76,8 +76,8 @@ final class ControlServer {
             listeningDescriptor: descriptor,
             info: VarlinkServer.Info(
                 vendor: "LifecycleKit",
-                product: daemon.options.programName,
-                version: daemon.options.version ?? "",
+                product: daemon.programName,
+                version: daemon.programVersion ?? "",
                 url: "https://varlink.org"
             ),
             logger: logger
@@ -124,7 +124,7 @@ final class ControlServer {
         let fresh = configuration.control
         if fresh.socketPath != previous.control.socketPath || fresh.isEnabled != previous.control.isEnabled {
             daemon.logger.warning(
-                "[Control] Socket= and Enable= take effect when \(daemon.options.programName) restarts"
+                "[Control] Socket= and Enable= take effect when \(daemon.programName) restarts"
             )
         }
         service.hub.setCapacity(fresh.traceBacklog)

@@ -56,11 +56,12 @@ extension VarlinkRequest: ControlCall {
 /// The lifecycle interface (`io.lifecyclekit.Lifecycle`) and systemd's service interface (`io.systemd.service`) over
 /// a daemon: what each method does, apart from the socket that carries it.
 ///
-/// Requests go through the daemon's ``RequestRouter`` with the cause `control`, as signals and logind's do, and are
-/// answered once their transition has run, after the trace lines of its events were written.
+/// Requests go through the daemon's router with the cause `control`, as signals and logind's do, and are answered once
+/// their transition has run, after the trace lines of its events were written. The service reaches the daemon only
+/// through ``ControlHost``.
 @MainActor
 final class ControlService {
-    private unowned let daemon: Daemon
+    private unowned let daemon: any ControlHost
     let hub: ControlTraceHub
     /// Where peers find the socket, for status reports.
     let socketDescription: String
@@ -69,11 +70,11 @@ final class ControlService {
     private let startedAt: ContinuousClock.Instant
     private let serviceUID: uid_t
 
-    init(daemon: Daemon, socketDescription: String, serviceUID: uid_t = geteuid()) {
+    init(daemon: any ControlHost, socketDescription: String, serviceUID: uid_t = geteuid()) {
         self.daemon = daemon
         self.socketDescription = socketDescription
         self.serviceUID = serviceUID
-        self.startedAt = daemon.effects.now()
+        self.startedAt = daemon.now
         self.hub = ControlTraceHub(trace: daemon.application.trace, capacity: daemon.configuration.control.traceBacklog)
     }
 
@@ -125,7 +126,7 @@ final class ControlService {
             metadata: ["lifecycle.request": .string(request.rawValue), "lifecycle.cause": "control"]
         )
         hub.requestStarted()
-        daemon.router.route(request, from: .control) { [hub, unowned daemon = daemon] outcome in
+        daemon.submitControlRequest(request) { [hub, unowned daemon = daemon] outcome in
             let (events, omitted) = hub.requestFinished(range: outcome.events)
             // journald has taken the transition's lines before the caller hears it is over.
             daemon.deliverTraceLines()
@@ -210,7 +211,7 @@ final class ControlService {
         let configuration = daemon.configuration
         let counts = application.treeCounts()
         call?.charge(counts.controllers * ControlInterface.costPerNode)
-        let events = daemon.systemEvents
+        let events = daemon.systemStatus
         var logind = "off"
         if let events, events.isWatchingLogind {
             switch events.phase {
@@ -234,7 +235,7 @@ final class ControlService {
                     ? source.writtenText : SystemEvents.memorySettings(configuration).trigger.text
             )
         }
-        let interval = SystemdNotifier.fromEnvironment().watchdogInterval()
+        let interval = daemon.watchdogInterval
         var watchdog: JSONObject = ["enabled": .bool(interval != nil)]
         if let interval { watchdog["intervalSec"] = .seconds(interval) }
         if configuration.watchStalls {
@@ -259,10 +260,10 @@ final class ControlService {
             "acceptErrors": .int(statistics.acceptErrors),
         ]
         return [
-            "program": .string(daemon.options.programName),
-            "version": .string(daemon.options.version ?? ""),
+            "program": .string(daemon.programName),
+            "version": .string(daemon.programVersion ?? ""),
             "pid": .int(getpid()),
-            "uptimeSec": .seconds(daemon.effects.now() - startedAt),
+            "uptimeSec": .seconds(daemon.now - startedAt),
             "state": .string(application.applicationState.rawValue),
             "statusText": .string(application.statusText),
             "controllers": .int(counts.controllers),
@@ -298,10 +299,10 @@ final class ControlService {
     /// while the daemon terminates, else a sleep's, else the background time.
     func backgroundTasks() -> [JSONValue] {
         var budget: (String, Duration)?
-        if let left = daemon.termination.remaining {
+        if let left = daemon.terminationRemaining {
             budget = ("termination", left)
-        } else if let deadline = daemon.systemEvents?.sleepDeadline {
-            budget = ("sleep", max(.zero, deadline - daemon.effects.now()))
+        } else if let deadline = daemon.systemStatus?.sleepDeadline {
+            budget = ("sleep", max(.zero, deadline - daemon.now))
         } else if let left = daemon.application.backgroundTimeRemaining {
             budget = ("background time", left)
         }

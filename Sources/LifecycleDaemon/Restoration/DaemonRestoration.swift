@@ -51,7 +51,7 @@ extension Daemon {
         let store = StateStore(
             settings: settings,
             notifier: .fromEnvironment(),
-            environment: ProcessEnvironment.all(),
+            environment: effects.environment,
             logger: logger
         ) { [notifications] error in notifications.reportFailure(error) }
         stateStore = store

@@ -33,6 +33,8 @@ package final class Daemon: ApplicationHost {
     let effects: DaemonEffects
     /// From any source to an application request.
     let router: RequestRouter
+    /// Ctrl-Z's stop in a terminal, once the background work is done.
+    let jobControl: JobControl
     let termination: TerminationWait
     /// The application's own configuration section, read again on every reload.
     private let applicationSection: (any ConfigurationSection.Type)?
@@ -98,7 +100,8 @@ package final class Daemon: ApplicationHost {
         self.logger = logger
         self.loop = loop
         self.effects = effects
-        self.router = RequestRouter(application: application, effects: effects, logger: logger)
+        self.jobControl = JobControl(application: application, effects: effects, logger: logger)
+        self.router = RequestRouter(application: application, jobControl: jobControl, logger: logger)
         let notifications = Notifications(effects: effects, logger: logger)
         self.notifications = notifications
         self.termination = TerminationWait(application: application, effects: effects, logger: logger) { assignments in
@@ -245,7 +248,7 @@ package final class Daemon: ApplicationHost {
     }
 
     private func startStallDetector() throws(SystemCallError) {
-        var thresholds = StallDetector.Thresholds.forWatchdog(SystemdNotifier.fromEnvironment().watchdogInterval())
+        var thresholds = StallDetector.Thresholds.forWatchdog(effects.watchdogInterval)
         if let warning = configuration.stallWarning { thresholds.warning = warning }
         let lines = application.trace.lineBuffer
         let detector = StallDetector(thresholds: thresholds, logger: logger) { lines.flush() }
@@ -257,8 +260,8 @@ package final class Daemon: ApplicationHost {
     }
 
     private func launchOptions() -> LaunchOptions {
-        let env = ProcessEnvironment.all()
-        let underSystemd = SystemdNotifier.isUnderSystemd
+        let env = effects.environment
+        let underSystemd = effects.underSystemd
         var facts: [String: String] = ["underSystemd": underSystemd ? "yes" : "no"]
         if let invocation = env["INVOCATION_ID"] { facts["invocationID"] = invocation }
         if let state = env["STATE_DIRECTORY"] { facts["stateDirectory"] = state }
@@ -353,7 +356,7 @@ package final class Daemon: ApplicationHost {
     }
 
     package func applicationWillBeginTermination(_ application: Application) {
-        router.terminationDidBegin()
+        jobControl.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: configuration.backgroundTaskBudget)
     }
@@ -365,7 +368,7 @@ package final class Daemon: ApplicationHost {
     package func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {
         systemEvents?.backgroundTasksDidChange(tasks)
         termination.tasksDidChange()
-        router.tasksDidChange()
+        jobControl.tasksDidChange()
     }
 
     package func application(
@@ -454,7 +457,7 @@ final class Notifications {
     func reportFailure(_ error: any Error) {
         guard !failureLogged else { return }
         failureLogged = true
-        let socket = ProcessEnvironment.value("NOTIFY_SOCKET").map { " (NOTIFY_SOCKET=\($0))" } ?? ""
+        let socket = effects.environment["NOTIFY_SOCKET"].map { " (NOTIFY_SOCKET=\($0))" } ?? ""
         logger.warning(
             """
             cannot reach systemd's notification socket\(socket): \(error) systemd does not hear about this service's \

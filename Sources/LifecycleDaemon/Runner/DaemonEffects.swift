@@ -38,6 +38,14 @@ struct DaemonEffects {
     var watchMemoryPressure:
         @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void) throws
             -> any MemoryPressureWatching
+    /// The process environment, read once when the daemon starts: nothing else in the daemon reads it.
+    var environment: [String: String] = [:]
+    /// Whether systemd runs the process (`INVOCATION_ID` or `NOTIFY_SOCKET`), as read at start.
+    var underSystemd = false
+    /// systemd's watchdog interval for this process (`WATCHDOG_USEC`), as read at start; nil without a watchdog.
+    var watchdogInterval: Duration?
+    /// Takes the listening sockets systemd passed (`LISTEN_FDS`): once, for the control socket.
+    var takeInheritedSockets: @MainActor () -> [SocketActivation.Socket] = { [] }
 }
 
 /// Where the daemon was started from, for job control and hangups.
@@ -166,7 +174,11 @@ extension DaemonEffects {
                     )
                 }
                 return monitor
-            }
+            },
+            environment: ProcessEnvironment.all(),
+            underSystemd: SystemdNotifier.isUnderSystemd,
+            watchdogInterval: notifier.watchdogInterval(),
+            takeInheritedSockets: { SocketActivation.take() }
         )
     }
 }
