@@ -762,8 +762,13 @@ struct AppearancePropertyTests {
 
     /// Counterexamples the property test found after the findings were fixed, kept as regressions: a
     /// setViewControllers whose dismissal shows the stack again (the stack must be final first), and a push onto a
-    /// stack that leaves the tree in the same turn (the push must not keep the pushed controller alive).
-    @Test(arguments: [[0, 159526, 0, 990076, 289276, 444114], [7752, 119164, 994952, 0, 646426, 669852, 187300, 675364]])
+    /// stack that leaves the tree in the same turn (the push must not keep the pushed controller alive), and a push
+    /// onto a covered stack during a held move whose pushed controller was released before the caller's (the
+    /// controllers leaving the tree live until the end of the turn).
+    @Test(arguments: [
+        [0, 159526, 0, 990076, 289276, 444114], [7752, 119164, 994952, 0, 646426, 669852, 187300, 675364],
+        [1443830, 727652, 483326, 498426, 0, 1938390, 903526],
+    ])
     func laterCounterexamplesAgreeWithTheModel(codes: [Int]) {
         let problem = Self.play(codes)
         #expect(problem == nil, "\(problem ?? "")")

@@ -190,8 +190,10 @@ open class NavigationController: ViewController {
         completion: @escaping @MainActor () -> Void
     ) {
         guard let container = viewIfLoaded else {
-            // Not loaded: nothing is shown; the top's view is embedded when this controller's view loads.
+            // Not loaded: nothing is shown; the top's view is embedded when this controller's view loads. What the
+            // completion keeps (the controllers that left the stack) still lives until the end of the turn (§3).
             completion()
+            application?.scheduleTurnEndWork { withExtendedLifetime(completion) {} }
             return
         }
         incoming?.lastTransitionAnimated(animated)

@@ -510,6 +510,10 @@ open class ViewController {
         detachFromParent()
         dismissPresentationsInSubtree()
         notifyDidMove(toParent: nil)
+        // As a popped or dismissed controller, it lives until the end of the turn: released now, inside the call that
+        // removed it (an edit that waited runs at the end of somebody's call into the tree), a node of its graph that
+        // call holds would outlive it, and the graph would not go in §3's order.
+        application?.scheduleTurnEndWork { withExtendedLifetime(self) {} }
     }
 
     /// Takes this controller out of its container now, without a callback: a container finishes the move

@@ -228,4 +228,102 @@ struct PropertyFindings {
             ]
         )
     }
+
+    // Finding 7. A controller unembedded by an edit that waited for a move was released at once, inside the public
+    // call that began the move — while the caller still held the controller it called (a child of the unembedded
+    // one). The graph went in two pieces: the unembedded controller and its other children first, the called child
+    // when the call returned. docs/lifecycle.md §3's release order (the controller, its view tree, its children in
+    // order, what it presented) needs the graph to go at once: as a popped or dismissed controller does, an
+    // unembedded one now lives until the end of the turn, when no call into it is running.
+    @Test func aControllerUnembeddedByAWaitingEditGoesWithItsChildrenInOrder() {
+        let (app, root, recorder) = launchedRoot { LeafController(identifier: "root") }
+        do {
+            let x = ContainerController(
+                identifier: "x",
+                children: [LeafController(identifier: "a"), LeafController(identifier: "b")]
+            )
+            root.embed(x)
+            // x is covered: nothing of its own holds it once it leaves the tree (no appearance callback pending).
+            let cover = fullScreen(Hooked("cover"))
+            root.present(cover, animated: false)
+            app.runEndOfTurn()
+            // The presentation below covers the cover: its viewWillDisappear unembeds x, which waits for that move.
+            cover.hooks["viewWillDisappear"] = { [unowned root, unowned x] _ in root.unembed(x) }
+        }
+        recorder.clear()
+
+        // The caller holds `a` for the whole call; the unembed runs at the end of the move this call makes, and takes
+        // what `a` presents out of the tree (the cover comes back).
+        root.children[0].children[0].present(fullScreen(LeafController(identifier: "p")), animated: false)
+        app.runEndOfTurn()
+
+        #expect(root.children.isEmpty)
+        #expect(
+            recorder.lines(events: appearance) == [
+                "root/cover viewWillDisappear", "root/x/a/p viewWillAppear", "root/x/a/p viewWillDisappear",
+                "root/cover viewWillAppear", "root/x/a/p viewDidDisappear", "root/cover viewDidAppear",
+            ]
+        )
+        #expect(
+            recorder.lines(events: ["deinit"]).filter { !$0.contains(".view/") } == [
+                "root/x/a/p deinit", "root/x/a/p.view deinit", "root/x deinit", "root/x.view deinit",
+                "root/x/a deinit", "root/x/a.view deinit", "root/x/b deinit", "root/x/b.view deinit",
+            ]
+        )
+    }
+
+    // The same for a pop from a navigation controller whose view is not loaded (never shown, or released on a memory
+    // warning): the pop's end-of-turn work, which keeps the popped controller until the end of the turn, ran at once
+    // (nothing to show), so the popped controller went inside the call that began the move, before the child that
+    // call holds. setViewControllers and popToRootViewController went the same way.
+    @Test func aControllerPoppedByAWaitingEditFromAnUnloadedStackGoesWithItsChildrenInOrder() {
+        let (app, root, recorder) = launchedRoot { LeafController(identifier: "root") }
+        do {
+            // A stack that is a child of the root without being embedded in its view: its view never loads.
+            let nav = NavigationController(rootViewController: LeafController(identifier: "n0"), identifier: "nav")
+            root.addChild(nav)
+            nav.didMove(toParent: root)
+            let x = ViewController(identifier: "x")
+            for id in ["a", "b"] {
+                let child = LeafController(identifier: id)
+                x.addChild(child)
+                child.didMove(toParent: x)
+            }
+            nav.pushViewController(x, animated: false)
+            let cover = fullScreen(Hooked("cover"))
+            root.present(cover, animated: false)
+            app.runEndOfTurn()
+            // The presentation below covers the cover: its viewWillDisappear pops x, which waits for that move.
+            cover.hooks["viewWillDisappear"] = { [unowned nav] _ in nav.popViewController(animated: false) }
+            #expect(!nav.isViewLoaded)
+        }
+        recorder.clear()
+
+        // The caller holds `a` for the whole call; the pop runs at the end of the move this call makes.
+        root.children[0].children[1].children[0].present(fullScreen(LeafController(identifier: "p")), animated: false)
+        app.runEndOfTurn()
+
+        #expect((root.children[0] as! NavigationController).viewControllers.map(\.identifier) == ["n0"])
+        #expect(
+            recorder.lines(events: ["deinit"]).filter { !$0.contains(".view/") } == [
+                "root/nav/x/a/p deinit", "root/nav/x/a/p.view deinit", "root/nav/x deinit", "root/nav/x/a deinit",
+                "root/nav/x/b deinit",
+            ]
+        )
+    }
+
+    /// The sequence the property test found (docs/lifecycle.md §3, "Release"): a push onto a covered navigation
+    /// controller, a full-screen presentation from the controller the push covered, and an unembedding of the
+    /// navigation controller from a callback of that presentation's move. Every graph released in the turn goes in
+    /// the contract's order.
+    @Test func theCounterexampleOfAnUnembeddingMadeDuringAPresentationFollowsTheModel() {
+        let codes = [725852, 1992910, 1376167, 1796390, 0, 109026]
+        #expect(AppearancePropertyTests.operations(codes) == [
+            "embed nav c3[c4] in r", "arm c1.viewWillDisappear (code 390158)", "schedule end-of-turn work (code 985833)",
+            "arm c6.viewWillDisappear (code 765970)", "push c8 (keeps its view) onto c1",
+            "c2 presents nav c9[c10] (.fullScreen)",
+        ])
+        let problem = AppearancePropertyTests.play(codes)
+        #expect(problem == nil, "\(problem ?? "")")
+    }
 }
