@@ -178,9 +178,16 @@ public final class Daemon: ApplicationHost {
             MainActor.assumeIsolated { self.application.runEndOfTurn() }
         }
         let watchdog = try loop.enableWatchdog()
-        // Trace lines are written once the dispatch that fired them returns, off the callbacks' path; a callback that
-        // hangs is named by the stall detector instead.
+        // Trace lines are written once the dispatch that fired them returns, off the callbacks' path, or as soon as
+        // anything else is logged, before it: every record of the process's handlers follows the lines recorded before
+        // it, so the log reads in the order things happened (docs/lifecycle.md §7). A callback that hangs is named by
+        // the stall detector.
         application.trace.defersLogLines = true
+        LoggingBackend.recordsFollow = application.trace.lineBuffer
+        // A wait for journald never costs a watchdog ping (sd-event pings at half the interval).
+        if let interval = SystemdNotifier.fromEnvironment().watchdogInterval() {
+            JournalWriter.shared.deliveryBudget = min(JournalWriter.defaultDeliveryBudget, interval / 8)
+        }
         if configuration.watchStalls { try startStallDetector() }
         loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
         if let hang = configuration.hangIn { installHang(in: hang) }
