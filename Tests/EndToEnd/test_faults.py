@@ -502,6 +502,41 @@ for index in range(count):
     time.sleep(0.005)
 """
 
+# Runs inside the sandbox: like SAVE_LATENCY_SCRIPT (kill(2) SIGUSR1 to the saved state on disk), but each round
+# starts only once the daemon says it is active again (GetStatus on the control socket after SIGUSR2), so a slow
+# round cannot make the next SIGUSR1 arrive while the daemon is still in the background. Prints each round's seconds
+# (5.0 for a save that did not come).
+ROUNDS_SCRIPT = r"""
+import json, os, signal, socket, sys, time
+pid, rounds, path, control = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def inode():
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+def state():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+        peer.connect(control)
+        peer.sendall(b'{"method":"io.lifecyclekit.Lifecycle.GetStatus"}\0')
+        reply = b""
+        while not reply.endswith(b"\0"):
+            reply += peer.recv(65536)
+    return json.loads(reply[:-1])["parameters"]["state"]
+seconds = []
+for _ in range(rounds):
+    deadline = time.monotonic() + 10
+    while state() != "active" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    before = inode()
+    began = time.monotonic()
+    os.kill(pid, signal.SIGUSR1)
+    while inode() == before and time.monotonic() - began < 5:
+        time.sleep(0.0002)
+    seconds.append(time.monotonic() - began)
+    os.kill(pid, signal.SIGUSR2)
+print(" ".join("%.6f" % s for s in seconds))
+"""
+
 
 def test_a_journald_slowed_down_never_holds_the_loop_longer_than_one_budget_and_no_watchdog_ping_is_missed(
     sandbox: Sandbox, daemon_unit: Callable[..., str]
@@ -517,17 +552,22 @@ def test_a_journald_slowed_down_never_holds_the_loop_longer_than_one_budget_and_
     journald = sandbox.show(JOURNALD, "MainPID")["MainPID"]
     sandbox.write_file("/run/throttle.py", THROTTLE_SCRIPT)
     sandbox.write_file("/run/burst.py", BURST_SCRIPT)
-    throttled_seconds = 14
+    sandbox.write_file("/run/rounds.py", ROUNDS_SCRIPT)
+    throttled_seconds = 20
     began = time.monotonic()
     sandbox.run(
         "systemd-run", "--unit=lifecycle-e2e-throttle", "--collect", "--property=Type=exec",
-        "/usr/bin/python3", "/run/throttle.py", journald, str(throttled_seconds), "0.2", "0.001",
+        "/usr/bin/python3", "/run/throttle.py", journald, str(throttled_seconds), "0.2", "0.0002",
     )
     try:
         # Far more lines than journald takes meanwhile: its socket's queue fills, then the writer's.
         sandbox.run("/usr/bin/python3", "/run/burst.py", pid, "60", timeout=60)
         ages: list[float] = [watchdog_age(sandbox, unit)]
-        saves = save_latencies(sandbox, pid, 20)
+        output = sandbox.run(
+            "/usr/bin/python3", "/run/rounds.py", pid, "20", "/var/lib/lifecycled/state.archive",
+            "/run/lifecycled/control", timeout=300,
+        ).stdout
+        saves = [float(x) for x in output.split()]
         ages.append(watchdog_age(sandbox, unit))
         while time.monotonic() - began < throttled_seconds - 1:
             ages.append(watchdog_age(sandbox, unit))
@@ -542,12 +582,14 @@ def test_a_journald_slowed_down_never_holds_the_loop_longer_than_one_budget_and_
     assert (during["ActiveState"], during["MainPID"], during["NRestarts"]) == ("active", pid, "0"), during
     # systemd heard WATCHDOG=1 throughout (WatchdogSec=2).
     assert max(ages) < 1.8, ages
-    # Signals are answered as with journald up: no save waited more than the one budget (250 ms) beyond the slowest
-    # with journald up, and half of them took no longer than with journald up.
+    # Signals are answered as with journald up: half of them took no longer than with journald up, and none waited
+    # for journald more than a few budgets (250 ms each: the dispatch a signal arrives in may be waiting one out, and
+    # its own waits one more, two when journald catches up between them); before the budget, a save waited seconds or
+    # systemd killed the daemon for the watchdog.
     median = sorted(saves)[len(saves) // 2]
     baseline_median = sorted(baseline)[len(baseline) // 2]
-    assert max(saves) < max(baseline) + 0.5, (saves, baseline)
     assert median < 2 * baseline_median + 0.010, (saves, baseline)
+    assert max(saves) < 1.0, (saves, baseline)
     records = sandbox.journal(unit, cursor)
     assert not [m for m in messages(records) if "Watchdog timeout" in m or "has run for" in m]
     record_figures(

@@ -233,7 +233,10 @@ public final class Daemon: ApplicationHost {
         let code = try loop.run()
         dispatchDidEnd()
         control?.stop()
+        systemEvents?.stop()
         stallDetector?.stop()
+        // The last line of a clean exit, after everything it reports: the teardown's trace, the inhibitors let go.
+        if code == 0, termination.hasExited { logger.info("terminated cleanly") }
         return code
     }
 

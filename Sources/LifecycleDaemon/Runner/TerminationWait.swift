@@ -25,7 +25,8 @@ final class TerminationWait {
     private var budget = Duration.zero
     private var extensionTimer: (any ScheduledWork)?
     private var isTornDown = false
-    private var hasExited = false
+    /// The termination ended cleanly (the tree torn down, no background task left) and the loop was told to exit 0.
+    private(set) var hasExited = false
 
     init(
         application: Application,
@@ -96,7 +97,7 @@ final class TerminationWait {
         extensionTimer?.cancel()
         extensionTimer = nil
         wait.cancel()
-        logger.info("terminated cleanly")
+        // "terminated cleanly" is the daemon's last line, once the loop has returned and everything is let go.
         effects.exit(0)
     }
 }
