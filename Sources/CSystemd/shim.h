@@ -15,17 +15,13 @@
 #include <systemd/sd-bus.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <linux/memfd.h>
-#include <stdint.h>
 #include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 // libdispatch's private hooks for a foreign run loop that owns the main thread, as swift-corelibs-foundation's
@@ -64,36 +60,6 @@ static inline int csystemd_thread_sigqueue(pid_t tid, int signo, int value) {
         return -errno;
     }
     return 0;
-}
-
-// A futex word for ConditionLock (LifecycleSystemd): Swift's Synchronization has a mutex but no condition, and its
-// Atomic has no address to hand the kernel. The word is only ever touched through these atomic operations.
-
-// The word's value now.
-static inline uint32_t csystemd_futex_load(const uint32_t *word) {
-    return __atomic_load_n(word, __ATOMIC_SEQ_CST);
-}
-
-// Changes the word and wakes every thread waiting on it.
-static inline void csystemd_futex_bump_and_wake(uint32_t *word) {
-    __atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
-    (void)syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
-}
-
-// Sleeps while the word holds `expected`, until a wake or until `deadline_ns` on CLOCK_MONOTONIC (negative: no
-// deadline). Returns 0 when woken, -errno otherwise: EAGAIN (the word had changed already), ETIMEDOUT, EINTR.
-static inline int csystemd_futex_wait(uint32_t *word, uint32_t expected, long long deadline_ns) {
-    struct timespec deadline;
-    struct timespec *until = NULL;
-    if (deadline_ns >= 0) {
-        deadline.tv_sec = (time_t)(deadline_ns / 1000000000LL);
-        deadline.tv_nsec = (long)(deadline_ns % 1000000000LL);
-        until = &deadline;
-    }
-    // FUTEX_WAIT_BITSET takes an absolute time, on CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME is given.
-    long result = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected, until, NULL,
-                          FUTEX_BITSET_MATCH_ANY);
-    return result < 0 ? -errno : 0;
 }
 
 // memfd_create(2) and file sealing for the file descriptor store: glibc declares memfd_create only under

@@ -6,23 +6,22 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import CSystemd
-import Synchronization
-
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
 /// A value behind a lock, and a condition to wait on for it: the one primitive of the threads the daemon adds (the
-/// stall detector's watcher, the journal writer's sender).
+/// stall detector's watcher, the journal writer's sender) and of the callers that wait for them.
 ///
-/// The lock is Synchronization's `Mutex`. The condition is an event count: a futex word that ``notifyAll()`` changes
-/// after the state changed. A waiter reads the word while it holds the lock, then sleeps only while the word still
-/// has that value; so a change made after the waiter looked at the state always wakes it (or keeps it from sleeping),
-/// and a waiter never sleeps holding the lock. Wake-ups may be spurious: a waiter looks at the state again.
+/// A POSIX mutex and condition variable on the monotonic clock, rather than Synchronization's `Mutex`: a condition
+/// must give the lock up while it sleeps and take it back when woken, in one step, which `pthread_cond_timedwait`
+/// does and `Mutex` (locked only for the span of a closure) cannot; and ThreadSanitizer sees every hand-over of a
+/// POSIX mutex, while `Mutex`'s contended path runs in the standard library, uninstrumented, so the sanitizer took two
+/// critical sections of one `Mutex` for a race (`make sanitize-thread`, issue 22).
 package final class ConditionLock<State: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: the state is only reached through the mutex; the futex word (a pointer, as the kernel needs
-    // an address) only through the shim's atomic operations.
+    // @unchecked Sendable: `state` is only read or written with `mutex` held (withLock and withLock(waiting:)). The
+    // mutex and the condition live at addresses of their own, allocated once, as POSIX requires; so does the state,
+    // which is then reached without a dynamic exclusivity check per access (the mutex is what keeps them exclusive).
 
     /// What a ``withLock(waiting:)`` body asks for: to return a value, or to sleep and look again.
     package enum Step<Result: Sendable>: Sendable {
@@ -32,50 +31,70 @@ package final class ConditionLock<State: Sendable>: @unchecked Sendable {
         case wait(until: UInt64?)
     }
 
-    private let mutex: Mutex<State>
-    private let word: UnsafeMutablePointer<UInt32>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    @usableFromInline let state: UnsafeMutablePointer<State>
 
     /// A lock over `state`.
     package init(_ state: State) {
-        mutex = Mutex(state)
-        word = .allocate(capacity: 1)
-        word.initialize(to: 0)
+        self.state = .allocate(capacity: 1)
+        self.state.initialize(to: state)
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        // Timed waits on the monotonic clock, which a change of the wall clock cannot stretch.
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
-        word.deinitialize(count: 1)
-        word.deallocate()
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     /// Runs `body` with the lock held.
-    package func withLock<Result: Sendable, Failure: Error>(
-        _ body: (inout State) throws(Failure) -> Result
-    ) throws(Failure) -> Result {
-        try mutex.withLock { (state: inout State) throws(Failure) -> Result in try body(&state) }
+    // Inlinable: the stall detector takes it for every callback, from another module.
+    @inlinable
+    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&state.pointee)
     }
 
     /// Runs `body` with the lock held until it returns ``Step/done(_:)``; each time it returns ``Step/wait(until:)``,
-    /// sleeps without the lock until ``notifyAll()`` is called or the deadline passes, then runs it again.
+    /// sleeps without the lock until ``notifyAll()`` is called or the deadline passes (or spuriously), then runs it
+    /// again.
     package func withLock<Result: Sendable>(waiting body: (inout State) -> Step<Result>) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         while true {
-            // The word is read with the lock held: a change of the state after this look bumps it after.
-            let (step, ticket) = mutex.withLock { (state: inout State) -> (Step<Result>, UInt32) in
-                (body(&state), csystemd_futex_load(word))
-            }
-            switch step {
+            switch body(&state.pointee) {
             case .done(let result):
                 return result
-            case .wait(let deadline):
-                if let deadline, Self.now() >= deadline { continue }
-                _ = csystemd_futex_wait(word, ticket, deadline.map { Int64(clamping: $0) } ?? -1)
+            case .wait(nil):
+                pthread_cond_wait(condition, mutex)
+            case .wait(let deadline?):
+                var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+                pthread_cond_timedwait(condition, mutex, &time)
             }
         }
     }
 
     /// Wakes every thread sleeping in ``withLock(waiting:)``, to look at the state again; call it after changing the
-    /// state (with the lock held or after releasing it). A system call: call it when somebody may wait.
+    /// state (with the lock held or after releasing it). Cheap when nobody waits.
     package func notifyAll() {
-        csystemd_futex_bump_and_wake(word)
+        pthread_cond_broadcast(condition)
     }
 
     /// `CLOCK_MONOTONIC` in nanoseconds: the clock of ``Step/wait(until:)`` deadlines.
