@@ -11,6 +11,9 @@ public import LifecycleSystemd
 public import Logging
 public import LifecycleIPC
 
+// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
+import SwiftOverlayShims
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -8,7 +8,7 @@
 
 public import LifecycleKit
 public import Logging
-import LifecycleSystemd
+@_spi(Threads) import LifecycleSystemd
 public import LifecycleIPC
 
 #if canImport(Glibc)
@@ -123,7 +123,7 @@ public final class StallDetector: CallbackMonitor, Sendable {
     // MARK: The main thread's side
 
     public func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
-        let now = Self.coarseMonotonicNanoseconds()
+        let now = MonotonicClock.coarseNow()
         let (late, wake) = lock.withLock { state -> (Slot?, Bool) in
             // The one before returned late: its notice goes out now.
             let late = state.slot.warnings > 0 ? state.slot : nil
@@ -138,7 +138,7 @@ public final class StallDetector: CallbackMonitor, Sendable {
             return (late, wake)
         }
         if wake { lock.notifyAll() }
-        if let late { returnedLate(late, at: ConditionLock<State>.now()) }
+        if let late { returnedLate(late, at: MonotonicClock.now()) }
     }
 
     /// The loop's dispatch returned: no callback runs any more.
@@ -150,7 +150,7 @@ public final class StallDetector: CallbackMonitor, Sendable {
             state.slot.warnings = 0
             return late
         }
-        if let late { returnedLate(late, at: ConditionLock<State>.now()) }
+        if let late { returnedLate(late, at: MonotonicClock.now()) }
     }
 
     private func returnedLate(_ late: Slot, at now: UInt64) {
@@ -173,7 +173,7 @@ public final class StallDetector: CallbackMonitor, Sendable {
                     state.watcherParked = true
                     return .wait(until: nil)
                 }
-                let running = ConditionLock<State>.now() &- state.slot.started
+                let running = MonotonicClock.now() &- state.slot.started
                 if state.slot.warnings == 0, running >= warningAt {
                     state.slot.warnings = 1
                     return .done(.report(state.slot, running: running, level: .warning))
@@ -228,13 +228,5 @@ public final class StallDetector: CallbackMonitor, Sendable {
         if milliseconds < 1000 { return "\(milliseconds) ms" }
         let tenths = (milliseconds + 50) / 100
         return "\(tenths / 10).\(tenths % 10) s"
-    }
-
-    /// `CLOCK_MONOTONIC` as of the last tick (4 ms with HZ=250): a quarter of the cost of the precise clock, read
-    /// per callback. Never ahead of ``ConditionLock/now()``, so a duration measured from it is at most a tick long.
-    private static func coarseMonotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -568,6 +568,6 @@ public final class JournalWriter: Sendable {
     }
 
     static func now() -> UInt64 {
-        ConditionLock<State>.now()
+        MonotonicClock.now()
     }
 }
