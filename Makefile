@@ -15,6 +15,7 @@
 #   make man      lifecyclectl's man page, docs/man/lifecyclectl.1 (generated, committed)
 #   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
+#   make unit-test-netns  the unit tests where net.unix.max_dgram_qlen is 512, as on a machine systemd booted
 #   make fuzz     every libFuzzer target of Fuzzing/ for FUZZ_SECONDS each (default 60); FUZZ_TARGETS=json picks some
 #   make api      write docs/api/public-api.txt, the public API from the symbol graph (CI checks it is current)
 #   make docs     build the DocC catalogs, warnings as errors (CI does too)
@@ -34,7 +35,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example example-test run test unit-test e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
+.PHONY: deps build example example-test run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -68,6 +69,18 @@ unit-test: deps
 # reload). The same build plan as `make example` (see there).
 example-test: example
 	$(SWIFT) test $(EXAMPLE_SCRATCH) --package-path "$(EXAMPLE)"
+
+# No unit test may depend on a host setting; this runs them where one that differs between machines is the other way:
+# net.unix.max_dgram_qlen (how many datagrams an unread AF_UNIX socket holds) is the kernel's 10 on these build
+# machines and 512 on any machine systemd booted (systemd raises it, in its own network namespace). The tests run in
+# a network namespace of their own (unshare, as root: the setting is the namespace's, the host's is untouched) with
+# it at 512, as the invoking user again. No unit test uses the network.
+UID_GID = $(shell id -u):$(shell id -g)
+unit-test-netns: deps
+	$(SWIFT) build $(SCRATCH) --build-tests
+	$(SUDO) unshare --net -- sh -c 'sysctl -qw net.unix.max_dgram_qlen=512 && test "$$(cat /proc/sys/net/unix/max_dgram_qlen)" = 512 && \
+		exec setpriv --reuid=$(firstword $(subst :, ,$(UID_GID))) --regid=$(lastword $(subst :, ,$(UID_GID))) --init-groups \
+		env "PATH=$(PATH)" "HOME=$(HOME)" $(SWIFT) test $(SCRATCH) --skip-build'
 
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.

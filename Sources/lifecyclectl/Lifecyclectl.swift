@@ -158,21 +158,44 @@ struct Trace: ParsableCommand {
         try Lifecyclectl.perform {
             var formatter = TraceFormatter(style: Lifecyclectl.style)
             let json = connection.json
-            func print(_ events: [JSONValue]) {
+            // The events of a reply, and the records the daemon logged among them, each in its place: a record comes
+            // after the event it names in `after` and before the next one.
+            func print(_ reply: JSONObject) {
+                let events = (reply["events"]?.arrayValue ?? []).compactMap(\.objectValue)
+                var records = (reply["records"]?.arrayValue ?? []).compactMap(\.objectValue)[...]
                 var text = ""
-                for event in events.compactMap(\.objectValue) {
+                func printRecords(before sequence: Int64?) {
+                    while let record = records.first,
+                        sequence.map({ (record["after"]?.integerValue ?? 0) < $0 }) ?? true
+                    {
+                        records = records.dropFirst()
+                        if json {
+                            text += JSONValue.object(record).text + "\n"
+                        } else {
+                            let metadata = (record["metadata"]?.objectValue ?? [:]).map { ($0.key, $0.value.stringValue ?? "") }
+                            text += formatter.format(
+                                logLevel: record["level"]?.stringValue ?? "",
+                                message: record["message"]?.stringValue ?? "",
+                                metadata: metadata.map { (key: $0.0, value: $0.1) }
+                            )
+                        }
+                    }
+                }
+                for event in events {
+                    printRecords(before: event["seq"]?.integerValue)
                     if json {
                         text += TerminalSafe.json(.object(event)) + "\n"
                     } else if let record = TraceRecord(json: TerminalSafe.escaped(event)) {
                         text += formatter.format(record)
                     }
                 }
+                printRecords(before: nil)
                 Lifecyclectl.write(text)
             }
             let backlog = Int64(lines ?? (follow ? 10 : 50))
             guard follow else {
                 let reply = try connection.call("Trace", ["backlog": .integer(backlog)])
-                print(reply["events"]?.arrayValue ?? [])
+                print(reply)
                 Lifecyclectl.write(formatter.flush())
                 return
             }
@@ -180,7 +203,7 @@ struct Trace: ParsableCommand {
             try ControlFailure.wrap(target: connection.target) { () throws(VarlinkClientError) in
                 try client.stream("io.lifecyclekit.Lifecycle.Trace", parameters: ["backlog": .integer(backlog)]) {
                     reply in
-                    print(reply["events"]?.arrayValue ?? [])
+                    print(reply)
                     return true
                 }
             }

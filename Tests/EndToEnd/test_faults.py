@@ -474,6 +474,136 @@ def test_while_journald_is_down_the_loop_never_blocks_and_the_journal_learns_wha
     )
 
 
+# Runs inside the sandbox: slows journald down without stopping it, as a local user able to stop and continue it (or
+# to starve it of CPU) could: journald is stopped for `stop` seconds, then runs for `run` seconds, over and over for
+# `seconds`, and is left running. It takes a few entries in each short window, so it never goes `stall` seconds
+# without taking one: a wait for it that only gives up on a stall would last as long as journald needs to catch up.
+THROTTLE_SCRIPT = r"""
+import os, signal, sys, time
+pid, seconds, stop, run = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+end = time.monotonic() + seconds
+try:
+    while time.monotonic() < end:
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(stop)
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(run)
+finally:
+    os.kill(pid, signal.SIGCONT)
+"""
+
+# Runs inside the sandbox: `count` signals to the daemon, SIGUSR1 and SIGUSR2 in turn, 5 ms apart (kill(2)): a burst
+# of transitions whose lines fill journald's socket and then the writer's queue.
+BURST_SCRIPT = r"""
+import os, signal, sys, time
+pid, count = int(sys.argv[1]), int(sys.argv[2])
+for index in range(count):
+    os.kill(pid, signal.SIGUSR1 if index % 2 == 0 else signal.SIGUSR2)
+    time.sleep(0.005)
+"""
+
+# Runs inside the sandbox: like SAVE_LATENCY_SCRIPT (kill(2) SIGUSR1 to the saved state on disk), but each round
+# starts only once the daemon says it is active again (GetStatus on the control socket after SIGUSR2), so a slow
+# round cannot make the next SIGUSR1 arrive while the daemon is still in the background. Prints each round's seconds
+# (5.0 for a save that did not come).
+ROUNDS_SCRIPT = r"""
+import json, os, signal, socket, sys, time
+pid, rounds, path, control = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def inode():
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+def state():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+        peer.connect(control)
+        peer.sendall(b'{"method":"io.lifecyclekit.Lifecycle.GetStatus"}\0')
+        reply = b""
+        while not reply.endswith(b"\0"):
+            reply += peer.recv(65536)
+    return json.loads(reply[:-1])["parameters"]["state"]
+seconds = []
+for _ in range(rounds):
+    deadline = time.monotonic() + 10
+    while state() != "active" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    before = inode()
+    began = time.monotonic()
+    os.kill(pid, signal.SIGUSR1)
+    while inode() == before and time.monotonic() - began < 5:
+        time.sleep(0.0002)
+    seconds.append(time.monotonic() - began)
+    os.kill(pid, signal.SIGUSR2)
+print(" ".join("%.6f" % s for s in seconds))
+"""
+
+
+def test_a_journald_slowed_down_never_holds_the_loop_longer_than_one_budget_and_no_watchdog_ping_is_missed(
+    sandbox: Sandbox, daemon_unit: Callable[..., str]
+) -> None:
+    """Issue 19: the wait before sd_notify and control replies has a total budget (250 ms, an eighth of a short
+    watchdog interval), not only a stall timeout: a journald that keeps taking an entry now and then holds the main
+    loop one budget per outage, never as long as it takes to catch up."""
+    unit = daemon_unit("WatchdogSec=2")
+    _, shown = start(sandbox, unit)
+    pid = shown["MainPID"]
+    baseline = save_latencies(sandbox, pid, 10)
+    cursor = sandbox.cursor()
+    journald = sandbox.show(JOURNALD, "MainPID")["MainPID"]
+    sandbox.write_file("/run/throttle.py", THROTTLE_SCRIPT)
+    sandbox.write_file("/run/burst.py", BURST_SCRIPT)
+    sandbox.write_file("/run/rounds.py", ROUNDS_SCRIPT)
+    throttled_seconds = 20
+    began = time.monotonic()
+    sandbox.run(
+        "systemd-run", "--unit=lifecycle-e2e-throttle", "--collect", "--property=Type=exec",
+        "/usr/bin/python3", "/run/throttle.py", journald, str(throttled_seconds), "0.2", "0.0002",
+    )
+    try:
+        # Far more lines than journald takes meanwhile: its socket's queue fills, then the writer's.
+        sandbox.run("/usr/bin/python3", "/run/burst.py", pid, "60", timeout=60)
+        ages: list[float] = [watchdog_age(sandbox, unit)]
+        output = sandbox.run(
+            "/usr/bin/python3", "/run/rounds.py", pid, "20", "/var/lib/lifecycled/state.archive",
+            "/run/lifecycled/control", timeout=300,
+        ).stdout
+        saves = [float(x) for x in output.split()]
+        ages.append(watchdog_age(sandbox, unit))
+        while time.monotonic() - began < throttled_seconds - 1:
+            ages.append(watchdog_age(sandbox, unit))
+            time.sleep(0.25)
+        during = sandbox.show(unit)
+        journald_state = sandbox.show(JOURNALD, "ActiveState", "MainPID")
+    finally:
+        sandbox.systemctl("stop", "lifecycle-e2e-throttle", check=False)
+        sandbox.systemctl("kill", "-s", "SIGCONT", JOURNALD, check=False)
+    # journald was slow, not gone.
+    assert journald_state == {"ActiveState": "active", "MainPID": journald}, journald_state
+    assert (during["ActiveState"], during["MainPID"], during["NRestarts"]) == ("active", pid, "0"), during
+    # systemd heard WATCHDOG=1 throughout (WatchdogSec=2).
+    assert max(ages) < 1.8, ages
+    # Signals are answered as with journald up: half of them took no longer than with journald up, and none waited
+    # for journald more than a few budgets (250 ms each: the dispatch a signal arrives in may be waiting one out, and
+    # its own waits one more, two when journald catches up between them); before the budget, a save waited seconds or
+    # systemd killed the daemon for the watchdog.
+    median = sorted(saves)[len(saves) // 2]
+    baseline_median = sorted(baseline)[len(baseline) // 2]
+    assert median < 2 * baseline_median + 0.010, (saves, baseline)
+    assert max(saves) < 1.0, (saves, baseline)
+    records = sandbox.journal(unit, cursor)
+    assert not [m for m in messages(records) if "Watchdog timeout" in m or "has run for" in m]
+    record_figures(
+        "journald_slowed",
+        {
+            "save_ms_journald_up_median": round(baseline_median * 1000, 2),
+            "save_ms_journald_up_max": round(max(baseline) * 1000, 2),
+            "save_ms_journald_slowed_median": round(median * 1000, 2),
+            "save_ms_journald_slowed_max": round(max(saves) * 1000, 2),
+            "watchdog_ping_age_max_s": round(max(ages), 2),
+        },
+    )
+
+
 # MARK: 4. systemctl daemon-reexec
 
 

@@ -57,12 +57,10 @@ func block(for duration: Duration) {
     while nanosleep(&request, &remaining) != 0 { request = remaining }
 }
 
-// One test at a time: a detector publishes each callback's target in RunningCallback, which holds the latest one of
-// the process (one main thread runs callbacks in a daemon; these tests play its part from their own threads).
-// On the main actor: a detector publishes from the thread that runs callbacks, and nodes released by other suites
-// (on the main actor) read the published node without the lock.
+// On the main actor: the detector is told of callbacks by the thread that runs them (a daemon's main thread), and the
+// tests that drive an application play that part.
 @MainActor
-@Suite("The stall detector", .serialized)
+@Suite("The stall detector")
 struct StallDetectorTests {
     @Test func aCallbackRunningPastTheThresholdsIsNamedTwiceThenItsDurationWhenItReturns() throws {
         let log = StallLog()
@@ -125,90 +123,86 @@ struct StallDetectorTests {
     }
 
     @MainActor
-    @Test func aHungControllerCallbackIsNamedByItsPathWhileNobodyObservesTheTrace() throws {
-        // Nothing observes the trace (no path is built for it): the detector still names the controller by its path,
-        // read from its thread while the main thread is blocked in the callback.
+    @Test func aHungControllerCallbackIsNamedByItsTypeWhileNobodyObservesTheTraceAndByItsPathWhenTheTraceRecordsIt() throws {
+        // Nothing observes the trace, so no path is built for it: the detector names the controller by its type. With
+        // the trace logged (as under journald), by the path the trace built for the event.
         final class Hanging: ViewController {
             override func viewDidAppear(_ animated: Bool) { block(for: .milliseconds(200)) }
         }
-        let log = StallLog()
-        let detector = StallDetector(thresholds: .init(warning: .milliseconds(100), urgent: nil), logger: log.logger())
-        try detector.start()
-        defer { detector.stop() }
-        let root = ViewController(identifier: "root")
-        root.embed(Hanging(identifier: "hanging"))
-        let app = Application(delegate: QuietDelegate(), logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
-        app.trace.monitor = detector
-        app.window = Window(rootViewController: root)
-        app.launch()
-        app.runEndOfTurn()
-        detector.dispatchDidEnd()
-        // Only the hung callback's records: on a loaded machine (a sanitizer run) the launch's own steps may be slow.
-        let records = log.all.filter { $0.metadata["lifecycle.stall_event"] == "viewDidAppear" }
-        #expect(records.map(\.level) == [.warning, .notice])
-        #expect(records.map { $0.metadata["lifecycle.stall_target"] } == ["root/hanging", "root/hanging"])
-        #expect(records.first?.message.hasPrefix("viewDidAppear root/hanging has run for ") == true)
+        for logged in [false, true] {
+            let log = StallLog()
+            let detector = StallDetector(thresholds: .init(warning: .milliseconds(100), urgent: nil), logger: log.logger())
+            try detector.start()
+            defer { detector.stop() }
+            let root = ViewController(identifier: "root")
+            root.embed(Hanging(identifier: "hanging"))
+            // Logged: every event at debug reaches a handler (a log of its own); not: nothing does.
+            let appLogger = logged ? StallLog().logger() : Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() })
+            let app = Application(delegate: QuietDelegate(), logger: appLogger)
+            app.trace.monitor = detector
+            app.window = Window(rootViewController: root)
+            app.launch()
+            app.runEndOfTurn()
+            detector.dispatchDidEnd()
+            // Only the hung callback's records: on a loaded machine (a sanitizer run) the launch's own steps may be slow.
+            let records = log.all.filter { $0.metadata["lifecycle.stall_event"] == "viewDidAppear" }
+            let name = logged ? "root/hanging" : "<Hanging>"
+            #expect(records.map(\.level) == [.warning, .notice])
+            #expect(records.map { $0.metadata["lifecycle.stall_target"] } == [name, name])
+            #expect(records.first?.message.hasPrefix("viewDidAppear \(name) has run for ") == true)
+        }
     }
 
     @MainActor
-    @Test func aNodeReleasedAfterItsCallbackStartedIsNamedByThePathItLeftBehind() throws {
-        // The callback returned and its node went while the main loop is still blocked: the warning names the path
-        // the node left when it went, without reading the node's storage (AddressSanitizer would catch a read).
+    @Test func aNodeReleasedAfterItsCallbackStartedIsNamedByWhatTheDetectorWasTold() throws {
+        // The callback returned and its node went while the main loop is still blocked: the detector names it by the
+        // values it was handed (a path the trace built, or the node's type), never by reading the node.
         let log = StallLog()
         let detector = StallDetector(thresholds: .init(warning: .milliseconds(50), urgent: nil), logger: log.logger())
         try detector.start()
         defer { detector.stop() }
         var controller: ViewController? = ViewController(identifier: "gone")
-        detector.callbackWillStart(sequence: 7, event: "viewDidDisappear", target: controller!.callbackTarget)
+        detector.callbackWillStart(sequence: 7, event: "viewDidDisappear", target: CallbackTarget(controller!, path: "root/gone"))
         controller = nil
         block(for: .milliseconds(150))
         var view: View? = View(name: "label")
-        detector.callbackWillStart(sequence: 8, event: "layoutSubviews", target: view!.callbackTarget)
+        detector.callbackWillStart(sequence: 8, event: "layoutSubviews", target: CallbackTarget(view!, path: nil))
         view = nil
         block(for: .milliseconds(150))
         detector.dispatchDidEnd()
         let records = log.all
         #expect(records.map(\.level) == [.warning, .notice, .warning, .notice])
-        #expect(records.map { $0.metadata["lifecycle.stall_target"] } == ["gone", "gone", "label", "label"])
+        #expect(records.map { $0.metadata["lifecycle.stall_target"] } == ["root/gone", "root/gone", "<View>", "<View>"])
         #expect(records.map { $0.metadata["lifecycle.stall_seq"] } == ["7", "7", "8", "8"])
     }
 
     @MainActor
-    @Test func aLaterCallbackMakesTheEarlierTargetUnreadable() {
-        // Only the latest publication can be read: an earlier target may be gone without the detector knowing.
-        let first = ViewController(identifier: "first")
-        let second = View(name: "second")
-        // Made before the lock is taken: making one writes the node's path, under the same lock.
-        let firstTarget = first.callbackTarget
-        let secondTarget = second.callbackTarget
-        pthread_mutex_lock(RunningCallback.mutex)
-        let firstPublication = RunningCallback.publish(firstTarget)
-        #expect(RunningCallback.path(of: firstTarget, publication: firstPublication) == "first")
-        let secondPublication = RunningCallback.publish(secondTarget)
-        #expect(RunningCallback.path(of: firstTarget, publication: firstPublication) == nil)
-        #expect(RunningCallback.path(of: secondTarget, publication: secondPublication) == "second")
-        #expect(RunningCallback.path(of: "delegate", publication: firstPublication) == "delegate")
-        pthread_mutex_unlock(RunningCallback.mutex)
-        _ = (first, second)
-    }
-
-    @MainActor
-    @Test func theTraceTellsTheMonitorOfEveryCallbackTracedOrNot() {
+    @Test func theTraceTellsTheMonitorOfEveryCallbackTracedOrNotWithThePathOnlyWhenItBuiltOne() {
         final class Recording: CallbackMonitor, @unchecked Sendable {
             // @unchecked: only the main actor (the trace) touches it in this test.
             var seen: [String] = []
+            var identities: Set<ObjectIdentifier> = []
             func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
-                let path = MainActor.assumeIsolated { target.path }
-                seen.append("\(sequence) \(path) \(event)")
+                seen.append("\(sequence) \(target) \(event)")
+                if let identity = target.identity { identities.insert(identity) }
             }
         }
         let monitor = Recording()
         let app = Application(delegate: QuietDelegate(), logger: Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() }))
         app.trace.monitor = monitor
-        app.window = Window(rootViewController: ViewController(identifier: "root"))
+        let root = ViewController(identifier: "root")
+        app.window = Window(rootViewController: root)
         app.launch()
         app.requestEnterBackground()
-        #expect(monitor.seen.suffix(2) == ["\(app.trace.sequence - 1) root applicationDidEnterBackground", "\(app.trace.sequence) delegate applicationDidEnterBackground"])
+        #expect(monitor.seen.suffix(2) == ["\(app.trace.sequence - 1) <ViewController> applicationDidEnterBackground", "\(app.trace.sequence) delegate applicationDidEnterBackground"])
         #expect(monitor.seen.count == app.trace.sequence)
+        #expect(monitor.identities.contains(ObjectIdentifier(root)))
+        // Observed, the trace builds each event's path, and the monitor is told it.
+        let observation = app.trace.observe { _ in }
+        app.requestBecomeActive()
+        #expect(monitor.seen.suffix(2) == [
+            "\(app.trace.sequence - 1) delegate applicationDidBecomeActive", "\(app.trace.sequence) root applicationDidBecomeActive",
+        ])
+        observation.cancel()
     }
 }

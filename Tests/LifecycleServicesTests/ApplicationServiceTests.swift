@@ -106,7 +106,8 @@ struct ApplicationServiceTests {
         let running = Task { try await group.run() }
         while !timeline.lines.contains("didBecomeActive") { try await Task.sleep(for: .milliseconds(1)) }
         kill(getpid(), SIGUSR2)
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Long: the main actor is shared by every @MainActor test of the process (see `settle(until:)`).
+        let deadline = ContinuousClock.now + .seconds(120)
         while !timeline.lines.contains("memoryWarning"), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(1))
         }

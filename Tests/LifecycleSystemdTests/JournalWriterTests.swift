@@ -7,6 +7,7 @@
 //
 
 import Logging
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LifecycleSystemd
@@ -16,8 +17,13 @@ import Glibc
 #endif
 
 // The writer against a stand-in for journald's socket: a bound AF_UNIX datagram socket in a temporary directory that
-// the test reads, or does not read (a stopped or hung journald: its queue fills, net.unix.max_dgram_qlen datagrams,
-// and a blocking send would then wait), or binds only later (no journald yet).
+// the test reads, or does not read (a stopped or hung journald), or binds only later (no journald yet).
+//
+// How many datagrams an unread socket takes before a send would block depends on the host: its queue holds
+// net.unix.max_dgram_qlen of them (the kernel's 10, or 512 on a machine systemd booted), and the sender's own SO_SNDBUF
+// holds their bytes until they are read. So the tests that fill journald's queue give the writer a small send buffer
+// (``JournalWriterTests/smallSendBuffer``): it fills after a few dozen entries, whichever of the two limits the host
+// has, and every count the tests assert is taken from the writer's statistics, not from the host's settings.
 
 /// A datagram socket at a path, standing in for /run/systemd/journal/socket.
 final class FakeJournald {
@@ -102,12 +108,52 @@ final class FakeJournald {
     }
 }
 
+// The reader thread alone uses it while it runs.
+extension FakeJournald: @unchecked Sendable {}
+
+/// A journald that takes one entry every `pause` microseconds, on a thread of its own: slowed down, never stopped.
+final class SlowReader: Sendable {
+    private final class Shared: Sendable {
+        let taken = Mutex<[Int]>([])
+        let stopping = Atomic<Bool>(false)
+    }
+
+    private let state: Shared
+    private let thread: pthread_t
+
+    init(_ journald: FakeJournald, pause: useconds_t) throws {
+        let state = Shared()
+        guard case .success(let thread) = SystemThread.start(blockingSignals: true, {
+            while !state.stopping.load(ordering: .relaxed) {
+                guard let fields = journald.receiveFields() else { continue }
+                if let number = fields["LIFECYCLE_SEQ"].flatMap({ Int($0) }) { state.taken.withLock { $0.append(number) } }
+                usleep(pause)
+            }
+        }) else { throw TestFailure("pthread_create") }
+        self.state = state
+        self.thread = thread
+    }
+
+    /// Stops once it has taken the entry numbered `last` (or after 30 s) and returns the numbers it took, in order.
+    func stop(after last: Int) -> [Int] {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while state.taken.withLock({ $0.last }) != last, ContinuousClock.now < deadline { usleep(10_000) }
+        state.stopping.store(true, ordering: .relaxed)
+        pthread_join(thread, nil)
+        return state.taken.withLock { $0 }
+    }
+}
+
 @Suite struct JournalWriterTests {
     /// A fresh directory (removed when the test ends) and the socket path in it.
     static func place() throws -> (TemporaryDirectory, String) {
         let directory = try TemporaryDirectory()
         return (directory, directory.path + "/journal")
     }
+
+    /// A send buffer that a few dozen short entries fill (the kernel doubles it and counts each datagram's overhead),
+    /// fewer than the tests send, whatever `net.unix.max_dgram_qlen` is.
+    static let smallSendBuffer: Int32 = 8 << 10
 
     static func entry(_ number: Int) -> [String] {
         ["MESSAGE=line \(number)", "PRIORITY=6", "SYSLOG_IDENTIFIER=test", "LIFECYCLE_SEQ=\(number)"]
@@ -142,10 +188,14 @@ final class FakeJournald {
         let (directory, socketPath) = try Self.place()
         defer { directory.remove() }
         let journald = try FakeJournald(path: socketPath)
+        // Durations far apart, so that what is measured does not depend on the machine's speed: a send that waited
+        // would wait the stall timeout (2 s); a wait lasts its budget (1 s) from the moment it is called.
         let writer = JournalWriter(
-            socketPath: socketPath, limits: .init(entries: 20, bytes: 1 << 20), stallTimeout: .milliseconds(100)
+            socketPath: socketPath, limits: .init(entries: 20, bytes: 1 << 20), stallTimeout: .seconds(2),
+            sendBufferSize: Self.smallSendBuffer
         )
         defer { writer.stop() }
+        writer.deliveryBudget = .seconds(1)
         var slowest = Duration.zero
         for number in 1...100 {
             let began = ContinuousClock.now
@@ -153,20 +203,20 @@ final class FakeJournald {
             slowest = max(slowest, ContinuousClock.now - began)
         }
         // Never blocked: the socket's queue took a few, 20 wait, the rest were dropped.
-        #expect(slowest < .milliseconds(50))
+        #expect(slowest < .seconds(1))
         let full = writer.statistics
         #expect(full.sentDirectly > 0 && full.sentDirectly < 100)
         #expect(full.waiting == 20)
         #expect(full.dropped == 100 - full.sentDirectly - 20)
 
-        // Waiting for delivery gives up after the stall timeout, then returns at once.
+        // Waiting for delivery gives up after its budget, then returns at once until the queue has drained.
         var began = ContinuousClock.now
         writer.waitForDelivery()
         let firstWait = ContinuousClock.now - began
-        #expect(firstWait >= .milliseconds(90) && firstWait < .seconds(1))
+        #expect(firstWait >= .milliseconds(990) && firstWait < .milliseconds(1900), "\(firstWait)")
         began = ContinuousClock.now
         writer.waitForDelivery()
-        #expect(ContinuousClock.now - began < .milliseconds(20))
+        #expect(ContinuousClock.now - began < .milliseconds(500))
 
         // journald reads again: everything sent, in order, then the report.
         var numbers: [Int] = []
@@ -225,6 +275,39 @@ final class FakeJournald {
         #expect(received.seals.map { $0 & 0xF } == 0xF)
         #expect(writer.statistics.sentInMemfd == 1)
         #expect(writer.statistics.sentDirectly == 1)
+    }
+
+    @Test func aJournaldThatKeepsTakingEntriesSlowlyHoldsAWaitNoLongerThanItsBudgetAndTheNextWaitsNotAtAll() throws {
+        // journald slowed down (a local user throttling it): it takes an entry every 5 ms, never pausing long enough to
+        // count as a stall (10 s here), so only the budget ends a wait.
+        let (directory, socketPath) = try Self.place()
+        defer { directory.remove() }
+        let journald = try FakeJournald(path: socketPath)
+        let writer = JournalWriter(
+            socketPath: socketPath, limits: .init(entries: 2000, bytes: 4 << 20), stallTimeout: .seconds(10),
+            sendBufferSize: Self.smallSendBuffer
+        )
+        defer { writer.stop() }
+        writer.deliveryBudget = .milliseconds(500)
+        for number in 1...800 { writer.submit(Self.entry(number), identifier: "test") }
+        let queued = writer.statistics.waiting
+        #expect(queued > 700)
+        let reader = try SlowReader(journald, pause: 5_000)
+        var began = ContinuousClock.now
+        writer.waitForDelivery()
+        let firstWait = ContinuousClock.now - began
+        // The budget, not the 4 s journald needs for the queue: it was still taking entries when the wait ended.
+        #expect(firstWait >= .milliseconds(490) && firstWait < .seconds(3), "\(firstWait)")
+        #expect(writer.statistics.waiting > 0)
+        began = ContinuousClock.now
+        writer.waitForDelivery()
+        #expect(ContinuousClock.now - began < .milliseconds(250))
+        // Once journald has caught up, a wait waits for it again (and returns as soon as the queue is empty).
+        while writer.statistics.waiting > 0 { usleep(10_000) }
+        writer.waitForDelivery()
+        writer.submit(Self.entry(801), identifier: "test")
+        let received = reader.stop(after: 801)
+        #expect(received == Array(1...801))
     }
 
     @Test func theHandlerSendsTheSameFieldsItComputes() throws {

@@ -9,6 +9,7 @@
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 @_spi(Testing) public import LifecycleIPC
+import Logging
 
 /// The interfaces the control socket serves besides `org.varlink.service`: their definitions (the text
 /// `GetInterfaceDescription` returns and docs/control.md prints), their methods' declarations, and the JSON shapes
@@ -213,10 +214,21 @@
           eventsOmitted: int
         )
 
+        # A record the daemon logged while the trace was followed, in its place among the events.
+        type LogRecord (
+          # The number of the last event before it: the record comes after that event and before the next.
+          after: int,
+          # trace, debug, info, notice, warning, error or critical.
+          level: string,
+          message: string,
+          # Its metadata, as the journal's fields have it (lower case, with dots).
+          metadata: ?[string]string
+        )
+
         # The trace. Without more: the most recent events the daemon kept, up to backlog (default 50). With more: the
-        # last backlog kept events (default 0), then the events as they happen, a batch per reply, until the daemon
-        # stops.
-        method Trace(backlog: ?int) -> (events: []Event)
+        # last backlog kept events (default 0), then the events as they happen, a batch per reply, with the records
+        # logged among them, until the daemon stops.
+        method Trace(backlog: ?int) -> (events: []Event, records: ?[]LogRecord)
 
         # The request could not run: the application has not launched, or termination has started.
         error RequestDropped (request: string, reason: string)
@@ -281,6 +293,21 @@
                 detail: event.detail
             ).json
         )
+    }
+
+    /// A `LogRecord`.
+    static func json(_ record: WrittenRecord, after: Int) -> JSONValue {
+        var object: JSONObject = [
+            "after": .int(after),
+            "level": .string(record.level.rawValue),
+            "message": .string(record.message),
+        ]
+        if !record.metadata.isEmpty {
+            object["metadata"] = .object(
+                JSONObject(record.metadata.sorted { $0.key < $1.key }.map { ($0.key, JSONValue.string("\($0.value)")) })
+            )
+        }
+        return .object(object)
     }
 
     /// A `Node`.

@@ -9,6 +9,7 @@
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 @_spi(Testing) import LifecycleIPC
+import Synchronization
 
 /// What the control socket needs from the trace: the application delegate's last events, kept for `Trace` (a ring
 /// of `TraceBacklog=` events), the events of requests in flight for their replies, and the live events for
@@ -19,18 +20,67 @@
 /// ring that then held the last 256 controllers' callbacks of one event). The whole trace is observed only while a
 /// follower or a request in flight needs it; with `TraceBacklog=0`, no follower and no request, nothing is.
 /// Followers get their events in one reply per loop dispatch, once the dispatch's trace lines are written, never from
-/// inside a callback.
+/// inside a callback; with them, in their places, the records the daemon's log handlers wrote meanwhile (from any
+/// thread), so a follower reads the log in the order things happened, as the journal has it.
 @MainActor
 final class ControlTraceHub {
     /// A `Trace` call made with `more`.
     private final class Follower {
         let request: any ControlCall
-        /// Events up to this number were sent already.
+        /// Entries up to this number were sent already (or came before the call).
         var sentThrough: Int
 
         init(request: any ControlCall, sentThrough: Int) {
             self.request = request
             self.sentThrough = sentThrough
+        }
+    }
+
+    /// What followers get next, in the order it happened: trace events (observed on the main thread) and the records
+    /// the log handlers write (on the thread that logs), each numbered.
+    final class Entries: Sendable {
+        enum Entry: Sendable {
+            case event(TraceEvent)
+            /// A record, after the event numbered `after`.
+            case record(WrittenRecord, after: Int)
+        }
+
+        private struct State: Sendable {
+            var entries: [(number: Int, entry: Entry)] = []
+            var lastNumber = 0
+            var lastSequence = 0
+        }
+
+        private let state = Mutex(State())
+
+        /// The number the next entry will have minus one, and the sequence of the last event.
+        var last: (number: Int, sequence: Int) { state.withLock { ($0.lastNumber, $0.lastSequence) } }
+
+        func append(_ event: TraceEvent) {
+            state.withLock { state in
+                state.lastNumber += 1
+                state.lastSequence = event.sequence
+                state.entries.append((state.lastNumber, .event(event)))
+            }
+        }
+
+        func append(_ record: WrittenRecord) {
+            state.withLock { state in
+                state.lastNumber += 1
+                state.entries.append((state.lastNumber, .record(record, after: state.lastSequence)))
+            }
+        }
+
+        /// The trace's sequence when the entries start to be kept.
+        func start(at sequence: Int) {
+            state.withLock { $0.lastSequence = sequence }
+        }
+
+        func take() -> [(number: Int, entry: Entry)] {
+            state.withLock { state in
+                defer { state.entries.removeAll(keepingCapacity: true) }
+                return state.entries
+            }
         }
     }
 
@@ -44,8 +94,10 @@ final class ControlTraceHub {
     /// Every event, while a follower or a request in flight needs them.
     private var liveObservation: Trace.Observation?
     private var followers: [Follower] = []
-    /// Events since the last flush, for the followers.
-    private var pending: [TraceEvent] = []
+    /// Events and records since the last flush, for the followers.
+    private let pending = Entries()
+    /// Whether the log handlers hand their records to `pending`.
+    private var tapsRecords = false
     /// Requests in flight; while any is, events with the `control` cause are collected for their replies.
     private var requestsInFlight = 0
     private var collected: [TraceEvent] = []
@@ -78,7 +130,8 @@ final class ControlTraceHub {
     func follow(_ request: any ControlCall, backlog: Int) {
         let replay = recent(backlog)
         if !replay.isEmpty { request.send(["events": .array(replay.map(ControlInterface.json))]) }
-        let follower = Follower(request: request, sentThrough: trace.sequence)
+        if followers.isEmpty { pending.start(at: trace.sequence) }
+        let follower = Follower(request: request, sentThrough: pending.last.number)
         followers.append(follower)
         request.onDisconnect = { [weak self, weak follower] in
             MainActor.assumeIsolated {
@@ -93,19 +146,19 @@ final class ControlTraceHub {
     /// Sends the followers what happened since the last flush; the daemon calls it when a dispatch ends, after the
     /// trace lines are written.
     ///
-    /// The events are encoded once for every follower that gets the same ones (all but one that joined during the
-    /// dispatch), in replies of at most ``ControlInterface/maximumEventsPerReply`` events: the cost of a batch does
-    /// not grow with the number of followers, and no reply grows with the size of the tree.
+    /// The entries are encoded once for every follower that gets the same ones (all but one that joined during the
+    /// dispatch), in replies of at most ``ControlInterface/maximumEventsPerReply`` entries (events and records): the
+    /// cost of a batch does not grow with the number of followers, and no reply grows with the size of the tree.
     func flush() {
-        guard !pending.isEmpty else { return }
-        let events = pending
-        pending.removeAll(keepingCapacity: true)
+        let entries = pending.take()
+        guard let newest = entries.last?.number else { return }
         var shared: [Int: [SharedReply]] = [:]
         for follower in followers where follower.request.isConnected {
-            // Events are in sequence order: the first one this follower has not had.
-            guard let start = events.firstIndex(where: { $0.sequence > follower.sentThrough }) else { continue }
-            follower.sentThrough = events[events.count - 1].sequence
-            let replies = shared[start] ?? Self.replies(events[start...])
+            // Entries are in number order: the first one this follower has not had.
+            let start = entries.firstIndex { $0.number > follower.sentThrough }
+            follower.sentThrough = newest
+            guard let start else { continue }
+            let replies = shared[start] ?? Self.replies(entries[start...])
             shared[start] = replies
             for reply in replies {
                 follower.request.send(reply)
@@ -113,10 +166,20 @@ final class ControlTraceHub {
         }
     }
 
-    private static func replies(_ events: ArraySlice<TraceEvent>) -> [SharedReply] {
-        stride(from: events.startIndex, to: events.endIndex, by: ControlInterface.maximumEventsPerReply).map { first in
-            let chunk = events[first..<min(first + ControlInterface.maximumEventsPerReply, events.endIndex)]
-            return SharedReply(["events": .array(chunk.map(ControlInterface.json))])
+    private static func replies(_ entries: ArraySlice<(number: Int, entry: Entries.Entry)>) -> [SharedReply] {
+        let limit = ControlInterface.maximumEventsPerReply
+        return stride(from: entries.startIndex, to: entries.endIndex, by: limit).map { first in
+            var events: [JSONValue] = []
+            var records: [JSONValue] = []
+            for (_, entry) in entries[first..<min(first + limit, entries.endIndex)] {
+                switch entry {
+                case .event(let event): events.append(ControlInterface.json(event))
+                case .record(let record, let after): records.append(ControlInterface.json(record, after: after))
+                }
+            }
+            var reply: JSONObject = ["events": .array(events)]
+            if !records.isEmpty { reply["records"] = .array(records) }
+            return SharedReply(reply)
         }
     }
 
@@ -130,6 +193,10 @@ final class ControlTraceHub {
         backlogObservation = nil
         liveObservation?.cancel()
         liveObservation = nil
+        if tapsRecords {
+            tapsRecords = false
+            LoggingBackend.recordTap = nil
+        }
     }
 
     // MARK: Requests
@@ -168,7 +235,17 @@ final class ControlTraceHub {
             current.cancel()
             backlogObservation = nil
         }
-        let live = !followers.isEmpty || requestsInFlight > 0
+        let following = !followers.isEmpty
+        if following != tapsRecords {
+            tapsRecords = following
+            if following {
+                let pending = self.pending
+                LoggingBackend.recordTap = { record in pending.append(record) }
+            } else {
+                LoggingBackend.recordTap = nil
+            }
+        }
+        let live = following || requestsInFlight > 0
         if live, liveObservation == nil {
             liveObservation = trace.observe { [weak self] event in self?.record(event) }
         } else if !live, let current = liveObservation {

@@ -12,6 +12,9 @@ import Logging
 import SystemPackage
 @_spi(Testing) import LifecycleIPC
 
+// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
+import SwiftOverlayShims
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -11,6 +11,9 @@
 package import Logging
 @_spi(Testing) package import LifecycleIPC
 
+// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
+import SwiftOverlayShims
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -185,9 +188,16 @@ package final class Daemon: ApplicationHost {
             MainActor.assumeIsolated { self.application.runEndOfTurn() }
         }
         let watchdog = try loop.enableWatchdog()
-        // Trace lines are written once the dispatch that fired them returns, off the callbacks' path; a callback that
-        // hangs is named by the stall detector instead.
+        // Trace lines are written once the dispatch that fired them returns, off the callbacks' path, or as soon as
+        // anything else is logged, before it: every record of the process's handlers follows the lines recorded before
+        // it, so the log reads in the order things happened (docs/lifecycle.md §7). A callback that hangs is named by
+        // the stall detector.
         application.trace.defersLogLines = true
+        LoggingBackend.recordsFollow = application.trace.lineBuffer
+        // A wait for journald never costs a watchdog ping (sd-event pings at half the interval).
+        if let interval = SystemdNotifier.fromEnvironment().watchdogInterval() {
+            JournalWriter.shared.deliveryBudget = min(JournalWriter.defaultDeliveryBudget, interval / 8)
+        }
         if configuration.watchStalls { try startStallDetector() }
         loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
         if let hang = configuration.hangIn { installHang(in: hang) }
@@ -234,7 +244,16 @@ package final class Daemon: ApplicationHost {
         dispatchDidEnd()
         control?.stop()
         stateStore?.finishWrites(within: .seconds(10))
+        systemEvents?.stop()
         stallDetector?.stop()
+        // The last line of an exit, after everything it reports: the teardown's trace, the inhibitors let go.
+        if termination.hasExited {
+            if let failure = application.terminationFailure {
+                logger.error("terminated as a failure (exit status \(SysExit.temporaryFailure.rawValue)): \(failure)")
+            } else if code == 0 {
+                logger.info("terminated cleanly")
+            }
+        }
         return code
     }
 

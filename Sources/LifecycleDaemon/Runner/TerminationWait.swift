@@ -25,7 +25,8 @@ final class TerminationWait {
     private var budget = Duration.zero
     private var extensionTimer: (any ScheduledWork)?
     private var isTornDown = false
-    private var hasExited = false
+    /// The termination ended cleanly (the tree torn down, no background task left) and the loop was told to exit 0.
+    private(set) var hasExited = false
 
     init(
         application: Application,
@@ -96,14 +97,9 @@ final class TerminationWait {
         extensionTimer?.cancel()
         extensionTimer = nil
         wait.cancel()
-        if let failure = application.terminationFailure {
-            // A failure (restarts exhausted): a status systemd's Restart=on-failure acts on, not 64 or 78, which the
-            // unit's RestartPreventExitStatus= keeps from restarting.
-            logger.error("terminated as a failure (exit status \(SysExit.temporaryFailure.rawValue)): \(failure)")
-            effects.exit(SysExit.temporaryFailure.rawValue)
-        } else {
-            logger.info("terminated cleanly")
-            effects.exit(0)
-        }
+        // The last line ("terminated cleanly", or "terminated as a failure") is the daemon's, once the loop has returned
+        // and everything is let go. A failure (restarts exhausted) exits with a status systemd's Restart=on-failure
+        // acts on, not 64 or 78, which the unit's RestartPreventExitStatus= keeps from restarting.
+        effects.exit(application.terminationFailure == nil ? 0 : SysExit.temporaryFailure.rawValue)
     }
 }

@@ -594,7 +594,7 @@ public final class Application {
     // MARK: Tracing
 
     /// Records a callback of a controller or a view (`node.callbackTarget`), or of a target known by its path alone.
-    func traceEvent(_ event: String, target: @autoclosure () -> CallbackTarget, detail: String?) {
+    func traceEvent(_ event: String, target: @autoclosure () -> TraceTarget, detail: String?) {
         trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
     }
 

@@ -52,17 +52,21 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 /// Watches which callback runs now, from outside the main thread: the daemon's stall detector.
 ///
 /// ``callbackWillStart(sequence:event:target:)`` runs on the main actor just before every callback, traced or not;
-/// the monitor must be quick (it runs on the hot path) and may hand what it learned to another thread, which reads
-/// the target's path through ``RunningCallback``.
+/// the monitor must be quick (it runs on the hot path). What it is told are values (a number, a name, a
+/// ``CallbackTarget``), which it may hand to another thread.
 @_spi(Testing) public protocol CallbackMonitor: AnyObject, Sendable {
-    /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a controller or a
-    /// view: see ``CallbackTarget``, valid during this call only).
+    /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a named target, or
+    /// a controller or a view: its identity, its type, and its path when the trace built it).
     func callbackWillStart(sequence: Int, event: String, target: CallbackTarget)
 }
 
 /// Trace lines that wait to be written (``Trace/defersLogLines``), in order: written by the main thread when the
-/// loop's dispatch returns, or by any other thread that must get them out while the main thread cannot (the stall
-/// detector, when a callback hangs). Lines are written in order whoever writes them.
+/// loop's dispatch returns, or by any other thread that must get them out first.
+///
+/// It is also what keeps a process's log in the order things happened: a log handler that writes a record through
+/// ``writeInOrder(_:)`` writes the lines that wait first, under the same lock, so a callback's trace line comes before
+/// everything the callback logs, and every record after the lines of the callbacks that ran before it was logged
+/// (the daemon's handlers do; docs/lifecycle.md §7).
 package final class TraceLineBuffer: Sendable {
     private struct Pending: Sendable {
         var logger: Logger
@@ -70,6 +74,10 @@ package final class TraceLineBuffer: Sendable {
     }
 
     private let pending: Mutex<Pending>
+
+    /// True on a thread while it writes the waiting lines: a handler those lines reach writes them straight away
+    /// (they are what ``writeInOrder(_:)`` would write first, and the lock is held).
+    @TaskLocal package static var isWritingLines = false
 
     init(logger: Logger) {
         pending = Mutex(Pending(logger: logger))
@@ -88,11 +96,26 @@ package final class TraceLineBuffer: Sendable {
 
     /// Writes every waiting line, in order; safe from any thread.
     @_spi(Testing) public func flush() {
+        pending.withLock { pending in Self.write(&pending) }
+    }
+
+    /// Writes every waiting line, then runs `body` (a handler writing one record), under one lock: whatever thread
+    /// logs, its record comes after the lines recorded before it and before any line recorded after it.
+    package func writeInOrder(_ body: () -> Void) {
         pending.withLock { pending in
-            guard !pending.lines.isEmpty else { return }
-            for (level, event) in pending.lines { Trace.write(event, at: level, to: pending.logger) }
-            pending.lines.removeAll(keepingCapacity: true)
+            Self.write(&pending)
+            body()
         }
+    }
+
+    private static func write(_ pending: inout Pending) {
+        guard !pending.lines.isEmpty else { return }
+        let logger = pending.logger
+        let lines = pending.lines
+        Self.$isWritingLines.withValue(true) {
+            for (level, event) in lines { Trace.write(event, at: level, to: logger) }
+        }
+        pending.lines.removeAll(keepingCapacity: true)
     }
 }
 
@@ -211,7 +234,7 @@ public final class Trace {
     // Out of line: the fan-out's loop stays small enough for each event's callback to be inlined into it.
     @inline(never)
     private static func tell(_ monitor: any CallbackMonitor, sequence: Int, event: String, controller: ViewController) {
-        monitor.callbackWillStart(sequence: sequence, event: event, target: controller.callbackTarget)
+        monitor.callbackWillStart(sequence: sequence, event: event, target: CallbackTarget(controller, path: nil))
     }
 
     /// Writes the log lines that wait (``defersLogLines``), in order.
@@ -222,30 +245,35 @@ public final class Trace {
     /// Records one callback.
     ///
     /// The target path is only built when somebody will see the event, so an unobserved trace costs a counter (and,
-    /// with a ``monitor``, telling it of the node).
+    /// with a ``monitor``, telling it of the node by its identity).
     func record(
         event: String,
         isDelegate: Bool = false,
-        target: @autoclosure () -> CallbackTarget,
+        target: @autoclosure () -> TraceTarget,
         state: ApplicationState,
         cause: Cause,
         detail: String? = nil
     ) {
         sequence += 1
         guard isObserved(delegateEvent: isDelegate) else {
-            monitor?.callbackWillStart(sequence: sequence, event: event, target: isDelegate ? "delegate" : target())
+            monitor?.callbackWillStart(
+                sequence: sequence,
+                event: event,
+                target: isDelegate ? "delegate" : target().monitored(path: nil)
+            )
             return
         }
-        let callbackTarget: CallbackTarget = isDelegate ? "delegate" : target()
+        let subject: TraceTarget = isDelegate ? "delegate" : target()
+        let path = subject.path
         let traced = TraceEvent(
             event: event,
-            target: callbackTarget.path,
+            target: path,
             state: state,
             sequence: sequence,
             cause: cause,
             detail: detail
         )
-        monitor?.callbackWillStart(sequence: sequence, event: event, target: callbackTarget)
+        monitor?.callbackWillStart(sequence: sequence, event: event, target: subject.monitored(path: path))
         let level: Logger.Level = isDelegate || logsEverythingAtInfo ? .info : .debug
         if logger.logLevel <= level {
             if defersLogLines {

@@ -203,6 +203,31 @@ public import Logging
         return text
     }
 
+    /// What to print for a log record among the events (`lifecyclectl trace --follow`): the count of a run of repeats
+    /// it ends, then one line: the level in the state column, the message, the metadata as `key=value`.
+    public mutating func format(
+        logLevel level: String,
+        message: String,
+        metadata: [(key: String, value: String)] = [],
+        now: ContinuousClock.Instant = .now
+    ) -> String {
+        var text = flush(now: now)
+        text += String(repeating: " ", count: Self.sequenceWidth + 1)
+        let shown: String
+        switch level {
+        case "warning": shown = style.apply(.yellow, level)
+        case "error", "critical": shown = style.apply(.red, level)
+        default: shown = style.apply(.dim, level)
+        }
+        text += shown + String(repeating: " ", count: max(1, Self.stateWidth - level.count))
+        text += message.replacingNewlines
+        for (key, value) in metadata {
+            text += " " + style.apply(.dim, key + "=" + value.replacingNewlines)
+        }
+        text += "\n"
+        return text
+    }
+
     /// The event with its argument, as the call reads: `willMove(toWindow: nil)`, `didAddSubview(progress)`,
     /// `didMoveToWindow(window)`.
     @_spi(Testing) public static func call(_ event: String, detail: String?) -> String {
@@ -229,5 +254,13 @@ public import Logging
 
     private static func padLeft(_ text: String, _ width: Int) -> String {
         String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}
+
+extension String {
+    /// One line: a newline or carriage return shown as `\n`, so a record cannot forge another line.
+    fileprivate var replacingNewlines: String {
+        guard utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { return self }
+        return String(decoding: utf8.flatMap { $0 == 0x0A || $0 == 0x0D ? Array("\\n".utf8) : [$0] }, as: UTF8.self)
     }
 }

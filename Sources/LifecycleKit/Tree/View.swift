@@ -71,8 +71,6 @@ open class View {
     }
 
     isolated deinit {
-        // Last: a monitor's thread must not read this view once its storage goes.
-        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque(), path: storedPath) }
         trace("deinit")
         // A released view lets go of its subviews one at a time, each told it has no superview before it goes.
         let ownPath = lastKnownPath ?? name
@@ -466,27 +464,18 @@ open class View {
     var lastKnownPath: String? {
         get { storedPath }
         set {
-            // Written under the running callback's lock: a monitor's thread may read it (RunningCallback).
-            RunningCallback.withLock { storedPath = newValue }
+            storedPath = newValue
             invalidatePath()
         }
     }
 
-    /// The path last computed, read by a monitor's thread under ``RunningCallback/mutex`` while this node is alive.
-    nonisolated var pathReadUnderMonitorLock: String? { storedPath }
-
-    // Read on the main thread without a lock (only the main thread writes it), elsewhere under
-    // RunningCallback.mutex: no dynamic exclusivity checks.
-    @exclusivity(unchecked) nonisolated(unsafe) private var storedPath: String?
+    @exclusivity(unchecked) private var storedPath: String?
     /// Whether ``lastKnownPath`` is the path now (see ``ViewController/pathIsCurrent``).
     @exclusivity(unchecked) var pathIsCurrent = false
 
-    /// What a monitor is told this node's callbacks run on: the node, unretained, its path made current first so
-    /// another thread can read it while the callback runs.
-    var callbackTarget: CallbackTarget {
-        if !pathIsCurrent || storedPath == nil { _ = path }
-        return CallbackTarget(.view(Unmanaged.passUnretained(self)))
-    }
+    /// What the trace records this view's callbacks on: the view itself, its path read only when the event is logged
+    /// or observed.
+    var callbackTarget: TraceTarget { .view(self) }
 
     /// This view moved: its path, and those below it, are built again when next read.
     func invalidatePath() {

@@ -42,10 +42,8 @@ open class ViewController {
     /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
     /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
     @exclusivity(unchecked) public var keepsViewOnMemoryWarning = false
-    // Also on the first line: with a stall detector, every callback checks that the path is current (see
-    // ``callbackTarget``). Read on the main thread without a lock (only the main thread writes it), elsewhere under
-    // RunningCallback.mutex: no dynamic exclusivity checks.
-    @exclusivity(unchecked) nonisolated(unsafe) private var storedPath: String?
+    // Also on the first line: an event the trace logs or observes reads the path (see ``lastKnownPath``).
+    @exclusivity(unchecked) private var storedPath: String?
     /// Whether ``lastKnownPath`` is the path now. Only while the path it was built from is current too, so a move
     /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
     /// once per position, and a trace event reads it in constant time.
@@ -161,21 +159,14 @@ open class ViewController {
     var lastKnownPath: String? {
         get { storedPath }
         set {
-            // Written under the running callback's lock: a monitor's thread may read it (RunningCallback).
-            RunningCallback.withLock { storedPath = newValue }
+            storedPath = newValue
             invalidatePath()
         }
     }
 
-    /// The path last computed, read by a monitor's thread under ``RunningCallback/mutex`` while this node is alive.
-    nonisolated var pathReadUnderMonitorLock: String? { storedPath }
-
-    /// What a monitor is told this node's callbacks run on: the node, unretained, its path made current first so
-    /// another thread can read it while the callback runs.
-    var callbackTarget: CallbackTarget {
-        if !pathIsCurrent || storedPath == nil { _ = path }
-        return CallbackTarget(.controller(Unmanaged.passUnretained(self)))
-    }
+    /// What the trace records this controller's callbacks on: the controller itself, its path read only when the event
+    /// is logged or observed.
+    var callbackTarget: TraceTarget { .controller(self) }
 
     /// Creates a controller in code.
     public init(identifier: String? = nil) {
@@ -211,8 +202,6 @@ open class ViewController {
     }
 
     isolated deinit {
-        // Last: a monitor's thread must not read this controller once its storage goes.
-        defer { RunningCallback.withdraw(Unmanaged.passUnretained(self).toOpaque(), path: storedPath) }
         // Clear every unowned back-reference to this controller first: it is being deinitialized.
         loadedView?.viewController = nil
         for child in children { child.parent = nil }

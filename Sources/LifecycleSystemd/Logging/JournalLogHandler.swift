@@ -63,16 +63,28 @@ package struct JournalLogHandler: LogHandler {
 
     /// Hands the record to ``writer``, which sends it to journald at once when journald takes it and never blocks:
     /// otherwise the record waits in the writer's bounded queue (see ``JournalWriter``). A record journald refuses for
-    /// good is written to stderr by the writer, with the error.
+    /// good is written to stderr by the writer, with the error. The trace lines that wait are written first
+    /// (``LoggingBackend/recordsFollow``), so the journal has them in the order things happened.
     ///
     /// Where journald is not running at all, the records wait and are dropped, which is why ``LoggingBackend`` picks
     /// this handler only when stderr is a journal stream.
     package func log(event: LogEvent) {
-        writer.submit(journalFields(for: event), identifier: identifier)
+        let merged = mergedMetadata(handler: metadata, provider: metadataProvider, event: event.metadata)
+        let fields = journalFields(for: event, metadata: merged)
+        LoggingBackend.writeInOrder(WrittenRecord(level: event.level, message: "\(event.message)", metadata: merged)) {
+            writer.submit(fields, identifier: identifier)
+        }
     }
 
     /// The journal fields of one record, each `NAME=value`, in the order they are sent.
     func journalFields(for event: LogEvent) -> [String] {
+        journalFields(
+            for: event,
+            metadata: mergedMetadata(handler: metadata, provider: metadataProvider, event: event.metadata)
+        )
+    }
+
+    private func journalFields(for event: LogEvent, metadata merged: Logger.Metadata) -> [String] {
         var fields = [
             "MESSAGE=\(event.message)",
             "PRIORITY=\(Self.syslogPriority(for: event.level))",
@@ -85,7 +97,6 @@ package struct JournalLogHandler: LogHandler {
         if let error = event.error {
             fields.append("ERROR=\(String(describing: error))")
         }
-        let merged = mergedMetadata(handler: metadata, provider: metadataProvider, event: event.metadata)
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             fields.append("\(Self.fieldName(forMetadataKey: key))=\(value)")
         }

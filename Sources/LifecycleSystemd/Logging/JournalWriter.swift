@@ -34,10 +34,11 @@ import Glibc
 /// connected), so a socket systemd makes again after a restart of `systemd-journald.socket` is found again.
 ///
 /// ``waitForDelivery()`` lets the main loop keep its promise that a state's log lines reach the journal before
-/// systemd hears of the state: it waits while the queue drains, and gives up once journald has taken nothing for
-/// ``stallTimeout`` (then it returns at once until journald takes entries again).
-package final class JournalWriter: @unchecked Sendable {
-    // @unchecked Sendable: every mutable field is in `state`, which only code holding `mutex` touches.
+/// systemd hears of the state: it waits while the queue drains, at most ``deliveryBudget`` in all and no longer than
+/// ``stallTimeout`` without journald taking an entry; once a wait has given up, the next ones return at once until the
+/// queue has drained (journald has caught up). So journald, slowed down or stopped, holds the main loop at most one
+/// budget per outage, never once per wait.
+package final class JournalWriter: Sendable {
 
     /// How many entries may wait for journald, and how many bytes they may hold in all; beyond either, new entries are
     /// dropped and counted.
@@ -75,6 +76,8 @@ package final class JournalWriter: @unchecked Sendable {
     package static let defaultLimits = Limits(entries: 1024, bytes: 4 << 20)
     /// journald taking nothing for this long is a stall: callers of ``waitForDelivery()`` stop waiting.
     package static let defaultStallTimeout = Duration.milliseconds(250)
+    /// The longest one ``waitForDelivery()`` lasts, however steadily journald takes entries.
+    package static let defaultDeliveryBudget = Duration.milliseconds(250)
     /// journald's native socket.
     package static let defaultSocketPath = "/run/systemd/journal/socket"
 
@@ -87,8 +90,13 @@ package final class JournalWriter: @unchecked Sendable {
     package let limits: Limits
     /// How long journald may take nothing before waiting for it stops.
     package let stallTimeout: Duration
+    /// The longest one ``waitForDelivery()`` lasts (the daemon lowers it to an eighth of a short watchdog interval).
+    package var deliveryBudget: Duration {
+        get { lock.withLock { $0.deliveryBudget } }
+        set { lock.withLock { $0.deliveryBudget = newValue } }
+    }
 
-    private struct Item {
+    private struct Item: Sendable {
         var fields: [String]
         var identifier: String
         var size: Int
@@ -106,7 +114,7 @@ package final class JournalWriter: @unchecked Sendable {
         case failed(Errno)
     }
 
-    private struct State {
+    private struct State: Sendable {
         var socket: Int32 = -1
         var queue: [Item] = []
         var queuedBytes = 0
@@ -118,19 +126,22 @@ package final class JournalWriter: @unchecked Sendable {
         var episodeStalled = false
         /// The last time journald took an entry, or the queue began to fill.
         var lastProgress: UInt64 = 0
-        /// journald took nothing for the stall timeout: waiting callers return at once.
-        var stuck = false
+        /// A wait gave up (journald stalled, or the delivery budget ran out) since the queue last drained: waiting
+        /// callers return at once until it drains.
+        var behind = false
+        var deliveryBudget = JournalWriter.defaultDeliveryBudget
         var thread: pthread_t?
         var stopping = false
         var lastIdentifier = ""
+        /// The writer thread waits for entries (a new one must wake it).
+        var senderWaits = false
+        /// Callers of ``waitForDelivery()`` and ``flush(timeout:)`` waiting for the queue to drain.
+        var deliveryWaiters = 0
     }
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// The writer thread waits on it for entries.
-    private let work: UnsafeMutablePointer<pthread_cond_t>
-    /// Callers of ``waitForDelivery()`` and ``flush(timeout:)`` wait on it for the queue to drain or journald to stall.
-    private let progress: UnsafeMutablePointer<pthread_cond_t>
-    private var state = State()
+    /// Everything that changes, and the condition the writer thread (for entries) and the callers of
+    /// ``waitForDelivery()`` and ``flush(timeout:)`` (for the queue to drain or journald to stall) wait on.
+    private let lock = ConditionLock(State())
     private let address: [UInt8]
     private let addressLength: socklen_t
     private let sendBufferSize: Int32
@@ -156,28 +167,12 @@ package final class JournalWriter: @unchecked Sendable {
         }
         address = withUnsafeBytes(of: socketAddress) { Array($0) }
         addressLength = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + path.count + 1)
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        work = .allocate(capacity: 1)
-        progress = .allocate(capacity: 1)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        // Timed waits on the monotonic clock, which a change of the wall clock cannot stretch.
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(work, &attributes)
-        pthread_cond_init(progress, &attributes)
-        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
         stop()
-        if state.socket >= 0 { close(state.socket) }
-        pthread_cond_destroy(work)
-        pthread_cond_destroy(progress)
-        pthread_mutex_destroy(mutex)
-        work.deallocate()
-        progress.deallocate()
-        mutex.deallocate()
+        let socket = lock.withLock { $0.socket }
+        if socket >= 0 { close(socket) }
     }
 
     // MARK: Sending
@@ -185,82 +180,100 @@ package final class JournalWriter: @unchecked Sendable {
     /// Sends one entry (`NAME=value` fields; `identifier` is its `SYSLOG_IDENTIFIER`, for the writer's own report),
     /// at once if journald takes it, else after the entries waiting; never blocks beyond taking a lock.
     package func submit(_ fields: [String], identifier: String) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        state.lastIdentifier = identifier
-        if state.queue.isEmpty {
-            let socket = openSocket()
-            if socket >= 0, case .sent(let inMemfd) = deliver(Self.encode(fields), on: socket, waiting: false) {
-                state.statistics.sentDirectly += 1
-                if inMemfd { state.statistics.sentInMemfd += 1 }
-                return
+        let wake = lock.withLock { state -> Bool in
+            state.lastIdentifier = identifier
+            if state.queue.isEmpty {
+                let socket = openSocket(&state)
+                if socket >= 0, case .sent(let inMemfd) = deliver(Self.encode(fields), on: socket, waiting: false) {
+                    state.statistics.sentDirectly += 1
+                    if inMemfd { state.statistics.sentInMemfd += 1 }
+                    return false
+                }
+                // journald did not take it: from now on entries wait, in order, for the writer thread.
+                if state.episodeBegan == nil {
+                    let now = Self.now()
+                    state.episodeBegan = now
+                    state.lastProgress = now
+                }
             }
-            // journald did not take it: from now on entries wait, in order, for the writer thread.
-            if state.episodeBegan == nil {
-                let now = Self.now()
-                state.episodeBegan = now
-                state.lastProgress = now
+            let size = fields.reduce(fields.count) { $0 + $1.utf8.count }
+            guard state.queue.count < limits.entries, state.queuedBytes + size <= limits.bytes else {
+                state.statistics.dropped += 1
+                state.episodeDropped += 1
+                return false
             }
+            state.queue.append(Item(fields: fields, identifier: identifier, size: size))
+            state.queuedBytes += size
+            state.statistics.waiting = state.queue.count
+            startThread(&state)
+            return state.senderWaits
         }
-        let size = fields.reduce(fields.count) { $0 + $1.utf8.count }
-        guard state.queue.count < limits.entries, state.queuedBytes + size <= limits.bytes else {
-            state.statistics.dropped += 1
-            state.episodeDropped += 1
-            return
-        }
-        state.queue.append(Item(fields: fields, identifier: identifier, size: size))
-        state.queuedBytes += size
-        state.statistics.waiting = state.queue.count
-        startThread()
-        pthread_cond_signal(work)
+        if wake { lock.notifyAll() }
     }
 
-    /// Waits until every waiting entry reached journald, as long as journald keeps taking them: returns at once when
-    /// nothing waits or journald is stuck, and after ``stallTimeout`` without progress otherwise.
+    /// Waits until every waiting entry reached journald, at most ``deliveryBudget`` and no longer than
+    /// ``stallTimeout`` without journald taking one; returns at once when nothing waits, or when an earlier wait gave up
+    /// and the queue has not drained since.
     package func waitForDelivery() {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while !state.queue.isEmpty, !state.stuck {
-            let deadline = state.lastProgress &+ UInt64(stallTimeout.wholeNanoseconds)
-            if Self.now() >= deadline {
-                markStalled()
-                break
+        let start = Self.now()
+        var waiting = false
+        lock.withLock { (state: inout State) -> ConditionLock<State>.Step<Void> in
+            if waiting {
+                state.deliveryWaiters -= 1
+                waiting = false
             }
-            wait(progress, until: deadline)
+            guard !state.queue.isEmpty, !state.behind else { return .done(()) }
+            let budgetEnds = start &+ UInt64(state.deliveryBudget.wholeNanoseconds)
+            let stallEnds = state.lastProgress &+ UInt64(stallTimeout.wholeNanoseconds)
+            if Self.now() >= min(budgetEnds, stallEnds) {
+                // From now on callers do not wait, until journald has caught up.
+                state.behind = true
+                markStalled(&state)
+                return .done(())
+            }
+            state.deliveryWaiters += 1
+            waiting = true
+            return .wait(until: min(budgetEnds, stallEnds))
         }
     }
 
     /// Waits, at most `timeout`, until every waiting entry reached journald; gives up once journald has taken nothing
     /// for ``stallTimeout`` from now on. For the end of the process: what waits is lost when it exits.
     @_spi(Testing) public func flush(timeout: Duration = .seconds(2)) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
         let start = Self.now()
         let end = start &+ UInt64(timeout.wholeNanoseconds)
-        while !state.queue.isEmpty {
+        var waiting = false
+        lock.withLock { (state: inout State) -> ConditionLock<State>.Step<Void> in
+            if waiting {
+                state.deliveryWaiters -= 1
+                waiting = false
+            }
+            guard !state.queue.isEmpty else { return .done(()) }
             let deadline = min(end, max(state.lastProgress, start) &+ UInt64(stallTimeout.wholeNanoseconds))
-            if Self.now() >= deadline { break }
-            wait(progress, until: deadline)
+            if Self.now() >= deadline { return .done(()) }
+            state.deliveryWaiters += 1
+            waiting = true
+            return .wait(until: deadline)
         }
     }
 
     /// What the writer did so far.
     package var statistics: Statistics {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        var statistics = state.statistics
-        statistics.waiting = state.queue.count
-        return statistics
+        lock.withLock { state in
+            var statistics = state.statistics
+            statistics.waiting = state.queue.count
+            return statistics
+        }
     }
 
     /// Ends the writer thread once the queue is empty or journald took nothing for ``stallTimeout`` (tests).
     @_spi(Testing) public func stop() {
-        pthread_mutex_lock(mutex)
-        state.stopping = true
-        pthread_cond_broadcast(work)
-        let thread = state.thread
-        state.thread = nil
-        pthread_mutex_unlock(mutex)
+        let thread = lock.withLock { state -> pthread_t? in
+            state.stopping = true
+            defer { state.thread = nil }
+            return state.thread
+        }
+        lock.notifyAll()
         if let thread { pthread_join(thread, nil) }
     }
 
@@ -292,7 +305,7 @@ package final class JournalWriter: @unchecked Sendable {
     // MARK: The socket
 
     /// The socket, made at first use; a negative errno if it cannot be made. Called with the lock held.
-    private func openSocket() -> Int32 {
+    private func openSocket(_ state: inout State) -> Int32 {
         if state.socket >= 0 { return state.socket }
         // Entries up to about `sendBufferSize` fit one datagram; larger ones go in a memfd. The writer thread's sends
         // wait at most the stall timeout, so it notices a stall (the thread that logs never waits).
@@ -369,91 +382,119 @@ package final class JournalWriter: @unchecked Sendable {
     // MARK: The writer thread
 
     /// Starts the writer thread, once, with every signal blocked (so that none is delivered to it). Lock held.
-    private func startThread() {
+    private func startThread(_ state: inout State) {
         guard state.thread == nil, !state.stopping else { return }
         // On failure no thread: entries keep waiting in the bounded queue, and the next one tries again.
         guard case .success(let created) = SystemThread.start(blockingSignals: true, { [self] in run() }) else { return }
         state.thread = created
     }
 
+    /// What the writer thread does next.
+    private enum Work: Sendable {
+        case send(Item, socket: Int32)
+        case end
+    }
+
     private func run() {
-        pthread_mutex_lock(mutex)
         while true {
-            while state.queue.isEmpty, !state.stopping { pthread_cond_wait(work, mutex) }
-            guard let item = state.queue.first else { break }
-            let socket = openSocket()
-            pthread_mutex_unlock(mutex)
+            let work = lock.withLock { (state: inout State) -> ConditionLock<State>.Step<Work> in
+                guard let item = state.queue.first else {
+                    if state.stopping { return .done(.end) }
+                    state.senderWaits = true
+                    return .wait(until: nil)
+                }
+                state.senderWaits = false
+                return .done(.send(item, socket: openSocket(&state)))
+            }
+            guard case .send(let item, let socket) = work else { return }
             let outcome = socket >= 0
                 ? deliver(Self.encode(item.fields), on: socket, waiting: true)
                 : .failed(Errno(rawValue: -socket))
-            pthread_mutex_lock(mutex)
             switch outcome {
             case .sent(let inMemfd):
-                removeFirst()
-                if inMemfd { state.statistics.sentInMemfd += 1 }
-                if item.isReport {
-                    state.statistics.reports += 1
-                } else {
-                    state.statistics.sentLate += 1
-                    state.episodeDelayed += 1
+                let wake = lock.withLock { state -> Bool in
+                    removeFirst(&state)
+                    if inMemfd { state.statistics.sentInMemfd += 1 }
+                    if item.isReport {
+                        state.statistics.reports += 1
+                    } else {
+                        state.statistics.sentLate += 1
+                        state.episodeDelayed += 1
+                    }
+                    state.lastProgress = Self.now()
+                    guard state.queue.isEmpty else { return false }
+                    endEpisode(&state)
+                    // Waiters hear of the end only (they read lastProgress when their timed wait ends): one wake-up
+                    // per drain, not one per entry.
+                    return state.deliveryWaiters > 0
                 }
-                state.lastProgress = Self.now()
-                state.stuck = false
-                if state.queue.isEmpty { endEpisode() }
-                // Waiters hear of the end only (they read lastProgress when their timed wait ends): one wake-up per
-                // drain, not one per entry.
-                if state.queue.isEmpty { pthread_cond_broadcast(progress) }
+                if wake { lock.notifyAll() }
             case .full:
                 // The send waited the whole stall timeout.
-                markStalled()
-                if state.stopping { removeAll() }
-            case .absent:
-                markStalled()
-                if state.stopping {
-                    removeAll()
-                    continue
+                let wake = lock.withLock { state -> Bool in
+                    let stalled = markStalled(&state)
+                    if state.stopping { removeAll(&state) }
+                    return (stalled || state.stopping) && state.deliveryWaiters > 0
                 }
-                // Nothing to wait on: try again a little later.
-                wait(work, until: Self.now() &+ UInt64(stallTimeout.wholeNanoseconds))
+                if wake { lock.notifyAll() }
+            case .absent:
+                let (wake, stopping) = lock.withLock { state -> (Bool, Bool) in
+                    let stalled = markStalled(&state)
+                    if state.stopping { removeAll(&state) }
+                    return ((stalled || state.stopping) && state.deliveryWaiters > 0, state.stopping)
+                }
+                if wake { lock.notifyAll() }
+                if stopping { continue }
+                // Nothing to wait on: try again a little later (or at once when stopping).
+                let deadline = Self.now() &+ UInt64(stallTimeout.wholeNanoseconds)
+                lock.withLock { (state: inout State) -> ConditionLock<State>.Step<Void> in
+                    state.stopping || Self.now() >= deadline ? .done(()) : .wait(until: deadline)
+                }
             case .failed(let error):
-                removeFirst()
-                state.statistics.failed += 1
-                pthread_mutex_unlock(mutex)
+                lock.withLock { state in
+                    removeFirst(&state)
+                    state.statistics.failed += 1
+                }
                 Self.writeToStderr(item, error: error)
-                pthread_mutex_lock(mutex)
-                if state.queue.isEmpty { endEpisode() }
-                if state.queue.isEmpty { pthread_cond_broadcast(progress) }
+                let drained = lock.withLock { state -> Bool in
+                    guard state.queue.isEmpty else { return false }
+                    endEpisode(&state)
+                    return state.deliveryWaiters > 0
+                }
+                if drained { lock.notifyAll() }
             }
         }
-        pthread_mutex_unlock(mutex)
     }
 
     /// Lock held.
-    private func removeFirst() {
+    private func removeFirst(_ state: inout State) {
         let item = state.queue.removeFirst()
         state.queuedBytes -= item.size
     }
 
     /// Lock held; a stopping writer gives up what journald will not take.
-    private func removeAll() {
+    private func removeAll(_ state: inout State) {
         state.statistics.dropped += state.queue.count(where: { !$0.isReport })
         state.queue.removeAll()
         state.queuedBytes = 0
-        pthread_cond_broadcast(progress)
     }
 
-    /// journald has taken nothing for the stall timeout, if so. Lock held.
-    private func markStalled() {
+    /// Whether journald has taken nothing for the stall timeout while entries wait; if so the outage's report will say
+    /// so. Lock held.
+    @discardableResult
+    private func markStalled(_ state: inout State) -> Bool {
         guard !state.queue.isEmpty, Self.now() &- state.lastProgress >= UInt64(stallTimeout.wholeNanoseconds) else {
-            return
+            return false
         }
-        state.stuck = true
+        state.behind = true
         state.episodeStalled = true
-        pthread_cond_broadcast(progress)
+        return true
     }
 
-    /// The queue drained: after a stall or a drop, one report goes out (it is the next entry). Lock held.
-    private func endEpisode() {
+    /// The queue drained: journald has caught up, so callers wait for it again; after a stall or a drop, one report
+    /// goes out (it is the next entry). Lock held.
+    private func endEpisode(_ state: inout State) {
+        state.behind = false
         guard let began = state.episodeBegan else { return }
         let dropped = state.episodeDropped
         let delayed = state.episodeDelayed
@@ -485,12 +526,6 @@ package final class JournalWriter: @unchecked Sendable {
         state.queue.append(
             Item(fields: fields, identifier: state.lastIdentifier, size: fields.reduce(0) { $0 + $1.utf8.count }, isReport: true)
         )
-    }
-
-    /// Waits on `condition` until `deadline` (monotonic ns). Lock held.
-    private func wait(_ condition: UnsafeMutablePointer<pthread_cond_t>, until deadline: UInt64) {
-        var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        pthread_cond_timedwait(condition, mutex, &time)
     }
 
     /// An entry journald refused for good, as one stderr line with the error.
@@ -533,8 +568,6 @@ package final class JournalWriter: @unchecked Sendable {
     }
 
     static func now() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        MonotonicClock.now()
     }
 }

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+package import LifecycleKit
 package import Logging
 import Synchronization
 
@@ -86,6 +87,65 @@ extension LoggingBackend {
         case 6: .info
         case 7: .debug
         default: nil
+        }
+    }
+}
+
+/// One record the process's handlers wrote, as the control socket's followers see it beside the trace.
+package struct WrittenRecord: Sendable {
+    /// Its level.
+    package var level: Logger.Level
+    /// Its message.
+    package var message: String
+    /// Its metadata, merged as the handler wrote it.
+    package var metadata: Logger.Metadata
+}
+
+extension LoggingBackend {
+    private struct Ordering: Sendable {
+        var lines: TraceLineBuffer?
+        var tap: (@Sendable (WrittenRecord) -> Void)?
+    }
+
+    private static let ordering = Mutex(Ordering())
+
+    /// The trace lines that every record of this backend's handlers is written after (the daemon's application's, while
+    /// it defers them): a record waits until the lines recorded before it are written, so the log reads in the order
+    /// things happened (docs/lifecycle.md §7). nil: records are written at once.
+    package static var recordsFollow: TraceLineBuffer? {
+        get { ordering.withLock { $0.lines } }
+        set { ordering.withLock { $0.lines = newValue } }
+    }
+
+    /// Called with every record the handlers write (not the trace lines), in the order written, on the thread that
+    /// logged it, under the lock that orders them: it must be quick and must not log.
+    package static var recordTap: (@Sendable (WrittenRecord) -> Void)? {
+        get { ordering.withLock { $0.tap } }
+        set { ordering.withLock { $0.tap = newValue } }
+    }
+
+    /// How a handler writes one record: after the trace lines that wait (``recordsFollow``), under their lock; a trace
+    /// line those lines write (``TraceLineBuffer/isWritingLines``) is written at once.
+    static func writeInOrder(_ record: @autoclosure () -> WrittenRecord, _ write: () -> Void) {
+        if TraceLineBuffer.isWritingLines {
+            write()
+            return
+        }
+        let (lines, tap) = ordering.withLock { ($0.lines, $0.tap) }
+        // A trace line written at once (not deferred) is no record for the tap: followers get the trace from the trace.
+        func tapped() {
+            guard let tap else { return }
+            let written = record()
+            if written.metadata["lifecycle.seq"] == nil { tap(written) }
+        }
+        guard let lines else {
+            tapped()
+            write()
+            return
+        }
+        lines.writeInOrder {
+            tapped()
+            write()
         }
     }
 }

@@ -81,29 +81,33 @@ package struct StderrLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    /// Writes the record as one line.
+    /// Writes the record as one line, after the trace lines that wait (``LoggingBackend/recordsFollow``), so the
+    /// terminal shows them in the order things happened.
     package func log(event: LogEvent) {
         var metadata = mergedMetadata(handler: self.metadata, provider: metadataProvider, event: event.metadata)
         if let error = event.error {
             metadata["error"] = "\(String(describing: error))"
         }
+        let written = WrittenRecord(level: event.level, message: "\(event.message)", metadata: metadata)
         if let terminalTrace, let record = TraceRecord(metadata: metadata) {
-            terminalTrace.write(record, to: fileDescriptor)
+            LoggingBackend.writeInOrder(written) { terminalTrace.write(record, to: fileDescriptor) }
             return
         }
         let line = Self.line(
             timestamp: Self.timestamp(),
             level: event.level,
             identifier: identifier,
-            message: "\(event.message)",
+            message: written.message,
             metadata: metadata
         )
-        if let terminalTrace {
-            // After the count of a run of folded trace events, so the order on the terminal stays true.
-            terminalTrace.write(line: line, to: fileDescriptor)
-            return
+        LoggingBackend.writeInOrder(written) {
+            if let terminalTrace {
+                // After the count of a run of folded trace events, so the order on the terminal stays true.
+                terminalTrace.write(line: line, to: fileDescriptor)
+            } else {
+                Self.writeFully(line, to: fileDescriptor)
+            }
         }
-        Self.writeFully(line, to: fileDescriptor)
     }
 
     /// One record's line, newline included; newlines inside the message or values are escaped as `\n`.

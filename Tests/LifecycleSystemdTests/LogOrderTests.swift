@@ -1,0 +1,198 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+@_spi(Testing) import LifecycleKit
+import Logging
+import Synchronization
+import Testing
+
+@_spi(Testing) @testable import LifecycleSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A controller and a delegate that log from their `applicationDidEnterBackground`, as the demo's do.
+@MainActor
+private final class Pausing: ViewController {
+    let logger: Logger
+    init(identifier: String, logger: Logger) {
+        self.logger = logger
+        super.init(identifier: identifier)
+    }
+    required init(coder: Coder) throws { fatalError("not decoded") }
+    override func applicationDidEnterBackground() { logger.info("\(identifier) paused") }
+}
+
+@MainActor
+private final class PausingDelegate: ApplicationDelegate {
+    let root: ViewController
+    let logger: Logger
+    init(root: ViewController, logger: Logger) {
+        self.root = root
+        self.logger = logger
+    }
+    func application(_ application: Application, didFinishLaunchingWithOptions options: LaunchOptions) -> Bool {
+        application.window = Window(rootViewController: root)
+        return true
+    }
+    func applicationDidEnterBackground(_ application: Application) { logger.info("in the background") }
+}
+
+// The process's handlers order records after the trace lines that wait (LoggingBackend.recordsFollow), a setting of
+// the whole process: these tests set it one at a time, and put it back.
+@MainActor
+@Suite("One ordered log", .serialized)
+struct LogOrderTests {
+    /// Runs `body` with the trace's lines as the ones the process's records follow, as the daemon runs.
+    private func withRecordsFollowing(_ trace: Trace, _ body: () throws -> Void) rethrows {
+        trace.defersLogLines = true
+        LoggingBackend.recordsFollow = trace.lineBuffer
+        defer { LoggingBackend.recordsFollow = nil }
+        try body()
+    }
+
+    /// An application whose trace and callbacks log through `handler`, every event at debug (as under journald).
+    private func application(logging handler: @escaping @Sendable (String) -> any LogHandler) -> (Application, Logger) {
+        var logger = Logger(label: "order", factory: handler)
+        logger.logLevel = .debug
+        let root = ViewController(identifier: "root")
+        root.embed(Pausing(identifier: "worker", logger: logger))
+        let app = Application(delegate: PausingDelegate(root: root, logger: logger), logger: logger)
+        return (app, logger)
+    }
+
+    @Test func onStderrACallbacksTraceLineComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
+        let pipe = try Pipe()
+        let descriptor = pipe.writeEnd
+        let (app, logger) = application { label in
+            StderrLogHandler(label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor)
+        }
+        withRecordsFollowing(app.trace) {
+            app.launch()
+            app.runEndOfTurn()
+            app.trace.flush()
+            _ = pipe.readAvailable()
+            logger.info("before")
+            app.requestEnterBackground()
+            // Written while the transition ran: every trace line of a callback before what the callback logged.
+            app.trace.flush()
+            logger.info("after")
+        }
+        let lines = pipe.readAvailable().split(separator: "\n").map { line -> String in
+            if let seq = line.firstRange(of: "lifecycle.seq=") {
+                let number = line[seq.upperBound...].prefix { $0.isNumber }
+                let event = line.split(separator: ": ", maxSplits: 1).last!.split(separator: " ").prefix(2).joined(separator: " ")
+                return "#\(number) \(event)"
+            }
+            return String(line.split(separator: ": ", maxSplits: 1).last!)
+        }
+        let first = app.trace.sequence - 5
+        #expect(lines == [
+            "before",
+            "#\(first) applicationWillResignActive root/worker",
+            "#\(first + 1) applicationWillResignActive root",
+            "#\(first + 2) applicationWillResignActive delegate",
+            "#\(first + 3) applicationDidEnterBackground root/worker",
+            "worker paused",
+            "#\(first + 4) applicationDidEnterBackground root",
+            "#\(first + 5) applicationDidEnterBackground delegate",
+            "in the background",
+            "after",
+        ])
+    }
+
+    @Test func inTheJournalACallbacksEntryComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let journald = try FakeJournald(path: directory.path + "/journal")
+        let writer = JournalWriter(socketPath: journald.path)
+        defer { writer.stop() }
+        let (app, logger) = application { label in
+            JournalLogHandler(label: label, identifier: "order", logLevel: .debug, writer: writer)
+        }
+        /// What journald receives until the record `last`: trace entries as `#seq event target`, records by message.
+        func receive(until last: String) -> [String] {
+            var received: [String] = []
+            while received.last != last, let fields = journald.receiveFields() {
+                let entry = fields["LIFECYCLE_SEQ"].map { "#\($0) \(fields["LIFECYCLE_EVENT"]!) \(fields["LIFECYCLE_TARGET"]!)" }
+                received.append(entry ?? fields["MESSAGE"]!)
+            }
+            return received
+        }
+        var received: [String] = []
+        withRecordsFollowing(app.trace) {
+            app.launch()
+            app.runEndOfTurn()
+            logger.info("launched")
+            // journald's queue is small on some hosts: what it does not take at once waits in the writer, in order.
+            _ = receive(until: "launched")
+            logger.info("before")
+            app.requestEnterBackground()
+            app.trace.flush()
+            logger.info("after")
+            received = receive(until: "after")
+        }
+        let first = app.trace.sequence - 5
+        #expect(received == [
+            "before",
+            "#\(first) applicationWillResignActive root/worker",
+            "#\(first + 1) applicationWillResignActive root",
+            "#\(first + 2) applicationWillResignActive delegate",
+            "#\(first + 3) applicationDidEnterBackground root/worker",
+            "worker paused",
+            "#\(first + 4) applicationDidEnterBackground root",
+            "#\(first + 5) applicationDidEnterBackground delegate",
+            "in the background",
+            "after",
+        ])
+    }
+
+    @Test func aRecordFromAnotherThreadComesAfterTheLinesRecordedBeforeItAndTheTapSeesRecordsInThatOrder() async throws {
+        let pipe = try Pipe()
+        let descriptor = pipe.writeEnd
+        let (app, _) = application { label in
+            StderrLogHandler(label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor)
+        }
+        let tapped = Mutex<[String]>([])
+        LoggingBackend.recordTap = { record in
+            // Other suites log too: only this test's records.
+            if record.message.hasPrefix("elsewhere") { tapped.withLock { $0.append(record.message) } }
+        }
+        defer { LoggingBackend.recordTap = nil }
+        try await withRecordsFollowing(app.trace) {
+            app.launch()
+            app.runEndOfTurn()
+            // The launch's lines wait: a record logged by another thread now is written after them.
+            #expect(!app.trace.lineBuffer.isEmpty)
+            try await onDedicatedThread {
+                var logger = Logger(label: "elsewhere") { label in
+                    StderrLogHandler(label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor)
+                }
+                logger.logLevel = .info
+                logger.info("elsewhere, after the launch")
+            }
+            #expect(app.trace.lineBuffer.isEmpty)
+        }
+        let lines = pipe.readAvailable().split(separator: "\n")
+        #expect(lines.count == app.trace.sequence + 1)
+        #expect(lines.last?.hasSuffix("order: elsewhere, after the launch") == true)
+        #expect(lines.dropLast().allSatisfy { $0.contains("lifecycle.seq=") })
+        #expect(tapped.withLock { $0 } == ["elsewhere, after the launch"])
+    }
+}
+
+extension LogOrderTests {
+    /// `withRecordsFollowing` for an asynchronous body.
+    private func withRecordsFollowing(_ trace: Trace, _ body: () async throws -> Void) async rethrows {
+        trace.defersLogLines = true
+        LoggingBackend.recordsFollow = trace.lineBuffer
+        defer { LoggingBackend.recordsFollow = nil }
+        try await body()
+    }
+}
