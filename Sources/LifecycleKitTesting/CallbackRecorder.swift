@@ -17,7 +17,7 @@
 public final class CallbackRecorder {
     /// Every event recorded so far, in order.
     public private(set) var events: [TraceEvent] = []
-    /// The application recorded, kept alive while the recorder is (``LifecycleKit/Application/current`` is weak).
+    /// The application recorded, kept alive while the recorder is (`Application.current` is weak).
     public let application: Application
     private var observation: Trace.Observation?
 

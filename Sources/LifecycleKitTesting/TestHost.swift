@@ -42,7 +42,7 @@ public final class TestHost {
     /// Runs where the daemon applies the configuration a reload read (between `applicationWillReload` and
     /// `applicationDidReload`): only for a reload every participant accepted.
     public var onReloadConfiguration: (@MainActor () -> Void)?
-    /// The application's settings a reload offers (``LifecycleKit/ReloadProposal/settings``), as the daemon offers
+    /// The application's settings a reload offers (`ReloadProposal.settings`), as the daemon offers
     /// those its configuration file holds.
     public var reloadSettings: (any Sendable)?
     /// When set, the next reloads find the configuration invalid with this reason (as the daemon says

@@ -57,7 +57,7 @@ open class ServiceController: ViewController {
     private let factory: (@MainActor () -> [any Service])?
 
     /// Hosts the services `makeServices` returns, made anew for every run; a failure restarts them as
-    /// `restartPolicy` says (``LifecycleKit/RestartPolicy/standard`` by default).
+    /// `restartPolicy` says (`RestartPolicy.standard` by default).
     public init(
         identifier: String? = nil,
         backgroundPolicy: BackgroundServicePolicy = .drain,

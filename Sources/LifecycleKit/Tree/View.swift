@@ -13,7 +13,7 @@
 @MainActor
 open class View {
     /// The name of this view in trace paths, unique among its siblings by convention. Control characters in it
-    /// become U+FFFD (``NodeName``).
+    /// become U+FFFD, so a trace line, a journal field or a terminal shows them harmlessly.
     public var name: String {
         didSet {
             NodeName.sanitize(&name)

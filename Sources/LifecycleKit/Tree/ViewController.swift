@@ -53,7 +53,8 @@ open class ViewController {
     @exclusivity(unchecked) package internal(set) var lifecycleTasks: [LifecycleTask] = []
 
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
-    /// `ViewController`/`Controller`, lower camel case. Control characters in it become U+FFFD (``NodeName``).
+    /// `ViewController`/`Controller`, lower camel case. Control characters in it become U+FFFD, so a trace line, a
+    /// journal field or a terminal shows them harmlessly.
     public var identifier: String {
         didSet {
             NodeName.sanitize(&identifier)
