@@ -486,22 +486,29 @@ def measure_scaling(bins, args, tmp, log, raw):
     config = os.path.join(tmp, "no-stall-detector.conf")
     with open(config, "w") as handle:
         handle.write("[Stall]\nWatch=no\n")
-    variants = {"": ([0] + sizes, lambda size: scaling_runs(args, size), [])}
+    def tree(size):
+        return ["--controllers", size]
+
+    variants = {"": ([0] + sizes, lambda size: scaling_runs(args, size), tree)}
     if nostall_sizes:
         variants["nostall"] = ([0] + nostall_sizes,
                                lambda size: scaling_runs(args, size) if size == 0 else max(1, scaling_runs(args, size) - 1),
-                               ["--config", config])
+                               lambda size: tree(size) + ["--config", config])
+    # The launch's baseline at the largest size: the same binary, an empty window, and before READY=1 as many plain
+    # controller and view pairs, linked, making the same callbacks (PlainTree.launch); against the default empty window.
+    largest = sizes[-1]
+    variants["plain"] = ([largest], lambda size: scaling_runs(args, size), lambda size: ["--plain-controllers", size])
     rows = {(variant, size): [] for variant, (plan, _, _) in variants.items() for size in plan}
     loads = []
     rounds = max(runs_of(size) for plan, runs_of, _ in variants.values() for size in plan)
     for round_index in range(rounds):
-        for variant, (plan, runs_of, extra) in variants.items():
+        for variant, (plan, runs_of, arguments) in variants.items():
             for size in plan:
                 if round_index >= runs_of(size):
                     continue
                 events = args.scaling_events if size < 1_000_000 else max(2, args.scaling_events - 2)
                 shm = f"/dev/shm/lifecycle-bench-{os.getpid()}-scaling"
-                command = [bins["daemon"], "--controllers", size] + extra
+                command = [bins["daemon"]] + arguments(size)
                 argv = [bins["probe"], "scaling", "--shm", shm, "--events", events, "--settle-ms",
                         args.scaling_settle_ms, "--"] + command
                 with open("/proc/loadavg") as handle:
@@ -525,6 +532,8 @@ def measure_scaling(bins, args, tmp, log, raw):
                     for key, value in row.items()) + "\n")
     results = summarize_scaling({size: rows[("", size)] for size in [0] + sizes}, sizes)
     results["loads"] = loads
+    results["plain"] = {"size": largest, "runs": len(rows[("plain", largest)]),
+                        "ready_ms": statistics.median(row["ready_ns"] for row in rows[("plain", largest)]) / 1e6}
     if nostall_sizes:
         results["nostall"] = summarize_scaling({size: rows[("nostall", size)] for size in [0] + nostall_sizes},
                                                nostall_sizes)
@@ -646,10 +655,22 @@ def report_scaling(add, scaling, benchmarks, args, beside):
         add(f"| {label.split(':')[0]}: cost per controller at {largest:,} within 2× of {sizes[0]:,} | "
             f"{fmt(ratio(by_size[largest]['per_controller_ns'][key], by_size[sizes[0]]['per_controller_ns'][key]), 2)}× "
             f"| {verdict(verdicts[key])} |")
+    plain_launch = scaling.get("plain")
+    if plain_launch:
+        size = plain_launch["size"]
+        empty = by_size[0]["ready_ms"]
+        ours = (by_size[size]["ready_ms"] - empty) * 1e6 / size
+        theirs = (plain_launch["ready_ms"] - empty) * 1e6 / size
+        add(f"| launch of {size:,} controllers with the stall detector on, exec → READY=1 less the empty window's, "
+            f"per controller within 3× a plain loop that allocates the same controller and view, links them and makes "
+            f"the same 16 callbacks (`--plain-controllers`, {plain_launch['runs']} runs) | {fmt(ours, 0)} ns ÷ "
+            f"{fmt(theirs, 0)} ns = {fmt(ratio(ours, theirs), 1)}× | {verdict(ratio(ours, theirs) <= 3)} |")
     per_instance = in_process_fanout_per_instance(benchmarks)
-    if 100_000 in per_instance:
-        lifecycle, plain = per_instance[100_000]
-        add(f"| fan-out at 100,000 within 3× the plain loop (in-process, §2) | {fmt(lifecycle, 1)} ns ÷ "
+    for size in (100_000, 1_000_000):
+        if size not in per_instance:
+            continue
+        lifecycle, plain = per_instance[size]
+        add(f"| fan-out at {size:,} within 3× the plain loop (in-process, §2) | {fmt(lifecycle, 1)} ns ÷ "
             f"{fmt(plain, 1)} ns = {fmt(ratio(lifecycle, plain), 1)}× | {verdict(ratio(lifecycle, plain) <= 3)} |")
     add("")
     nostall = scaling.get("nostall")
@@ -795,6 +816,120 @@ def measure_rss_workload(bins, args, tmp, log):
         results[point] = {key: statistics.median(value[key] for value in values) / 1024.0
                           for key in ("VmRSS", "RssAnon", "RssFile")}
     return results
+
+
+def private_and_pss_kib(pid):
+    """What a process costs, from /proc/PID/smaps: private memory (per mapping, its anonymous pages or its private
+    dirty ones, whichever is more: pages nobody else has and the kernel cannot drop) and PSS (every page shared
+    with others counted in its share), in KiB."""
+    private = pss = 0
+    anonymous = dirty = 0
+    with open(f"/proc/{pid}/smaps") as handle:
+        for line in handle:
+            parts = line.split()
+            if parts and "-" in parts[0] and len(parts) >= 5 and ":" in parts[3]:
+                private += max(anonymous, dirty)
+                anonymous = dirty = 0
+            elif parts and parts[0] == "Anonymous:":
+                anonymous = int(parts[1])
+            elif parts and parts[0] == "Private_Dirty:":
+                dirty = int(parts[1])
+            elif parts and parts[0] == "Pss:":
+                pss += int(parts[1])
+    return private + max(anonymous, dirty), pss
+
+
+def wait_for_status(listener, before, what, timeout=5.0):
+    """Waits until a STATUS= datagram arrived after the first `before` ones; returns its arrival time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for arrived, lines in listener.messages[before:]:
+            if any(line.startswith("STATUS=") for line in lines):
+                return arrived
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"lifecycled sent no STATUS= within {timeout} s of {what}")
+        listener.poll(0.005)
+
+
+def measure_steady_memory(bins, args, tmp, log):
+    """Steady state, the way memory costs: private memory and PSS after `--steady-transitions` transitions, for
+    lifecycled with `[Memory] ReleaseStartupPages=` yes and no, beside the C floor and the peer (each sent as many
+    SIGUSR1s, which they stamp and forget). For lifecycled also the first signal after an idle second, SIGUSR1 →
+    the transition's STATUS= (what ReleaseStartupPages might cost: the pages it dropped fault back in). Medians of
+    `--steady-runs` runs."""
+    keep = os.path.join(tmp, "keep-startup-pages.conf")
+    with open(keep, "w") as handle:
+        handle.write("[Memory]\nReleaseStartupPages=no\n")
+    subjects = [
+        ("release", [bins["lifecycled"], "--work-interval", "0"]),
+        ("keep", [bins["lifecycled"], "--work-interval", "0", "--config", keep]),
+        ("floor", [bins["floor"]]),
+        ("peer", [bins["peer"]]),
+    ]
+    transitions = args.steady_transitions
+    results = {"transitions": transitions, "runs": args.steady_runs}
+    for name, command in subjects:
+        private, pss, first = [], [], []
+        for _ in range(args.steady_runs):
+            listener = NotifyListener(tmp)
+            process = start(command, {"NOTIFY_SOCKET": listener.path})
+            shown = quoted(command).replace(keep, "<[Memory] ReleaseStartupPages=no>")
+            if name in ("release", "keep"):
+                log.append(f"NOTIFY_SOCKET=<harness socket> {shown} &   # 1 s idle, SIGUSR1 → STATUS=, then "
+                           f"{transitions} transitions (SIGUSR1/SIGUSR2, each after the previous STATUS=); smaps")
+            else:
+                log.append(f"NOTIFY_SOCKET=<harness socket> {shown} &   # {transitions} × SIGUSR1 1 ms apart; smaps")
+            try:
+                listener.wait_for("READY=1")
+                time.sleep(args.settle_ms / 1000.0 + 1.0)
+                if name in ("release", "keep"):
+                    before = len(listener.messages)
+                    sent = time.monotonic()
+                    os.kill(process.pid, signal.SIGUSR1)
+                    first.append((wait_for_status(listener, before, "the first signal") - sent) * 1000.0)
+                    numbers = [signal.SIGUSR2, signal.SIGUSR1]
+                    for index in range(transitions - 1):
+                        before = len(listener.messages)
+                        os.kill(process.pid, numbers[index % 2])
+                        wait_for_status(listener, before, "a transition's signal")
+                else:
+                    for _ in range(transitions):
+                        os.kill(process.pid, signal.SIGUSR1)
+                        time.sleep(0.001)
+                time.sleep(args.settle_ms / 1000.0)
+                kib = private_and_pss_kib(process.pid)
+                private.append(kib[0] / 1024.0)
+                pss.append(kib[1] / 1024.0)
+            finally:
+                status = stop(process)
+                listener.close()
+            if status != 0:
+                raise RuntimeError(f"{name} exited with {status} after the steady-state workload")
+        results[name] = {"private_mib": statistics.median(private), "pss_mib": statistics.median(pss)}
+        if first:
+            results[name]["first_signal_ms"] = statistics.median(first)
+    return results
+
+
+def report_steady_memory(add, steady, args):
+    release, keep = steady["release"], steady["keep"]
+    floor, peer = steady["floor"], steady["peer"]
+    n = steady["transitions"]
+    beside = (f"C floor {fmt(floor['private_mib'], 2)} MiB private, {fmt(floor['pss_mib'], 2)} MiB PSS; peer "
+              f"{fmt(peer['private_mib'], 2)} MiB private, {fmt(peer['pss_mib'], 2)} MiB PSS")
+    for label, row in (("`[Memory] ReleaseStartupPages=yes` (the default)", release),
+                       ("`ReleaseStartupPages=no`", keep)):
+        add(f"| steady state of the demo daemon after {n:,} transitions, {label}, median of {steady['runs']}: private "
+            f"(per mapping, anonymous or private dirty, whichever is more) | {fmt(row['private_mib'], 2)} MiB | "
+            f"{beside} | {fmt(ratio(row['private_mib'], peer['private_mib']), 2)}× peer | ≤ 3 MiB | "
+            f"{verdict(row['private_mib'] <= 3)} |")
+        add(f"| the same: PSS | {fmt(row['pss_mib'], 2)} MiB | {beside} | "
+            f"{fmt(ratio(row['pss_mib'], peer['pss_mib']), 2)}× peer | ≤ 6 MiB | {verdict(row['pss_mib'] <= 6)} |")
+    add(f"| the first signal after an idle second (SIGUSR1 → the transition's STATUS=), median of {steady['runs']}: "
+        f"ReleaseStartupPages=yes | {fmt(release['first_signal_ms'], 2)} ms | no: "
+        f"{fmt(keep['first_signal_ms'], 2)} ms | {fmt(ratio(release['first_signal_ms'], keep['first_signal_ms']), 2)}× "
+        "| no slower | "
+        f"{verdict(release['first_signal_ms'] <= keep['first_signal_ms'] * 1.1)} |")
 
 
 def report_rss_workload(add, rss, args, launches):
@@ -1322,6 +1457,8 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         f"{fmt(ratio(rss, launches['peer']['rss_mib']), 2)}× peer | ≤ 10 MiB | {verdict(rss <= 10)} |")
     if rss_workload is not None:
         report_rss_workload(add, rss_workload, args, launches)
+        if "steady" in rss_workload:
+            report_steady_memory(add, rss_workload["steady"], args)
         add("")
         report_rss_breakdown(add, rss_workload, args)
         add(beside)
@@ -1389,6 +1526,14 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
     add(f"| startup of the demo daemon, exec → READY=1 | {fmt(startup, 2)} ms | C floor "
         f"{fmt(launches['floor']['ready_ms'], 2)} ms; peer {fmt(launches['peer']['ready_ms'], 2)} ms | "
         f"{fmt(ratio(startup, launches['floor']['ready_ms']), 1)}× floor | ≤ 10 ms | {verdict(startup <= 10)} |")
+    peer_ready = launches["peer"]["ready_ms"]
+    add(f"| startup of the demo daemon against the peer, exec → READY=1 | {fmt(startup, 2)} ms | peer "
+        f"{fmt(peer_ready, 2)} ms | {fmt(ratio(startup, peer_ready), 2)}× peer | no slower than the peer | "
+        f"{verdict(startup <= peer_ready)} |")
+    empty_exit = launches["daemon-0"]["terminate_ms"]
+    add(f"| terminate an empty window, SIGTERM → exit | {fmt(empty_exit, 2)} ms | C floor "
+        f"{fmt(launches['floor']['terminate_ms'], 2)} ms; peer {fmt(launches['peer']['terminate_ms'], 2)} ms | "
+        f"{fmt(ratio(empty_exit, launches['floor']['terminate_ms']), 1)}× floor | ≤ 5 ms | {verdict(empty_exit <= 5)} |")
     add(f"| terminate with 10,000 controllers, SIGTERM → exit | {fmt(terminate, 2)} ms | empty window "
         f"{fmt(launches['daemon-0']['terminate_ms'], 2)} ms; C floor {fmt(launches['floor']['terminate_ms'], 2)} ms | "
         f"{fmt(ratio(terminate, launches['daemon-0']['terminate_ms']), 1)}× empty | — | |")
@@ -1558,6 +1703,9 @@ def main():
                         help="sizes also measured without the stall detector ([Stall] Watch=no); empty: none")
     parser.add_argument("--rss-runs", type=int, default=5, help="runs of the RSS workload (lifecycled)")
     parser.add_argument("--rss-transitions", type=int, default=20, help="transitions of the RSS workload")
+    parser.add_argument("--steady-runs", type=int, default=3, help="runs of the steady-state memory workload")
+    parser.add_argument("--steady-transitions", type=int, default=1000,
+                        help="transitions (lifecycled) or signals (floor, peer) before the steady-state memory")
     parser.add_argument("--only", choices=["services", "scaling"], default=None,
                         help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
@@ -1611,6 +1759,9 @@ def main():
         print(f"3/8 RSS of lifecycled after READY=1 and after {args.rss_transitions} transitions, "
               f"{args.rss_runs} runs", flush=True)
         rss_workload = measure_rss_workload(bins, args, tmp, logs)
+        print(f"3/8 steady-state memory: private and PSS after {args.steady_transitions} transitions, "
+              f"ReleaseStartupPages yes and no, floor, peer, {args.steady_runs} runs", flush=True)
+        rss_workload["steady"] = measure_steady_memory(bins, args, tmp, logs)
         print(f"4/8 idle: {args.idle_seconds} s", flush=True)
         idle = measure_idle(bins, args, tmp, logs)
         services = None

@@ -21,10 +21,11 @@ import Glibc
 /// mapped to memory-warning, so `applicationDidReceiveMemoryWarning` is the first callback a SIGUSR1 causes, and it
 /// stamps the time first thing.
 ///
-///     lifecycle-bench-daemon [--controllers N]
+///     lifecycle-bench-daemon [--controllers N] [--plain-controllers N]
 ///
 /// `--controllers N` shows a tree of N controllers (each with a view) instead of an empty window (for the terminate
-/// and scaling benchmarks). `$LIFECYCLE_BENCH_SHM` names the latency benchmark's shared memory.
+/// and scaling benchmarks); `--plain-controllers N` builds the launch's plain-Swift baseline before `READY=1`
+/// (`PlainTree.launch`) and shows an empty window. `$LIFECYCLE_BENCH_SHM` names the latency benchmark's shared memory.
 ///
 /// What each signal measures (the stamps go to the shared memory; `lifecycle-bench-probe` sends and reads them):
 ///
@@ -43,8 +44,14 @@ final class BenchDelegate: ApplicationMain {
         @Option(help: "Show a tree of this many controllers, each with a view.")
         var controllers = 0
 
+        @Option(help: "Build the launch baseline before READY=1: this many plain controller and view pairs.")
+        var plainControllers = 0
+
         func validate() throws {
             guard controllers >= 0 else { throw ValidationError("--controllers needs a non-negative count") }
+            guard plainControllers >= 0 else {
+                throw ValidationError("--plain-controllers needs a non-negative count")
+            }
         }
     }
 
@@ -53,6 +60,8 @@ final class BenchDelegate: ApplicationMain {
     }
 
     private var root: ViewController?
+    /// The launch baseline's tree (`--plain-controllers`), kept as the window keeps a real one.
+    private var plain: PlainLeaf?
     /// `configure` runs again after every valid reload: the tree is built once, before launch.
     private var built = false
 
@@ -64,6 +73,9 @@ final class BenchDelegate: ApplicationMain {
     func configure(options: Options, settings: NoSettings) {
         guard !built else { return }
         built = true
+        if options.plainControllers > 0 {
+            plain = PlainTree.launch(count: options.plainControllers, fanOut: ControllerTree.fanOut)
+        }
         guard options.controllers > 0 else { return }
         root = ControllerTree.make(count: options.controllers)
     }

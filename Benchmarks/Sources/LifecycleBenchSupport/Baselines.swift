@@ -82,9 +82,30 @@ public enum PlainTree {
         }
     }
 
+    /// The launch baseline: ``makeOwningTree(count:fanOut:)``'s pairs, making the callbacks a launch makes per
+    /// embedded controller and its view (17 trace events each, `init` included: counted on a launched tree of 1,000
+    /// with the test kit's recorder), each a dynamically dispatched call. As the framework does: the seven of the
+    /// embedding as the pair is linked (`loadView`, `viewDidLoad`, `willMove(toParent:)`, `willMove(toSuperview:)`,
+    /// `didMoveToSuperview`, `didAddSubview(_:)`, `didMove(toParent:)`), then one walk over the tree per pass: the
+    /// appearance (`viewWillAppear`, `willMove(toWindow:)`, `didMoveToWindow`), the layout
+    /// (`viewWillLayoutSubviews`, `layoutSubviews`, `viewDidLayoutSubviews`), the display (`draw`), `viewDidAppear`,
+    /// and `applicationDidBecomeActive`.
+    public static func launch(count: Int, fanOut: Int) -> PlainLeaf {
+        let root = makeOwningTree(count: count, fanOut: fanOut) { leaf in
+            for _ in 0..<7 { leaf.callback() }
+        }
+        for callbacks in [3, 3, 1, 1, 1] { visit(root, callbacks: callbacks) }
+        return root
+    }
+
+    private static func visit(_ node: PlainLeaf, callbacks: Int) {
+        for _ in 0..<callbacks { node.callback() }
+        for child in node.children { visit(child as! PlainLeaf, callbacks: callbacks) }
+    }
+
     /// `count` controller+view pairs linked like an embedded tree: each leaf owns a view, the view is a subview of
-    /// the parent's view, the leaf is a child of its parent.
-    public static func makeOwningTree(count: Int, fanOut: Int) -> PlainLeaf {
+    /// the parent's view, the leaf is a child of its parent; `linked` runs on each pair as it is linked.
+    public static func makeOwningTree(count: Int, fanOut: Int, linked: (PlainLeaf) -> Void = { _ in }) -> PlainLeaf {
         func makePair() -> PlainLeaf {
             let leaf = PlainLeaf()
             let view = PlainView()
@@ -92,11 +113,14 @@ public enum PlainTree {
             leaf.view = view
             return leaf
         }
-        return breadthFirstTree(count: count, fanOut: fanOut, root: makePair()) { parent, _ in
+        let root = makePair()
+        linked(root)
+        return breadthFirstTree(count: count, fanOut: fanOut, root: root) { parent, _ in
             let child = makePair()
             child.parent = parent
             parent.children.append(child)
             parent.view!.subviews.append(child.view!)
+            linked(child)
             return child
         }
     }
