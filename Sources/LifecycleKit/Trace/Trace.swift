@@ -297,13 +297,13 @@ public final class Trace {
 
     nonisolated static func write(_ traced: TraceEvent, at level: Logger.Level, to logger: Logger) {
         var metadata: Logger.Metadata = [
-            "lifecycle.event": .string(traced.event),
-            "lifecycle.target": .string(traced.target),
-            "lifecycle.state": .string(traced.state.rawValue),
-            "lifecycle.seq": .stringConvertible(traced.sequence),
-            "lifecycle.cause": .string(traced.cause.rawValue),
+            TraceRecord.Key.event: .string(traced.event),
+            TraceRecord.Key.target: .string(traced.target),
+            TraceRecord.Key.state: .string(traced.state.rawValue),
+            TraceRecord.Key.sequence: .stringConvertible(traced.sequence),
+            TraceRecord.Key.cause: .string(traced.cause.rawValue),
         ]
-        if let detail = traced.detail { metadata["lifecycle.detail"] = .string(detail) }
+        if let detail = traced.detail { metadata[TraceRecord.Key.detail] = .string(detail) }
         logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
     }
 }

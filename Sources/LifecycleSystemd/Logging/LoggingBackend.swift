@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import LifecycleKit
+@_spi(Testing) package import LifecycleKit
 package import Logging
 import Synchronization
 
@@ -136,7 +136,7 @@ extension LoggingBackend {
         func tapped() {
             guard let tap else { return }
             let written = record()
-            if written.metadata["lifecycle.seq"] == nil { tap(written) }
+            if written.metadata[TraceRecord.Key.sequence] == nil { tap(written) }
         }
         guard let lines else {
             tapped()
