@@ -86,6 +86,22 @@ struct DaemonPolicyTests {
         "applicationWillResignActive signal:SIGTSTP", "applicationDidEnterBackground signal:SIGTSTP",
     ]
 
+    /// docs/lifecycle.md §7: nobody outside hears of a state before journald has the lines of the callbacks that led
+    /// there — every notification waits for the logs first.
+    @Test func everyNotificationComesAfterJournaldTookTheLogs() {
+        let harness = DaemonHarness()
+        harness.launch()
+        harness.stage.deliveries.removeAll()
+        harness.signal(.terminalStop)
+        harness.signal(.continue)
+        harness.signal(.terminate)
+        let notifications = harness.stage.deliveries.indices.filter { harness.stage.deliveries[$0] == "notify" }
+        #expect(notifications.count >= 3, "\(harness.stage.deliveries)")
+        for index in notifications {
+            #expect(index > 0 && harness.stage.deliveries[index - 1] == "logs delivered", "\(harness.stage.deliveries)")
+        }
+    }
+
     @Test func underSystemdCtrlZOnlyBackgrounds() {
         let harness = DaemonHarness()
         harness.launch()

@@ -176,6 +176,8 @@ final class Stage {
     var now = ContinuousClock.now
     /// sd_notify assignments sent, in order.
     var notified: [NotifyAssignment] = []
+    /// Notifications (`notify`) and waits for journald to take the logs (`logs delivered`), in order.
+    var deliveries: [String] = []
     /// Whether the process stopped itself (job control), and the exit codes asked for.
     var stops = 0
     var exits: [Int32] = []
@@ -191,7 +193,10 @@ final class Stage {
                 timers.append(timer)
                 return timer
             },
-            notify: { [unowned self] assignments in notified += assignments },
+            notify: { [unowned self] assignments in
+                notified += assignments
+                deliveries.append("notify")
+            },
             terminal: terminal,
             stopProcess: { [unowned self] in
                 stops += 1
@@ -213,7 +218,8 @@ final class Stage {
                 let fake = FakeMemoryPressure(settings: settings, fire: onPressure)
                 memoryPressure.append(fake)
                 return fake
-            }
+            },
+            deliverLogs: { [unowned self] in deliveries.append("logs delivered") }
         )
     }
 

@@ -195,8 +195,8 @@ package final class Daemon: ApplicationHost {
         application.trace.defersLogLines = true
         LoggingBackend.recordsFollow = application.trace.lineBuffer
         // A wait for journald never costs a watchdog ping (sd-event pings at half the interval).
-        if let interval = SystemdNotifier.fromEnvironment().watchdogInterval() {
-            JournalWriter.shared.deliveryBudget = min(JournalWriter.defaultDeliveryBudget, interval / 8)
+        if let interval = effects.watchdogInterval {
+            effects.setLogDeliveryBudget(min(JournalWriter.defaultDeliveryBudget, interval / 8))
         }
         if configuration.watchStalls { try startStallDetector() }
         loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
@@ -262,7 +262,7 @@ package final class Daemon: ApplicationHost {
     private func dispatchDidEnd() {
         application.trace.flush()
         control?.dispatchDidEnd()
-        JournalWriter.shared.waitForDelivery()
+        effects.deliverLogs()
         stallDetector?.dispatchDidEnd()
     }
 
@@ -441,7 +441,7 @@ package final class Daemon: ApplicationHost {
     /// (``JournalWriter/waitForDelivery()``).
     func deliverTraceLines() {
         application.trace.flush()
-        JournalWriter.shared.waitForDelivery()
+        effects.deliverLogs()
     }
 
     static func writeError(_ text: String) {

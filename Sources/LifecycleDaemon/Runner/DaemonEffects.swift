@@ -46,6 +46,12 @@ struct DaemonEffects {
     var watchdogInterval: Duration?
     /// Takes the listening sockets systemd passed (`LISTEN_FDS`): once, for the control socket.
     var takeInheritedSockets: @MainActor () -> [SocketActivation.Socket] = { [] }
+    /// Lets journald take the log records written so far, within the journal writer's budget: before systemd or a
+    /// control client hears of what they record, and at the end of each dispatch
+    /// (``JournalWriter/waitForDelivery()``).
+    var deliverLogs: @MainActor () -> Void = {}
+    /// Bounds one ``deliverLogs`` wait (``JournalWriter/deliveryBudget``).
+    var setLogDeliveryBudget: @MainActor (Duration) -> Void = { _ in }
 }
 
 /// Where the daemon was started from, for job control and hangups.
@@ -178,7 +184,9 @@ extension DaemonEffects {
             environment: ProcessEnvironment.all(),
             underSystemd: SystemdNotifier.isUnderSystemd,
             watchdogInterval: notifier.watchdogInterval(),
-            takeInheritedSockets: { SocketActivation.take() }
+            takeInheritedSockets: { SocketActivation.take() },
+            deliverLogs: { JournalWriter.shared.waitForDelivery() },
+            setLogDeliveryBudget: { budget in JournalWriter.shared.deliveryBudget = budget }
         )
     }
 }
