@@ -135,7 +135,9 @@ struct ReloadTransactionTests {
         let (host, delegate, _) = launched()
         host.reloadSettings = ServerSettings(port: 22)
         var outcomes: [String] = []
-        host.application.trace.observe { event in
+        // Unowned: the trace keeps its observers, and the host keeps the application (a cycle would leak: make
+        // sanitize-address).
+        host.application.trace.observe { [unowned host] event in
             // A second reload asked while the first is being offered waits (folded or queued behind it).
             if event.event == "root/http validateReload(_:)" || event.target == "root/http", event.event == "validateReload(_:)",
                 outcomes.isEmpty
