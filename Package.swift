@@ -148,6 +148,8 @@ let package = Package(
             dependencies: [
                 "LifecycleKit",
                 "LifecycleKitTesting",
+                // ConditionLock for the tests' recorders: ThreadSanitizer sees its hand-overs (docs/testing.md).
+                "LifecycleSystemd",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
@@ -159,6 +161,7 @@ let package = Package(
                 "LifecycleKitTesting",
                 "ReadmeExample",
                 "LifecycleKit",
+                "LifecycleSystemd",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings

@@ -8,9 +8,8 @@
 
 import Dispatch
 @_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) import LifecycleSystemd
 import Logging
-import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LifecycleDaemon
@@ -30,7 +29,7 @@ private func within<T: Sendable>(
     release: @escaping @Sendable () -> Void = {},
     _ body: @escaping @Sendable () -> T
 ) -> T? {
-    let result = Mutex<T?>(nil)
+    let result = ConditionLock<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     DispatchQueue.global().async {
         let value = body()
@@ -143,7 +142,7 @@ struct HostileFileTests {
         #expect(loaded.generation.addingReportingOverflow(1 << 32).overflow == false)
         // Restored into an application, whose next save counts one more: it must not trap.
         let application = Application(delegate: RestoringDelegate(), logger: log.logger())
-        let saved = Mutex<Int?>(nil)
+        let saved = ConditionLock<Int?>(nil)
         let host = SaveRecorder { _, archive in saved.withLock { $0 = $0 ?? archive.generation } }
         application.host = host
         var options = LaunchOptions(reason: .test)

@@ -8,8 +8,9 @@
 
 @_spi(Testing) @testable import LifecycleKit
 import Logging
-import Synchronization
 import Testing
+
+@_spi(Threads) import LifecycleSystemd
 
 @_spi(Testing) @testable import LifecycleDaemon
 
@@ -25,7 +26,7 @@ final class StallLog: Sendable {
         let metadata: [String: String]
     }
 
-    private let records = Mutex<[Record]>([])
+    private let records = ConditionLock<[Record]>([])
 
     var all: [Record] { records.withLock { $0 } }
 

@@ -7,9 +7,8 @@
 //
 
 @_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) import LifecycleSystemd
 import Logging
-import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LifecycleDaemon
@@ -133,7 +132,7 @@ final class BackgroundWorkDelegate: ApplicationDelegate {
 
 /// Log records kept in memory.
 final class RecordedLog: Sendable {
-    private let storage = Mutex<[(Logger.Level, String)]>([])
+    private let storage = ConditionLock<[(Logger.Level, String)]>([])
 
     func messages(_ level: Logger.Level) -> [String] {
         storage.withLock { $0.filter { $0.0 == level }.map(\.1) }

@@ -8,13 +8,14 @@
 
 @_spi(Testing) import LifecycleKit
 import LifecycleKitTesting
-import Synchronization
 import Testing
+
+@_spi(Threads) import LifecycleSystemd
 
 /// What the bodies of lifecycle-bound tasks did, from whichever thread they ran on.
 final class Journal: Sendable {
-    private let entries = Mutex<[String]>([])
-    private let running = Mutex<(now: Int, most: Int)>((0, 0))
+    private let entries = ConditionLock<[String]>([])
+    private let running = ConditionLock<(now: Int, most: Int)>((0, 0))
 
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
     var lines: [String] { entries.withLock { $0 } }

@@ -8,8 +8,9 @@
 
 @_spi(Testing) @testable import LifecycleKit
 import LifecycleKitTesting
-import Synchronization
 import Testing
+
+@_spi(Threads) import LifecycleSystemd
 
 /// Work that fails on every run until told otherwise, counting its runs (from whichever thread it runs on).
 private final class Flaky: Sendable {
@@ -17,7 +18,7 @@ private final class Flaky: Sendable {
         var description: String { "upstream unreachable" }
     }
 
-    private let state = Mutex((runs: 0, fails: true))
+    private let state = ConditionLock((runs: 0, fails: true))
     var runs: Int { state.withLock { $0.runs } }
     func heal() { state.withLock { $0.fails = false } }
 

@@ -11,12 +11,13 @@ import LifecycleKitTesting
 @_spi(Testing) import LifecycleServices
 import Logging
 import ServiceLifecycle
-import Synchronization
 import Testing
+
+@_spi(Threads) import LifecycleSystemd
 
 /// What the services did, in order, from whichever thread they ran on.
 final class Timeline: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = ConditionLock<[String]>([])
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
     var lines: [String] { entries.withLock { $0 } }
 }

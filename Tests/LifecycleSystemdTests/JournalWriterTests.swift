@@ -10,7 +10,7 @@ import Logging
 import Synchronization
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -114,7 +114,7 @@ extension FakeJournald: @unchecked Sendable {}
 /// A journald that takes one entry every `pause` microseconds, on a thread of its own: slowed down, never stopped.
 final class SlowReader: Sendable {
     private final class Shared: Sendable {
-        let taken = Mutex<[Int]>([])
+        let taken = ConditionLock<[Int]>([])
         let stopping = Atomic<Bool>(false)
     }
 

@@ -8,10 +8,9 @@
 
 @_spi(Testing) import LifecycleKit
 import Logging
-import Synchronization
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -159,7 +158,7 @@ struct LogOrderTests {
         let (app, _) = application { label in
             StderrLogHandler(label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor)
         }
-        let tapped = Mutex<[String]>([])
+        let tapped = ConditionLock<[String]>([])
         LoggingBackend.recordTap = { record in
             // Other suites log too: only this test's records.
             if record.message.hasPrefix("elsewhere") { tapped.withLock { $0.append(record.message) } }

@@ -7,10 +7,9 @@
 //
 
 import Logging
-import Synchronization
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -161,7 +160,7 @@ final class ManualClock: Clock, Sendable {
         static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
-    private let current = Mutex(Instant(offset: .zero))
+    private let current = ConditionLock(Instant(offset: .zero))
 
     var now: Instant { current.withLock { $0 } }
     var minimumResolution: Duration { .nanoseconds(1) }

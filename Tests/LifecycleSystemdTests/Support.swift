@@ -7,10 +7,9 @@
 //
 
 import Logging
-import Synchronization
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -174,7 +173,7 @@ final class CapturedLog: Sendable {
         let message: String
     }
 
-    private let storage = Mutex<[Record]>([])
+    private let storage = ConditionLock<[Record]>([])
 
     var records: [Record] { storage.withLock { $0 } }
 

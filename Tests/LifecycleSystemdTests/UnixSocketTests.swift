@@ -9,6 +9,8 @@
 import Synchronization
 import Testing
 
+@_spi(Threads) import LifecycleSystemd
+
 @_spi(Testing) @testable import LifecycleIPC
 
 #if canImport(Glibc)
@@ -24,7 +26,7 @@ extension ProcessStateTests {
             // Someone watching the path as fast as it can: every socket it ever sees there must have its final mode
             // (bound and chmod-ed by path afterwards, it would be seen with the umask's mode in between).
             let stop = Atomic(false)
-            let seen = Mutex<Set<mode_t>>([])
+            let seen = ConditionLock<Set<mode_t>>([])
             let watcher = Task.detached {
                 var status = stat()
                 while !stop.load(ordering: .relaxed) {

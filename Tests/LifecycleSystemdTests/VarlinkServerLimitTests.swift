@@ -7,11 +7,10 @@
 //
 
 import Logging
-import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LifecycleIPC
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +21,7 @@ import Glibc
 
 /// Descriptors a test opens on the server's thread before the server starts, closed by the test's client.
 private final class HeldDescriptors: Sendable {
-    private let descriptors = Mutex<[Int32]>([])
+    private let descriptors = ConditionLock<[Int32]>([])
 
     func hold(_ fd: Int32) { descriptors.withLock { $0.append(fd) } }
 
@@ -286,7 +285,7 @@ extension ProcessStateTests {
             var limits = VarlinkServer.Limits()
             limits.acceptRetryDelay = .milliseconds(100)
             // The first four accepts fail with EMFILE, as in a process out of descriptors; then one succeeds.
-            let attempts = Mutex<[ContinuousClock.Instant]>([])
+            let attempts = ConditionLock<[ContinuousClock.Instant]>([])
             let (reply, statistics, _) = try await withVarlinkServer(limits: limits, configure: { server, _, _, _ in
                 let real = server.acceptConnection
                 server.acceptConnection = { fd in

@@ -7,11 +7,10 @@
 //
 
 import Logging
-import Synchronization
 import Testing
 
 @_spi(Testing) @testable import LifecycleIPC
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 
 
 #if canImport(Glibc)
@@ -20,8 +19,8 @@ import Glibc
 
 /// Lines shared between the server's thread and the test.
 final class SharedLog: Sendable {
-    private let lines = Mutex<[String]>([])
-    private let finished = Mutex(false)
+    private let lines = ConditionLock<[String]>([])
+    private let finished = ConditionLock(false)
 
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
