@@ -9,7 +9,7 @@
 import Logging
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
 @_spi(Testing) import LifecycleIPC
 import SystemPackage
 
@@ -634,11 +634,24 @@ extension ProcessStateTests {
                 let connection = try SdBus(address: bus.address, description: "test", loop: loop)
                 guard try runLoop(loop, until: { connection.uniqueName != nil }) else { throw TestFailure("no Hello") }
                 bus.pauseDaemon()
-                // Whatever happens, the bus runs again after 5 s (a close that waits for it then ends).
+                // Whatever happens, the bus runs again after 5 s (a close that waits for it then ends); the test
+                // ends that thread when it is done (and joins it: a thread never joined is a leak to TSan).
                 let daemon = try #require(bus.daemonPID)
-                _ = SystemThread.start(blockingSignals: true) {
-                    sleep(5)
-                    kill(daemon, SIGCONT)
+                let done = ConditionLock(false)
+                let deadline = MonotonicClock.now() + 5_000_000_000
+                guard
+                    case .success(let rescuer) = SystemThread.start(blockingSignals: true, {
+                        let timedOut = done.withLock(waiting: { (isDone: inout Bool) -> ConditionLock<Bool>.Step<Bool> in
+                            if isDone { return .done(false) }
+                            return MonotonicClock.now() >= deadline ? .done(true) : .wait(until: deadline)
+                        })
+                        if timedOut { kill(daemon, SIGCONT) }
+                    })
+                else { throw TestFailure("no thread") }
+                defer {
+                    done.withLock { $0 = true }
+                    done.notifyAll()
+                    pthread_join(rescuer, nil)
                 }
                 // Far more than the socket's buffer takes (sd-bus asks for 8 MiB, the kernel doubles it): the rest
                 // waits in sd-bus's queue.

@@ -7,9 +7,8 @@
 //
 
 @_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) import LifecycleSystemd
 @_spi(Testing) import LifecycleIPC
-import Synchronization
 
 #if canImport(Glibc)
 public import Glibc
@@ -93,7 +92,7 @@ public import Glibc
         lookUp: @escaping @Sendable (String) -> gid_t? = lookUpGroup
     ) -> GroupLookup {
         if let number = gid_t(text) { return .found(number) }
-        let answer = Mutex<gid_t??>(nil)
+        let answer = ConditionLock<gid_t??>(nil)
         let done = Semaphore()
         let started = SystemThread.start(blockingSignals: true) {
             let id = lookUp(text)

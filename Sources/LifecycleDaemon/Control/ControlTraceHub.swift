@@ -7,9 +7,8 @@
 //
 
 @_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Testing) @_spi(Threads) import LifecycleSystemd
 @_spi(Testing) import LifecycleIPC
-import Synchronization
 
 /// What the control socket needs from the trace: the application delegate's last events, kept for `Trace` (a ring
 /// of `TraceBacklog=` events), the events of requests in flight for their replies, and the live events for
@@ -51,7 +50,7 @@ final class ControlTraceHub {
             var lastSequence = 0
         }
 
-        private let state = Mutex(State())
+        private let state = ConditionLock(State())
 
         /// The number the next entry will have minus one, and the sequence of the last event.
         var last: (number: Int, sequence: Int) { state.withLock { ($0.lastNumber, $0.lastSequence) } }

@@ -6,8 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleSystemd
-import Synchronization
+@_spi(Testing) @_spi(Threads) import LifecycleSystemd
 import SystemPackage
 
 #if canImport(Glibc)
@@ -37,7 +36,7 @@ final class StateDiskWriter: Sendable {
         let pause: Duration
         /// Signalled once the outcome is known.
         let done = Semaphore()
-        private let state = Mutex<(outcome: Outcome?, abandoned: Bool)>((nil, false))
+        private let state = ConditionLock<(outcome: Outcome?, abandoned: Bool)>((nil, false))
         /// Runs (on the writer's thread) with the outcome when whoever handed the save over stopped waiting for it.
         private let late: @Sendable (Outcome) -> Void
 
@@ -70,7 +69,7 @@ final class StateDiskWriter: Sendable {
         }
     }
 
-    private let pending = Mutex<(next: Save?, running: Bool, writing: Bool)>((nil, false, false))
+    private let pending = ConditionLock<(next: Save?, running: Bool, writing: Bool)>((nil, false, false))
     /// Signalled for each save handed over.
     private let work = Semaphore()
     /// How long the thread waits for more before it ends.
@@ -93,7 +92,11 @@ final class StateDiskWriter: Sendable {
         replaced?.finish(.superseded)
         work.signal()
         guard start else { return }
-        if case .failure(let error) = SystemThread.start(blockingSignals: true, { self.run() }) {
+        switch SystemThread.start(blockingSignals: true, { self.run() }) {
+        case .success(let thread):
+            // Nobody joins it: detached, its stack goes when it ends (an ended thread never joined keeps it).
+            pthread_detach(thread)
+        case .failure(let error):
             let stranded = pending.withLock { state -> Save? in
                 state.running = false
                 defer { state.next = nil }

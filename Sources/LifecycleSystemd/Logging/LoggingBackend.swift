@@ -38,7 +38,7 @@ package enum LoggingBackend: Hashable, Sendable {
     }
 
     // LoggingSystem.bootstrap traps when called twice in a process; this remembers the first choice instead.
-    private static let bootstrapped = Mutex<LoggingBackend?>(nil)
+    private static let bootstrapped = ConditionLock<LoggingBackend?>(nil)
 
     /// Bootstraps swift-log with the detected backend once per process and returns it; later calls only return it.
     @discardableResult
@@ -107,7 +107,7 @@ extension LoggingBackend {
         var tap: (@Sendable (WrittenRecord) -> Void)?
     }
 
-    private static let ordering = Mutex(Ordering())
+    private static let ordering = ConditionLock(Ordering())
 
     /// The trace lines that every record of this backend's handlers is written after (the daemon's application's, while
     /// it defers them): a record waits until the lines recorded before it are written, so the log reads in the order

@@ -7,7 +7,6 @@
 //
 
 package import Logging
-import Synchronization
 @_spi(Testing) import LifecycleKit
 import CSystemd
 
@@ -230,10 +229,10 @@ package struct StderrLogHandler: LogHandler {
 /// One ``TraceFormatter`` for every handler writing to a terminal, with the lock that keeps its lines (and the counts
 /// of folded repeats) in the order they were written.
 final class SharedTraceFormatter: Sendable {
-    private let formatter: Mutex<TraceFormatter>
+    private let formatter: ConditionLock<TraceFormatter>
 
     init(style: TerminalStyle) {
-        formatter = Mutex(TraceFormatter(style: style))
+        formatter = ConditionLock(TraceFormatter(style: style))
     }
 
     /// Writes a trace event's line (nothing while it repeats the one before).
