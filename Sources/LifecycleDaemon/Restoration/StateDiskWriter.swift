@@ -92,11 +92,8 @@ final class StateDiskWriter: Sendable {
         replaced?.finish(.superseded)
         work.signal()
         guard start else { return }
-        switch SystemThread.start(blockingSignals: true, { self.run() }) {
-        case .success(let thread):
-            // Nobody joins it: detached, its stack goes when it ends (an ended thread never joined keeps it).
-            pthread_detach(thread)
-        case .failure(let error):
+        // The thread detaches itself when it ends (run()).
+        if case .failure(let error) = SystemThread.start(blockingSignals: true, { self.run() }) {
             let stranded = pending.withLock { state -> Save? in
                 state.running = false
                 defer { state.next = nil }
