@@ -860,8 +860,11 @@ def measure_steady_memory(bins, args, tmp, log):
     keep = os.path.join(tmp, "keep-startup-pages.conf")
     with open(keep, "w") as handle:
         handle.write("[Memory]\nReleaseStartupPages=no\n")
+    release = os.path.join(tmp, "release-startup-pages.conf")
+    with open(release, "w") as handle:
+        handle.write("[Memory]\nReleaseStartupPages=yes\n")
     subjects = [
-        ("release", [bins["lifecycled"], "--work-interval", "0"]),
+        ("release", [bins["lifecycled"], "--work-interval", "0", "--config", release]),
         ("keep", [bins["lifecycled"], "--work-interval", "0", "--config", keep]),
         ("floor", [bins["floor"]]),
         ("peer", [bins["peer"]]),
@@ -873,7 +876,8 @@ def measure_steady_memory(bins, args, tmp, log):
         for _ in range(args.steady_runs):
             listener = NotifyListener(tmp)
             process = start(command, {"NOTIFY_SOCKET": listener.path})
-            shown = quoted(command).replace(keep, "<[Memory] ReleaseStartupPages=no>")
+            shown = quoted(command).replace(keep, "<[Memory] ReleaseStartupPages=no>").replace(
+                release, "<[Memory] ReleaseStartupPages=yes>")
             if name in ("release", "keep"):
                 log.append(f"NOTIFY_SOCKET=<harness socket> {shown} &   # 1 s idle, SIGUSR1 → STATUS=, then "
                            f"{transitions} transitions (SIGUSR1/SIGUSR2, each after the previous STATUS=); smaps")
@@ -917,8 +921,8 @@ def report_steady_memory(add, steady, args):
     n = steady["transitions"]
     beside = (f"C floor {fmt(floor['private_mib'], 2)} MiB private, {fmt(floor['pss_mib'], 2)} MiB PSS; peer "
               f"{fmt(peer['private_mib'], 2)} MiB private, {fmt(peer['pss_mib'], 2)} MiB PSS")
-    for label, row in (("`[Memory] ReleaseStartupPages=yes` (the default)", release),
-                       ("`ReleaseStartupPages=no`", keep)):
+    for label, row in (("`[Memory] ReleaseStartupPages=yes`", release),
+                       ("`ReleaseStartupPages=no` (the default)", keep)):
         add(f"| steady state of the demo daemon after {n:,} transitions, {label}, median of {steady['runs']}: private "
             f"(per mapping, anonymous or private dirty, whichever is more) | {fmt(row['private_mib'], 2)} MiB | "
             f"{beside} | {fmt(ratio(row['private_mib'], peer['private_mib']), 2)}× peer | ≤ 3 MiB | "
@@ -952,10 +956,9 @@ def report_rss_breakdown(add, rss, args):
                                                                   work.get(name, (0, 0))[0]))
     add(f"Where the demo daemon's RSS is (`/proc/PID/smaps` of one `lifecycled --work-interval 0`, {args.settle_ms} ms "
         f"after READY=1: {fmt(total_ready / 1024, 1)} MiB; after the {rss['transitions']} transitions: "
-        f"{fmt(total_work / 1024, 1)} MiB). After READY=1 the daemon drops the pages of its clean read-only file "
-        "mappings and trims the heap (`[Memory] ReleaseStartupPages=yes`); what the running daemon touches again "
-        "faults back in from the page cache. File-backed pages of shared libraries count in full although other "
-        "processes share them:")
+        f"{fmt(total_work / 1024, 1)} MiB), with `[Memory] ReleaseStartupPages=no` (the default: the start-up pages "
+        "stay; with `yes` they are dropped after READY=1 and what the running daemon touches again faults back in). "
+        "File-backed pages of shared libraries count in full although other processes share them:")
     add("")
     add("| mapping | after READY=1: RSS KiB | of which anonymous | after the transitions: RSS KiB | of which anonymous |")
     add("|---|---|---|---|---|")

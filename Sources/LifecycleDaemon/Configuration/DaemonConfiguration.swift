@@ -33,8 +33,9 @@
     @_spi(Testing) public var watchLogind = true
     /// A test's switch (`LIFECYCLE_HANG_IN`): the callback that blocks the main thread when it first fires.
     @_spi(Testing) public var hangIn: String?
-    /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``).
-    @_spi(Testing) public var releaseStartupMemory = true
+    /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``). Off by default: the
+    /// first signal after idle pays for faulting them back in (docs/configuration.md).
+    @_spi(Testing) public var releaseStartupMemory = false
     /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
     @_spi(Testing) public var watchStalls = true
     /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
