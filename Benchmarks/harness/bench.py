@@ -773,6 +773,18 @@ def read_status_kib(pid):
     return values
 
 
+def wait_for_status(listener, before, what, timeout=5.0):
+    """Waits until a STATUS= datagram arrived after the first `before` ones; returns its arrival time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for arrived, lines in listener.messages[before:]:
+            if any(line.startswith("STATUS=") for line in lines):
+                return arrived
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"lifecycled sent no STATUS= within {timeout:g} s of {what}")
+        listener.poll(0.005)
+
+
 def measure_rss_workload(bins, args, tmp, log):
     """`lifecycled --work-interval 0`: RSS and its smaps breakdown `--settle-ms` after READY=1 (the pages only
     starting needed are released by then), then after a workload of transitions (SIGUSR1 background, SIGUSR2
@@ -796,12 +808,7 @@ def measure_rss_workload(bins, args, tmp, log):
                 for signal_number in (signal.SIGUSR1, signal.SIGUSR2):
                     before = len(listener.messages)
                     os.kill(process.pid, signal_number)
-                    deadline = time.monotonic() + 5
-                    while not any(any(line.startswith("STATUS=") for line in lines)
-                                  for _, lines in listener.messages[before:]):
-                        if time.monotonic() > deadline:
-                            raise RuntimeError("lifecycled sent no STATUS= within 5 s of a transition's signal")
-                        listener.poll(0.01)
+                    wait_for_status(listener, before, "a transition's signal")
                     listener.poll(0.02)  # the turn ends, the trace lines go out
             time.sleep(args.settle_ms / 1000.0)
             samples["workload"].append(read_status_kib(process.pid))
@@ -837,18 +844,6 @@ def private_and_pss_kib(pid):
             elif parts and parts[0] == "Pss:":
                 pss += int(parts[1])
     return private + max(anonymous, dirty), pss
-
-
-def wait_for_status(listener, before, what, timeout=5.0):
-    """Waits until a STATUS= datagram arrived after the first `before` ones; returns its arrival time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for arrived, lines in listener.messages[before:]:
-            if any(line.startswith("STATUS=") for line in lines):
-                return arrived
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"lifecycled sent no STATUS= within {timeout} s of {what}")
-        listener.poll(0.005)
 
 
 def measure_steady_memory(bins, args, tmp, log):
