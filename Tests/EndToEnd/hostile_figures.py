@@ -48,34 +48,7 @@ from hostile import (  # noqa: E402
     status_latencies,
     status_value,
 )
-
-SAVE_LATENCY_SCRIPT = r"""
-import os, signal, sys, time
-pid, rounds, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def inode():
-    try:
-        return os.stat(path).st_ino
-    except FileNotFoundError:
-        return None
-seconds = []
-for _ in range(rounds):
-    before = inode()
-    began = time.monotonic()
-    os.kill(pid, signal.SIGUSR1)
-    while inode() == before:
-        if time.monotonic() - began > 10:
-            sys.exit("no save within 10 s")
-        time.sleep(0.0002)
-    seconds.append(time.monotonic() - began)
-    os.kill(pid, signal.SIGUSR2)
-    time.sleep(0.2)
-print(" ".join("%.6f" % s for s in seconds))
-"""
-
-
-def save_latencies(box: Sandbox, pid: str, rounds: int) -> list[float]:
-    output = box.run("/usr/bin/python3", "-c", SAVE_LATENCY_SCRIPT, pid, str(rounds), STATE_FILE, timeout=600).stdout
-    return [float(x) for x in output.split()]
+from peers import save_latencies  # noqa: E402
 
 
 def milliseconds(values: list[float]) -> dict:
@@ -132,7 +105,7 @@ def main() -> int:
 
         # Signal latency, idle and under a connect flood from another uid.
         pid = start_daemon(box, args.unit)
-        idle = save_latencies(box, pid, args.rounds)
+        idle = save_latencies(box, pid, args.rounds, STATE_FILE, patience=10, pause=0.2, timeout=600)
         idle_status = status_latencies(box, UNIT, pid, args.rounds)
         seconds = 20 + args.rounds * 2
         flooding = Background(
@@ -141,7 +114,7 @@ def main() -> int:
             )
         )
         time.sleep(1)
-        flooded = save_latencies(box, pid, args.rounds)
+        flooded = save_latencies(box, pid, args.rounds, STATE_FILE, patience=10, pause=0.2, timeout=600)
         flooded_status = status_latencies(box, UNIT, pid, args.rounds)
         connects = flooding.result(timeout=seconds + 120)
         figures["connect_flood"] = {

@@ -282,3 +282,50 @@ __all__ = [
     "wait_events",
     "with_config",
 ]
+
+
+# Runs inside the sandbox: SIGUSR1 straight to the daemon (kill(2), no systemctl, no PID 1 on the way), then waits
+# for the state file to be replaced (the save that ends the background transition), spinning on stat(2), at most
+# `patience` seconds; SIGUSR2 afterwards, and `pause` seconds so that the foreground is done before the next round.
+# Prints each round's seconds.
+SAVE_LATENCY_SCRIPT = r"""
+import os, signal, sys, time
+pid, rounds, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+patience, pause = float(sys.argv[4]), float(sys.argv[5])
+def inode():
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+seconds = []
+for _ in range(rounds):
+    before = inode()
+    began = time.monotonic()
+    os.kill(pid, signal.SIGUSR1)
+    while inode() == before:
+        if time.monotonic() - began > patience:
+            sys.exit("no save within %g s" % patience)
+        time.sleep(0.0002)
+    seconds.append(time.monotonic() - began)
+    os.kill(pid, signal.SIGUSR2)
+    time.sleep(pause)
+print(" ".join("%.6f" % s for s in seconds))
+"""
+
+
+def save_latencies(
+    sandbox: Sandbox,
+    pid: str,
+    rounds: int,
+    path: str = "/var/lib/lifecycled/state.archive",
+    patience: float = 5,
+    pause: float = 0.1,
+    timeout: float = 120,
+) -> list[float]:
+    """Seconds from SIGUSR1 to the daemon's saved state on disk, `rounds` times (the daemon's own work: neither
+    systemd nor journald is on that path)."""
+    output = sandbox.run(
+        "/usr/bin/python3", "-c", SAVE_LATENCY_SCRIPT, pid, str(rounds), path, str(patience), str(pause),
+        timeout=timeout,
+    ).stdout
+    return [float(x) for x in output.split()]

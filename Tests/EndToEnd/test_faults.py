@@ -60,6 +60,7 @@ from peers import (
     list_inhibitors,
     logind_mock,
     records_with,
+    save_latencies,
     start,
     wait_events,
 )
@@ -307,42 +308,6 @@ def signal_latency(sandbox: Sandbox, unit: str, signal_name: str, status: str) -
     return time.monotonic() - began
 
 
-# Runs inside the sandbox: SIGUSR1 straight to the daemon (kill(2), no systemctl, no PID 1 on the way), then waits
-# for the state file to be replaced (the save that ends the background transition), spinning on stat(2); SIGUSR2
-# afterwards, and a pause so that the foreground is done before the next round. Prints each round's seconds.
-SAVE_LATENCY_SCRIPT = r"""
-import os, signal, sys, time
-pid, rounds, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def inode():
-    try:
-        return os.stat(path).st_ino
-    except FileNotFoundError:
-        return None
-seconds = []
-for _ in range(rounds):
-    before = inode()
-    began = time.monotonic()
-    os.kill(pid, signal.SIGUSR1)
-    while inode() == before:
-        if time.monotonic() - began > 5:
-            sys.exit("no save within 5 s")
-        time.sleep(0.0002)
-    seconds.append(time.monotonic() - began)
-    os.kill(pid, signal.SIGUSR2)
-    time.sleep(0.1)
-print(" ".join("%.6f" % s for s in seconds))
-"""
-
-
-def save_latencies(sandbox: Sandbox, pid: str, rounds: int) -> list[float]:
-    """Seconds from SIGUSR1 to the daemon's saved state on disk, `rounds` times (the daemon's own work: neither
-    systemd nor journald is on that path)."""
-    output = sandbox.run(
-        "/usr/bin/python3", "-c", SAVE_LATENCY_SCRIPT, pid, str(rounds), "/var/lib/lifecycled/state.archive", timeout=120
-    ).stdout
-    return [float(x) for x in output.split()]
-
-
 def watchdog_ping(sandbox: Sandbox, unit: str) -> tuple[float, int]:
     """How long before the question systemd had last heard WATCHDOG=1, in seconds, and when that was (systemd's
     WatchdogTimestampMonotonic, µs; both clocks are CLOCK_MONOTONIC: the sandbox has no time namespace). Measured
@@ -502,7 +467,7 @@ for index in range(count):
     time.sleep(0.005)
 """
 
-# Runs inside the sandbox: like SAVE_LATENCY_SCRIPT (kill(2) SIGUSR1 to the saved state on disk), but each round
+# Runs inside the sandbox: like peers.SAVE_LATENCY_SCRIPT (kill(2) SIGUSR1 to the saved state on disk), but each round
 # starts only once the daemon says it is active again (GetStatus on the control socket after SIGUSR2), so a slow
 # round cannot make the next SIGUSR1 arrive while the daemon is still in the background. Prints each round's seconds
 # (5.0 for a save that did not come).

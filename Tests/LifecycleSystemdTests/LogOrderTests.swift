@@ -57,6 +57,24 @@ struct LogOrderTests {
     }
 
     /// An application whose trace and callbacks log through `handler`, every event at debug (as under journald).
+    /// The background transition as every stream must read it: "before", each callback's line (numbered, the last
+    /// one `last`) before what that callback logs, then "after".
+    private static func background(endingAt last: Int) -> [String] {
+        let first = last - 5
+        return [
+            "before",
+            "#\(first) applicationWillResignActive root/worker",
+            "#\(first + 1) applicationWillResignActive root",
+            "#\(first + 2) applicationWillResignActive delegate",
+            "#\(first + 3) applicationDidEnterBackground root/worker",
+            "worker paused",
+            "#\(first + 4) applicationDidEnterBackground root",
+            "#\(first + 5) applicationDidEnterBackground delegate",
+            "in the background",
+            "after",
+        ]
+    }
+
     private func application(logging handler: @escaping @Sendable (String) -> any LogHandler) -> (Application, Logger) {
         var logger = Logger(label: "order", factory: handler)
         logger.logLevel = .debug
@@ -91,19 +109,7 @@ struct LogOrderTests {
             }
             return String(line.split(separator: ": ", maxSplits: 1).last!)
         }
-        let first = app.trace.sequence - 5
-        #expect(lines == [
-            "before",
-            "#\(first) applicationWillResignActive root/worker",
-            "#\(first + 1) applicationWillResignActive root",
-            "#\(first + 2) applicationWillResignActive delegate",
-            "#\(first + 3) applicationDidEnterBackground root/worker",
-            "worker paused",
-            "#\(first + 4) applicationDidEnterBackground root",
-            "#\(first + 5) applicationDidEnterBackground delegate",
-            "in the background",
-            "after",
-        ])
+        #expect(lines == Self.background(endingAt: app.trace.sequence))
     }
 
     @Test func inTheJournalACallbacksEntryComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
@@ -137,19 +143,7 @@ struct LogOrderTests {
             logger.info("after")
             received = receive(until: "after")
         }
-        let first = app.trace.sequence - 5
-        #expect(received == [
-            "before",
-            "#\(first) applicationWillResignActive root/worker",
-            "#\(first + 1) applicationWillResignActive root",
-            "#\(first + 2) applicationWillResignActive delegate",
-            "#\(first + 3) applicationDidEnterBackground root/worker",
-            "worker paused",
-            "#\(first + 4) applicationDidEnterBackground root",
-            "#\(first + 5) applicationDidEnterBackground delegate",
-            "in the background",
-            "after",
-        ])
+        #expect(received == Self.background(endingAt: app.trace.sequence))
     }
 
     @Test func aRecordFromAnotherThreadComesAfterTheLinesRecordedBeforeItAndTheTapSeesRecordsInThatOrder() async throws {
