@@ -174,4 +174,29 @@ struct TestHostTests {
             "poller taskDidStart", "poller taskWillStop", "poller taskDidEnd",
         ])
     }
+
+    /// Another test holding the main actor past the time-out (a long synchronous test in a parallel run) does not
+    /// fail the wait: the pause moves the deadline. A condition that never holds still fails after the time-out.
+    @Test func waitUntilCountsOnlyTheTimeItsHostHadTheMainActor() async {
+        let host = TestHost(delegate: AppDelegate())
+        host.launch()
+        var done = false
+        Task { @MainActor in
+            try? await Task.sleep(for: .milliseconds(20))
+            // Holds the main actor for three times the wait's time-out, as a long synchronous test would.
+            let held = ContinuousClock.now + .milliseconds(600)
+            while ContinuousClock.now < held {}
+            Task { @MainActor in
+                try? await Task.sleep(for: .milliseconds(20))
+                done = true
+            }
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        #expect(await host.waitUntil(timeout: .milliseconds(200)) { done })
+        #expect(clock.now - started >= .milliseconds(600))
+        let never = clock.now
+        #expect(await host.waitUntil(timeout: .milliseconds(100)) { false } == false)
+        #expect(clock.now - never >= .milliseconds(100))
+    }
 }

@@ -742,6 +742,7 @@ struct AppearancePropertyTests {
         await propertyCheck(count: Self.cases, input: codes) { codes in
             let problem = Self.play(codes)
             #expect(problem == nil, "\(problem ?? "")")
+            await Task.yield()
         }
     }
 

@@ -233,6 +233,7 @@ struct PropertyTests {
             let (actual, expected, sequences) = play(codes)
             #expect(actual == expected)
             #expect(sequences == Array(1...sequences.count), "LIFECYCLE_SEQ counts every event from 1")
+            await Task.yield()
         }
     }
 

@@ -411,6 +411,8 @@ struct RestorationTests {
 
     @Test func randomTreesRoundTripThroughTheArchive() async {
         await propertyCheck(count: 500, input: Gen.int(in: 0...Int.max).array(of: 8...120)) { codes in
+            // Each case gives the main actor back: the other suites' hosts share it (docs/testing.md).
+            await Task.yield()
             var source = CodeSource(codes: codes)
             let delegate = StateRestoringDelegate { app in
                 var counter = 0

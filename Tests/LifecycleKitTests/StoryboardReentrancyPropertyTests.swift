@@ -433,6 +433,7 @@ struct StoryboardReentrancyPropertyTests {
             } catch {
                 Issue.record("codes \(codes): \(error)")
             }
+            await Task.yield()
         }
     }
 
