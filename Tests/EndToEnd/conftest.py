@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from peers import remove_config, with_config
 from harness import DROPIN, DROPIN_DIR, SANDBOX_BIN, SHIPPED_SYSUSERS, SHIPPED_UNIT, UNIT, CtlBinary, DaemonBinary, Sandbox
 
 # StateDirectory=lifecycled: /var/lib/lifecycled (under private/, reached by a symlink, when a test sets DynamicUser=yes).
@@ -72,6 +73,14 @@ def e2e_dropin(extra_service_lines: list[str]) -> str:
         *extra_service_lines,
     ]
     return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
+    """Writes the daemon's configuration file: call it with the file's text, and pass the lines it returns to
+    `daemon_unit` (they make the daemon read it). Afterwards the file is removed."""
+    yield lambda text: with_config(sandbox, text)
+    remove_config(sandbox)
 
 
 @pytest.fixture

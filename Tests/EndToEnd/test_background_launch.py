@@ -14,9 +14,7 @@ without ever appearing is applicationWillTerminate down the tree and every contr
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
-
-import pytest
+from typing import Callable
 
 from harness import (
     DEMO_TREE_PREORDER,
@@ -29,15 +27,9 @@ from harness import (
     signal_cause,
     wait_for,
 )
-from peers import remove_config, start, wait_events, with_config
+from peers import start, wait_events
 
 UNIT_STARTED_MESSAGE_ID = "39f53479d3a045ac8e11786248231fbf"
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def launched_in_background(sandbox: Sandbox, daemon_unit: Callable[..., str], config) -> tuple[str, list]:

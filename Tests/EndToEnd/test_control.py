@@ -17,7 +17,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
 
@@ -33,7 +33,7 @@ from harness import (
     signal_cause,
     wait_for,
 )
-from peers import BACKGROUND, FOREGROUND, kill_main, remove_config, start, wait_events, with_config
+from peers import BACKGROUND, FOREGROUND, kill_main, start, wait_events
 
 SOCKET = "/run/lifecycled/control"
 LOAD_SCRIPT = Path(__file__).resolve().parent / "control_load.py"
@@ -49,12 +49,6 @@ def ctl(sandbox: Sandbox, lifecyclectl_bin: CtlBinary) -> Callable[..., object]:
         return sandbox.run(*(prefix or []), SANDBOX_CTL, *arguments, check=check, timeout=timeout)
 
     return run
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def control_events_through(sandbox: Sandbox, unit: str, cursor: str, last_seq: int) -> list[LifecycleEvent]:

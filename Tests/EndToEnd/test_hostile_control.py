@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
 
@@ -36,7 +36,7 @@ from hostile import (
     status_latencies,
     status_value,
 )
-from peers import BACKGROUND, daemon_messages, remove_config, start, wait_events, with_config
+from peers import BACKGROUND, daemon_messages, start, wait_events
 
 
 @pytest.fixture
@@ -48,12 +48,6 @@ def ctl(sandbox: Sandbox, lifecyclectl_bin: CtlBinary) -> Callable[..., object]:
         return sandbox.run(*(prefix or []), SANDBOX_CTL, *arguments, check=check, timeout=timeout)
 
     return run
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def control_counters(ctl: Callable[..., object]) -> dict:

@@ -36,10 +36,8 @@ from peers import (
     logind_mock,
     monotonic_seconds,
     records_with,
-    remove_config,
     start,
     wait_events,
-    with_config,
 )
 
 SLEEP = "logind:PrepareForSleep"
@@ -50,12 +48,6 @@ SHUTDOWN = "logind:PrepareForShutdown"
 def mock(sandbox: Sandbox) -> Iterator[LogindMock]:
     with logind_mock(sandbox) as logind:
         yield logind
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def held(mock: LogindMock) -> bool:

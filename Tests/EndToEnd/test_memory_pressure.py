@@ -19,20 +19,16 @@ cache. Measured here: about 50-150 ms of `some` stall per 2 s in the service's c
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
+from typing import Callable
 
-import pytest
-
-from harness import Sandbox, lifecycle_events, messages, pairs, wait_for
+from harness import Sandbox, lifecycle_events, messages, wait_for
 from peers import (
     MEMORY_WARNING,
     monotonic_seconds,
     memory_pressure_lines,
-    remove_config,
     some_stall_microseconds,
     start,
     unit_cgroup_pressure_path,
-    with_config,
 )
 
 # A threshold well under the stall the thrasher causes, over the 2 s window unprivileged triggers must use.
@@ -46,12 +42,6 @@ MinimumIntervalSec={interval}
 AllocateMiB=64
 """
 MEMORY_MAX = "100M"
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def psi_warnings(sandbox: Sandbox, unit: str, cursor: str) -> list[list]:

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import signal
-import time
 from typing import Callable
 
 from harness import (

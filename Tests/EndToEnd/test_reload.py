@@ -15,12 +15,10 @@ stays active with the same process."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
-
-import pytest
+from typing import Callable
 
 from harness import DEMO_TREE_PREORDER, Sandbox, entering, leaving, lifecycle_events, messages, offering, pairs, wait_for
-from peers import CONFIG_PATH, daemon_messages, remove_config, start, with_config
+from peers import CONFIG_PATH, daemon_messages, start
 
 # `systemctl reload` runs the unit's ExecReload=lifecyclectl reload: a control request.
 RELOAD_CAUSE = "control"
@@ -31,12 +29,6 @@ Mode=serving
 [MemoryPressure]
 MinimumIntervalSec=10
 """
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def reload(sandbox: Sandbox, unit: str) -> str:

@@ -34,15 +34,15 @@ from harness import (
     pairs,
     wait_for,
 )
-from peers import CONFIG_PATH, daemon_messages, kill_main, remove_config, start, with_config
+from peers import CONFIG_PATH, daemon_messages, kill_main, start
 
 STORYBOARD_PATH = "/run/lifecycled-e2e.storyboard"
 
 
 @pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
+def config(config: Callable[[str], list[str]], sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
+    """conftest's `config`, and afterwards the storyboard these tests write goes too."""
+    yield config
     sandbox.remove(STORYBOARD_PATH)
 
 

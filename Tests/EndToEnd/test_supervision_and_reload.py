@@ -18,18 +18,10 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
-
-import pytest
+from typing import Callable
 
 from harness import Sandbox, lifecycle_events, messages, wait_for
-from peers import CONFIG_PATH, daemon_messages, kill_main, monotonic_seconds, remove_config, start, with_config
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
+from peers import CONFIG_PATH, daemon_messages, kill_main, monotonic_seconds, start
 
 
 def test_a_feed_failing_every_100_ms_is_restarted_with_growing_delays_then_the_daemon_exits_75_and_is_restarted(

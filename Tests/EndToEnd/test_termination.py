@@ -13,22 +13,14 @@ that outlives [BackgroundTasks] BudgetSec= gets its expiration handler before th
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
-
-import pytest
+from typing import Callable
 
 from harness import SANDBOX_BIN, Sandbox, messages, wait_for
-from peers import daemon_messages, monotonic_seconds, records_with, remove_config, start, with_config
+from peers import daemon_messages, monotonic_seconds, records_with, start
 
 # "<unit>: Deactivated successfully." (exit status 0, Result=success) and "<unit>: Failed with result '...'."
 UNIT_DEACTIVATED_MESSAGE_ID = "7ad2d189f7e94e70a38c781354912448"
 UNIT_FAILED_MESSAGE_ID = "d9b373ed55a64feb8242e02dbe79a49c"
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def systemd_verdict(sandbox: Sandbox, unit: str, cursor: str) -> list[dict]:

@@ -16,21 +16,13 @@ daemon coming back.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
-
-import pytest
+from typing import Callable
 
 from harness import SANDBOX_BIN, Sandbox, messages, wait_for
-from peers import CONFIG_PATH, remove_config, with_config
+from peers import CONFIG_PATH
 
 # systemd's "Scheduled restart job, restart counter is at N." (unit_notify of a restart).
 RESTART_MESSAGE = "Scheduled restart job"
-
-
-@pytest.fixture
-def config(sandbox: Sandbox) -> Iterator[Callable[[str], list[str]]]:
-    yield lambda text: with_config(sandbox, text)
-    remove_config(sandbox)
 
 
 def start_and_fail(sandbox: Sandbox, unit: str) -> tuple[str, dict[str, str]]:
