@@ -81,8 +81,9 @@ class NotifyListener:
             pass
 
 
-def start(command, env_extra, cpu=None, watchdog=False):
-    """Starts a receiver (optionally pinned with taskset, optionally with WATCHDOG_PID=its own PID)."""
+def start(command, env_extra, cpu=None, watchdog=False, stderr=subprocess.DEVNULL):
+    """Starts a receiver (optionally pinned with taskset, optionally with WATCHDOG_PID=its own PID); its stderr goes
+    to `stderr` (an open file), else nowhere."""
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
                                                              "INVOCATION_ID", "LISTEN_FDS", "LISTEN_PID",
                                                              "JOURNAL_STREAM")}
@@ -93,8 +94,7 @@ def start(command, env_extra, cpu=None, watchdog=False):
         argv = ["/bin/sh", "-c", 'WATCHDOG_PID=$$ exec "$0" "$@"'] + argv
     if cpu is not None:
         argv = ["taskset", "-c", str(cpu)] + argv
-    return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
 
 
 def stop(process, timeout=10.0):
@@ -311,10 +311,19 @@ def measure_idle(bins, args, tmp, log):
          {"WATCHDOG_USEC": str(watchdog_usec)}, True),
     ]
     running = []
+    # lifecycled's log (stderr, as on a terminal): what it logged inside the window says why it woke, if it did (a
+    # memory warning from pressure on the cgroup it shares with the harness is a wake-up with a cause).
+    logs = {}
     try:
         for name, command, env, watchdog in subjects:
             listener = NotifyListener(tmp)
-            process = start(command, dict(env, NOTIFY_SOCKET=listener.path), watchdog=watchdog)
+            stderr = subprocess.DEVNULL
+            if name.startswith("lifecycled"):
+                logs[name] = os.path.join(tmp, f"idle-{name}.stderr")
+                stderr = open(logs[name], "wb")
+            process = start(command, dict(env, NOTIFY_SOCKET=listener.path), watchdog=watchdog, stderr=stderr)
+            if stderr is not subprocess.DEVNULL:
+                stderr.close()
             settings = "".join(f"{key}={value} " for key, value in env.items())
             settings += "WATCHDOG_PID=<its own pid> " if watchdog else ""
             log.append(f"NOTIFY_SOCKET=<harness socket> {settings}{quoted(command)} &")
@@ -333,12 +342,18 @@ def measure_idle(bins, args, tmp, log):
                 listener.poll(0.01)
         mappings = {name: rss_by_mapping(process.pid) for name, process, _ in running}
         before = {name: thread_counters(process.pid) for name, process, _ in running}
+        logged_before = {name: os.path.getsize(path) for name, path in logs.items()}
         window_start = time.monotonic()
         deadline = window_start + args.idle_seconds
         while time.monotonic() < deadline:
             for _, _, listener in running:
                 listener.poll(0.01)
         after = {name: thread_counters(process.pid) for name, process, _ in running}
+        logged = {}
+        for name, path in logs.items():
+            with open(path, "rb") as file:
+                file.seek(logged_before[name])
+                logged[name] = file.read(os.path.getsize(path) - logged_before[name]).decode(errors="replace").splitlines()
         # A ping sent just before the last snapshot is read now, still inside the window (a ping takes one wake-up).
         for _, _, listener in running:
             listener.poll(0.002)
@@ -355,6 +370,7 @@ def measure_idle(bins, args, tmp, log):
                 "pings": listener.count("WATCHDOG=1", window_start, window_end),
                 "by_thread": per_thread_switches(process.pid, before[name], after[name]),
                 "settling_by_thread": per_thread_switches(process.pid, at_ready[name], before[name]),
+                "logged": logged.get(name, []),
             }
         results["mappings"] = mappings
         results["watchdog_usec"] = watchdog_usec
@@ -1496,6 +1512,12 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
         add(f"| {labels[name]} | {row['threads']} ({row['started']}, {row['exited']}) | {row['switches']}{plus} | "
             f"{threads} | {fmt(row['cpu_us'], 0)}{plus} | {row['pings']} | {goal} | {'' if ok is None else verdict(ok)} |")
     add("")
+    for name in ("lifecycled", "lifecycled-watchdog"):
+        lines = idle[name].get("logged", [])
+        what = "nothing" if not lines else f"{len(lines)} line{'s' if len(lines) != 1 else ''}: " + " · ".join(
+            f"`{line[:160]}`" for line in lines[:4]) + (" …" if len(lines) > 4 else "")
+        add(f"What {labels[name]} logged (stderr) inside the window: {what}.")
+        add("")
     add(beside)
     add("")
 
