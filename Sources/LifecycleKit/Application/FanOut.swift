@@ -21,9 +21,9 @@
 @MainActor
 final class FanOut {
     /// The tree's controllers in reverse pre-order, as of the last event, while the tree has not changed since.
-    @exclusivity(unchecked) private var cache: [ViewController]?
+    private var cache: [ViewController]?
     /// The root the cache was taken under.
-    @exclusivity(unchecked) private var cachedRoot: ObjectIdentifier?
+    private var cachedRoot: ObjectIdentifier?
 
     /// The tree changed: the next event takes the list again.
     func invalidate() {

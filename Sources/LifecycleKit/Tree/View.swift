@@ -29,9 +29,7 @@ open class View {
         didSet { invalidatePath() }
     }
     /// The subviews, back to front, in the order added.
-    // The hot stored properties below are read and written by every walk: no dynamic exclusivity checks on them
-    // (main actor only, and no access to any of them is held across a call).
-    @exclusivity(unchecked) public private(set) var subviews: [View] = []
+    public private(set) var subviews: [View] = []
     /// The window this view is in, or nil while it is not in the window.
     public private(set) weak var window: Window?
     /// The controller whose root view this is.
@@ -42,7 +40,7 @@ open class View {
     /// application's trace.
     public private(set) weak var application: Application?
     /// Events that happened before the view joined an application's tree.
-    @exclusivity(unchecked) private var detachedEvents: [(event: String, detail: String?)] = []
+    private var detachedEvents: [(event: String, detail: String?)] = []
 
     /// The view's frame. A change marks the view for layout; a change of size marks its superview too (its
     /// subviews' arrangement may depend on it).
@@ -55,14 +53,14 @@ open class View {
     }
 
     /// This view's part of the application's status, as its last ``draw(in:)`` wrote it.
-    @exclusivity(unchecked) public private(set) var statusText = ""
+    public private(set) var statusText = ""
 
     // Layout and display bookkeeping: a view is marked, and its ancestors know a descendant is marked, so a pass
     // walks only the dirty paths.
-    @exclusivity(unchecked) var needsLayout = true
-    @exclusivity(unchecked) var descendantNeedsLayout = false
-    @exclusivity(unchecked) var needsDisplay = true
-    @exclusivity(unchecked) var descendantNeedsDisplay = false
+    var needsLayout = true
+    var descendantNeedsLayout = false
+    var needsDisplay = true
+    var descendantNeedsDisplay = false
 
     /// Creates a view; its name defaults to its type's, `ProgressView` → `progressView`.
     public init(name: String? = nil, frame: Rect = .zero) {
@@ -469,9 +467,9 @@ open class View {
         }
     }
 
-    @exclusivity(unchecked) private var storedPath: String?
+    private var storedPath: String?
     /// Whether ``lastKnownPath`` is the path now (see ``ViewController/pathIsCurrent``).
-    @exclusivity(unchecked) var pathIsCurrent = false
+    var pathIsCurrent = false
 
     /// What the trace records this view's callbacks on: the view itself, its path read only when the event is logged
     /// or observed.

@@ -38,19 +38,19 @@ open class ViewController {
     // Declared first, so an application event's fan-out finds what it reads of a controller (and the object's header)
     // on one cache line: a memory warning over a large tree is bound by memory, not by instructions.
     /// Where the controller is in its appearance.
-    @exclusivity(unchecked) var appearance: Appearance = .disappeared
+    var appearance: Appearance = .disappeared
     /// Whether this controller keeps its loaded view on a memory warning while the view is not in the window; by
     /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
-    @exclusivity(unchecked) public var keepsViewOnMemoryWarning = false
+    public var keepsViewOnMemoryWarning = false
     // Also on the first line: an event the trace logs or observes reads the path (see ``lastKnownPath``).
-    @exclusivity(unchecked) private var storedPath: String?
+    private var storedPath: String?
     /// Whether ``lastKnownPath`` is the path now. Only while the path it was built from is current too, so a move
     /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
     /// once per position, and a trace event reads it in constant time.
-    @exclusivity(unchecked) var pathIsCurrent = false
+    var pathIsCurrent = false
     /// Work bound to this controller's lifecycle (``task(_:while:restartPolicy:priority:operation:)``); the daemon's
     /// control socket lists it with its supervision.
-    @exclusivity(unchecked) package internal(set) var lifecycleTasks: [LifecycleTask] = []
+    package internal(set) var lifecycleTasks: [LifecycleTask] = []
 
     /// The name of this controller in trace paths (`root/modes/serving`); defaults to the type's name without
     /// `ViewController`/`Controller`, lower camel case. Control characters in it become U+FFFD, so a trace line, a
@@ -96,9 +96,7 @@ open class ViewController {
     public var isViewLoaded: Bool { loadedView != nil }
 
     /// The child controllers, in the order added.
-    // Read for every controller of every application event: no dynamic exclusivity check (all access is on the
-    // main actor, and no access to it is ever held across a call).
-    @exclusivity(unchecked) public internal(set) var children: [ViewController] = [] {
+    public internal(set) var children: [ViewController] = [] {
         didSet { application?.controllerTreeDidChange() }
     }
     /// The container this controller is a child of.
@@ -106,7 +104,7 @@ open class ViewController {
         didSet { invalidatePath() }
     }
     /// The controller this one presents.
-    @exclusivity(unchecked) public private(set) var presentedViewController: ViewController? {
+    public private(set) var presentedViewController: ViewController? {
         didSet { application?.controllerTreeDidChange() }
     }
     /// The controller that presents this one.
@@ -132,8 +130,6 @@ open class ViewController {
         return nil
     }
 
-    // The hot stored properties below are read and written by every walk and event: no dynamic exclusivity checks
-    // on them (main actor only, and no access to any of them is held across a call).
     /// The application whose tree this controller joined; kept after it leaves, so its last events (a popped
     /// controller's `deinit`) still reach that application's trace.
     public private(set) weak var application: Application?
@@ -142,12 +138,12 @@ open class ViewController {
         didSet { invalidatePath() }
     }
     /// Events that happened before the controller joined an application's tree (its `init`, for one).
-    @exclusivity(unchecked) private var detachedEvents: [(event: String, detail: String?)] = []
+    private var detachedEvents: [(event: String, detail: String?)] = []
     /// Its `init` happened before it joined an application: recorded first when it joins (no buffer for it).
-    @exclusivity(unchecked) private var initIsPending = false
+    private var initIsPending = false
     /// The root view, once loaded.
-    @exclusivity(unchecked) private var loadedView: View?
-    @exclusivity(unchecked) private var isLoadingView = false
+    private var loadedView: View?
+    private var isLoadingView = false
     /// Views declared for this controller in an archive (a storyboard), added to its root view at the first load;
     /// later loads (after a memory warning released the view) make them again with the factory.
     var archivedSubviews: [View] = []
