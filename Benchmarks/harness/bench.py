@@ -1513,9 +1513,9 @@ def write_report(path, machine, args, latency, launches, idle, benchmarks, logs,
             f"{threads} | {fmt(row['cpu_us'], 0)}{plus} | {row['pings']} | {goal} | {'' if ok is None else verdict(ok)} |")
     add("")
     for name in ("lifecycled", "lifecycled-watchdog"):
-        lines = idle[name].get("logged", [])
-        what = "nothing" if not lines else f"{len(lines)} line{'s' if len(lines) != 1 else ''}: " + " · ".join(
-            f"`{line[:160]}`" for line in lines[:4]) + (" …" if len(lines) > 4 else "")
+        logged = idle[name].get("logged", [])
+        what = "nothing" if not logged else f"{len(logged)} line{'s' if len(logged) != 1 else ''}: " + " · ".join(
+            f"`{line[:160]}`" for line in logged[:4]) + (" …" if len(logged) > 4 else "")
         add(f"What {labels[name]} logged (stderr) inside the window: {what}.")
         add("")
     add(beside)
