@@ -56,7 +56,6 @@ struct LogOrderTests {
         try body()
     }
 
-    /// An application whose trace and callbacks log through `handler`, every event at debug (as under journald).
     /// The background transition as every stream must read it: "before", each callback's line (numbered, the last
     /// one `last`) before what that callback logs, then "after".
     private static func background(endingAt last: Int) -> [String] {
@@ -75,6 +74,7 @@ struct LogOrderTests {
         ]
     }
 
+    /// An application whose trace and callbacks log through `handler`, every event at debug (as under journald).
     private func application(logging handler: @escaping @Sendable (String) -> any LogHandler) -> (Application, Logger) {
         var logger = Logger(label: "order", factory: handler)
         logger.logLevel = .debug
