@@ -27,20 +27,25 @@ public enum BackgroundServicePolicy: String, Sendable, Hashable, CaseIterable {
 /// poller — as UIKit hosts views: they run while the controller is on screen and the application is in the
 /// foreground, and stop when either ends.
 ///
-/// Each run is a fresh `ServiceGroup` of the services that ``makeServices()`` returns (started in order, shut down
+/// Each run is a fresh `ServiceGroup` of the services that ``makeServices(on:)`` returns (started in order, shut down
 /// in reverse order). On background (per ``backgroundPolicy``) or disappearance the group shuts down gracefully
 /// within ``shutdownTimeout``, then is cancelled; meanwhile the controller holds a background task, so systemd's
 /// stop (`EXTEND_TIMEOUT_USEC=`) and a sleep (logind's delay inhibitor) wait for the in-flight work. On return to
-/// the foreground the services run again, once the previous run has ended (a server binds its port again only
-/// after the old listener closed). A service that throws or returns early ends the run as a failure: it is reported
-/// in the trace (`lifecycleTask(_:didFailWithError:)`), to the controller's `lifecycleTask(_:didFailWithError:)` and
-/// to the delegate, the main loop carries on, and the ``restartPolicy`` starts the services again after a delay
-/// while the controller is on screen in the foreground — or, past its limit, escalates (by default the application
-/// terminates with status 75 and systemd restarts it).
+/// the foreground the services run again, once the previous run has ended. A service that throws or returns early
+/// ends the run as a failure: it is reported in the trace (`lifecycleTask(_:didFailWithError:)`), to the controller's
+/// `lifecycleTask(_:didFailWithError:)` and to the delegate, the main loop carries on, and the ``restartPolicy``
+/// starts the services again after a delay while the controller is on screen in the foreground — or, past its limit,
+/// escalates (by default the application terminates with status 75 and systemd restarts it).
+///
+/// A server that accepts connections takes its listening sockets from the controller: declare them as
+/// ``listeners``, and each run gets them (``ListeningSocket``) — the sockets systemd passed under their names (a
+/// `.socket` unit, the file descriptor store, an upgrade), or sockets bound here when none was passed. They outlive
+/// the runs: in the background (``ListenerPolicy/pause``, the default) the server stops accepting and finishes what
+/// is in flight while connections wait in the backlog, served on the return to the foreground.
 ///
 /// ```swift
-/// let server = ServiceController(identifier: "http") {
-///     [Hummingbird.Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 8080)))]
+/// let server = ServiceController(identifier: "http", listeners: [.tcp("http", port: 8080)]) { sockets in
+///     [HTTPServer(router: router, socket: sockets[0])]
 /// }
 /// ```
 @MainActor
@@ -53,8 +58,12 @@ open class ServiceController: ViewController {
     public private(set) var services: LifecycleTask!
     /// What happens when a service fails while it should run.
     public let restartPolicy: RestartPolicy
+    /// The listening sockets the services accept on, in the order each run receives them.
+    public let listeners: [Listener]
+    /// What the listening sockets do while the application is in the background.
+    public let listenerPolicy: ListenerPolicy
 
-    private let factory: (@MainActor () -> [any Service])?
+    private let factory: (@MainActor ([ListeningSocket]) -> [any Service])?
 
     /// Hosts the services `makeServices` returns, made anew for every run; a failure restarts them as
     /// `restartPolicy` says (`RestartPolicy.standard` by default).
@@ -68,6 +77,34 @@ open class ServiceController: ViewController {
         self.backgroundPolicy = backgroundPolicy
         self.shutdownTimeout = shutdownTimeout
         self.restartPolicy = restartPolicy
+        self.listeners = []
+        self.listenerPolicy = .pause
+        self.factory = { _ in makeServices() }
+        super.init(identifier: identifier)
+        hostServices()
+    }
+
+    /// Hosts the services `makeServices` returns for each run, given the run's listening sockets (in the order of
+    /// `listeners`); in the background the sockets do what `listenerPolicy` says. A socket that cannot be opened
+    /// fails the run, which `restartPolicy` retries.
+    public init(
+        identifier: String? = nil,
+        listeners: [Listener],
+        listenerPolicy: ListenerPolicy = .pause,
+        backgroundPolicy: BackgroundServicePolicy = .drain,
+        shutdownTimeout: Duration = .seconds(10),
+        restartPolicy: RestartPolicy = .standard,
+        services makeServices: @escaping @MainActor ([ListeningSocket]) -> [any Service]
+    ) {
+        precondition(
+            Set(listeners.map(\.name)).count == listeners.count,
+            "ServiceController: listener names must be distinct: \(listeners.map(\.name))"
+        )
+        self.backgroundPolicy = backgroundPolicy
+        self.shutdownTimeout = shutdownTimeout
+        self.restartPolicy = restartPolicy
+        self.listeners = listeners
+        self.listenerPolicy = listenerPolicy
         self.factory = makeServices
         super.init(identifier: identifier)
         hostServices()
@@ -78,26 +115,82 @@ open class ServiceController: ViewController {
         self.backgroundPolicy = .drain
         self.shutdownTimeout = .seconds(10)
         self.restartPolicy = .standard
+        self.listeners = []
+        self.listenerPolicy = .pause
         self.factory = nil
         try super.init(coder: coder)
         hostServices()
     }
 
-    /// The services of one run, in start order; by default those of the closure given to the initializer.
+    /// The services of one run, in start order, for a controller without listeners; by default those of the closure
+    /// given to the initializer.
     open func makeServices() -> [any Service] {
-        factory?() ?? []
+        listeners.isEmpty ? factory?([]) ?? [] : []
+    }
+
+    /// The services of one run, in start order, given its listening sockets (in the order of ``listeners``); by
+    /// default those of the closure given to the initializer, else ``makeServices()``.
+    open func makeServices(on sockets: [ListeningSocket]) -> [any Service] {
+        factory?(sockets) ?? makeServices()
     }
 
     private func hostServices() {
         let activity: LifecycleActivity = backgroundPolicy == .keepRunning ? .visible : .visibleInForeground
         services = task("services", while: activity, restartPolicy: restartPolicy) { [unowned self] in
-            let group = ServiceGroup(configuration: groupConfiguration(for: makeServices()))
+            let sockets: [ListeningSocket]
+            do {
+                sockets = try claimListeners()
+            } catch {
+                return LifecycleRun(body: { throw error })
+            }
+            let group = ServiceGroup(configuration: groupConfiguration(for: makeServices(on: sockets)))
             let policy = backgroundPolicy
-            return LifecycleRun(body: { try await group.run() }) { reason in
+            let closesListeners = listenerPolicy == .close
+            return LifecycleRun(body: { [weak application] in
+                do {
+                    try await group.run()
+                } catch {
+                    await Self.release(sockets, in: application)
+                    throw error
+                }
+                await Self.release(sockets, in: application)
+            }) { [weak application] reason in
+                if reason == .background, closesListeners {
+                    // Called on the main actor, by the task that stops the run. Not on the way to termination: the next
+                    // process of the service serves what waits in the backlog then.
+                    MainActor.assumeIsolated {
+                        guard let application, !application.isTerminating else { return }
+                        for socket in sockets { ListenerSockets.shutDown(socket, in: application) }
+                    }
+                }
                 if reason == .background, policy == .cancel { return false }
                 Task { await group.triggerGracefulShutdown() }
                 return true
             }
+        }
+    }
+
+    /// The run's listening sockets, in the order of ``listeners``; none claimed when one fails.
+    private func claimListeners() throws(ListenerError) -> [ListeningSocket] {
+        guard !listeners.isEmpty else { return [] }
+        guard let application else {
+            throw ListenerError(listener: listeners[0].name, address: "\(listeners[0].address)", operation: "the controller is in no application", errno: 0)
+        }
+        var sockets: [ListeningSocket] = []
+        do {
+            for listener in listeners { sockets.append(try ListenerSockets.claim(listener, in: application)) }
+        } catch {
+            for socket in sockets { ListenerSockets.release(socket, in: application) }
+            throw error
+        }
+        return sockets
+    }
+
+    private static func release(_ sockets: [ListeningSocket], in application: Application?) async {
+        guard !sockets.isEmpty else { return }
+        await MainActor.run {
+            guard let application else { return }
+            for socket in sockets { ListenerSockets.release(socket, in: application) }
         }
     }
 

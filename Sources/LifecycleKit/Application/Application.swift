@@ -70,6 +70,12 @@ public final class Application {
     /// offer and its end, read by the host when it reports the end.
     package private(set) var reloadRefusal: String?
 
+    /// The listening sockets the application's hosted servers accept on (LifecycleServices opens them; the host
+    /// adds what it inherited and reports them).
+    package let listeners = ListenerTable()
+    /// Whether termination has begun (or is waiting to): hosted work stops for good rather than for a background.
+    package var isTerminating: Bool { machine.isTerminating }
+
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
     private let fanOut = FanOut()
@@ -404,6 +410,7 @@ public final class Application {
     }
 
     private func tearDown() {
+        defer { listeners.willExit?() }
         guard let window else { return }
         window.hide()
         runEndOfTurn()

@@ -174,6 +174,18 @@ package struct ApplicationStateMachine: Sendable {
         return false
     }
 
+    /// Whether termination has begun (its transition runs or waits in the queue) or is over.
+    package var isTerminating: Bool {
+        switch state {
+        case .terminated:
+            return true
+        case .transitioning(_, let transition):
+            return transition.current.request == .terminate || transition.queue.contains { $0.request == .terminate }
+        case .notRunning, .idle:
+            return false
+        }
+    }
+
     /// Whether the request being walked has handed out its last step (true when no transition runs): the next step,
     /// if any, starts a queued request.
     package var isBetweenRequests: Bool {
