@@ -58,6 +58,9 @@ let package = Package(
         ),
         // The socket calls LifecycleIPC cannot make from Swift (glibc declares them only under _GNU_SOURCE).
         .target(name: "CLifecycleIPC"),
+        // Starting the next process of a service beside the running one (an upgrade): fork and exec in C, where the
+        // child makes only async-signal-safe calls.
+        .target(name: "CLifecycleProcess"),
         // libsystemd from the distribution (Debian: libsystemd-dev).
         .systemLibrary(
             name: "CSystemd",
@@ -70,6 +73,7 @@ let package = Package(
             name: "LifecycleSystemd",
             dependencies: [
                 "CSystemd",
+                "CLifecycleProcess",
                 "LifecycleIPC",
                 "LifecycleKit",
                 .product(name: "Logging", package: "swift-log"),

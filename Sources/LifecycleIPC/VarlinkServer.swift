@@ -176,6 +176,8 @@ import Glibc
     private var sweepDeadline: ContinuousClock.Instant?
     /// The listener does not watch its socket: it yielded after a full batch, or rests after an accept error.
     private var listenerPaused = false
+    /// The listening socket was closed (``stopAccepting()``).
+    private var listeningClosed = false
     /// Reply bytes not yet read, over all connections.
     private(set) var totalPendingOutput = 0
     private var noticeLimiter = RateLimiter(minimumInterval: .seconds(10))
@@ -229,13 +231,25 @@ import Glibc
 
     /// Closes every connection (calls in progress are told their peer is gone) and the listening socket.
     @_spi(Testing) public func stop() {
-        listener?.cancel()
-        listener = nil
-        listenerPaused = false
+        stopAccepting()
         for connection in Array(connections.values) { connection.close() }
         sweep?.cancel()
         sweep = nil
-        if listeningDescriptor >= 0 { close(listeningDescriptor) }
+    }
+
+    /// The listening socket the server accepts on (an upgrade hands a copy to the next process).
+    package var listeningSocket: Int32 { listeningDescriptor }
+
+    /// Stops accepting and closes the listening socket, leaving the open connections served: the next process of
+    /// the service accepts on its own copy of the socket from now on.
+    package func stopAccepting() {
+        listener?.cancel()
+        listener = nil
+        listenerPaused = false
+        if listeningDescriptor >= 0, !listeningClosed {
+            listeningClosed = true
+            close(listeningDescriptor)
+        }
     }
 
     // MARK: Accepting

@@ -102,9 +102,10 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// Calls a method of the lifecycle interface and returns the reply's parameters.
-    func call(_ method: String, _ parameters: JSONObject = [:]) throws -> JSONObject {
-        let client = try connect()
+    /// Calls a method of the lifecycle interface and returns the reply's parameters; `atLeast` raises the time the
+    /// reply may take above `--timeout` (a call that itself waits that long).
+    func call(_ method: String, _ parameters: JSONObject = [:], waitingAtLeast atLeast: Duration? = nil) throws -> JSONObject {
+        let client = try connect(timeout: atLeast.map { max($0, .milliseconds(Int64(min(timeout, 365 * 86_400) * 1000))) })
         return try ControlFailure.wrap(target: target) { () throws(VarlinkClientError) in
             try client.call("io.lifecyclekit.Lifecycle.\(method)", parameters: parameters)
         }
@@ -121,6 +122,8 @@ enum ControlFailure: Error, CustomStringConvertible {
     case dropped(request: String, reason: String)
     /// The reload was refused: nothing applied it (1).
     case reloadRefused(reason: String)
+    /// The upgrade did not happen: the daemon serves on as it was (1).
+    case upgradeFailed(reason: String)
     /// The daemon closed the connection or did not answer in time (75, EX_TEMPFAIL).
     case unavailable(target: String, reason: String)
     /// Anything else the daemon answered (76, EX_PROTOCOL).
@@ -130,7 +133,7 @@ enum ControlFailure: Error, CustomStringConvertible {
         switch self {
         case .unreachable: 69
         case .permissionDenied: 77
-        case .dropped, .reloadRefused: 1
+        case .dropped, .reloadRefused, .upgradeFailed: 1
         case .unavailable: 75
         case .failed: 76
         }
@@ -149,6 +152,8 @@ enum ControlFailure: Error, CustomStringConvertible {
             return "\(request) was dropped: \(reason)"
         case .reloadRefused(let reason):
             return "the reload was refused by \(reason); the daemon keeps its previous configuration"
+        case .upgradeFailed(let reason):
+            return "the upgrade failed: \(reason); the daemon serves on as it was"
         case .unavailable(let target, let reason), .failed(let target, let reason):
             return "\(target): \(reason)"
         }
@@ -169,6 +174,8 @@ enum ControlFailure: Error, CustomStringConvertible {
             self = .permissionDenied(target: target)
         case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.ReloadRefused":
             self = .reloadRefused(reason: varlink.parameters["reason"]?.stringValue ?? "no reason given")
+        case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.UpgradeFailed":
+            self = .upgradeFailed(reason: varlink.parameters["reason"]?.stringValue ?? "no reason given")
         case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.RequestDropped":
             self = .dropped(
                 request: varlink.parameters["request"]?.stringValue ?? "the request",

@@ -37,6 +37,7 @@ struct Lifecyclectl: ParsableCommand {
             Status.self, Tree.self, Tasks.self, Trace.self,
             RequestCommand<Background>.self, RequestCommand<Foreground>.self, RequestCommand<Inactive>.self,
             RequestCommand<Reload>.self, RequestCommand<MemoryWarning>.self, RequestCommand<Terminate>.self,
+            Upgrade.self,
         ],
         defaultSubcommand: Status.self
     )
@@ -274,6 +275,45 @@ struct RequestCommand<Kind: RequestCommandKind>: ParsableCommand {
                     ? TerminalSafe.json(.object(reply)) + "\n"
                     : Output.request(reply, target: connection.target, style: Lifecyclectl.style)
             )
+        }
+    }
+}
+
+struct Upgrade: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upgrade",
+        abstract: "Replace the daemon with its binary as it is on disk now, without refusing a connection.",
+        discussion: """
+            The daemon starts the new binary beside itself and hands it the listening sockets, the control socket and \
+            the saved state; once the new process has launched, restored and serves, it becomes systemd's main \
+            process, and the old one stops accepting, drains and exits. Prints both pids and how long the new one \
+            took to serve. A new binary that fails to start, exits, or does not serve within --ready-timeout is \
+            stopped: the command exits 1 with the reason, and the daemon serves on as it was. Needs a Type=notify \
+            unit with NotifyAccess=main (docs/operations.md).
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(
+        name: .customLong("ready-timeout"),
+        help: ArgumentHelp("How long the new process may take to serve (default 30).", valueName: "seconds")
+    )
+    var readyTimeout: Double?
+
+    func validate() throws {
+        if let readyTimeout, !(readyTimeout > 0 && readyTimeout <= 3600) {
+            throw ValidationError("--ready-timeout needs a number of seconds above 0, at most 3600")
+        }
+    }
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            var parameters: JSONObject = [:]
+            if let readyTimeout { parameters["timeoutSec"] = .double(readyTimeout) }
+            // The daemon answers once the new process serves: up to the ready timeout, and the saving before it.
+            let reply = try connection.call("Upgrade", parameters, waitingAtLeast: .seconds((readyTimeout ?? 30) + 15))
+            Lifecyclectl.write(connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.upgrade(reply, target: connection.target))
         }
     }
 }

@@ -88,7 +88,35 @@ enum Output {
             "\(control["socket"]?.stringValue ?? "?"), \(plural(connections, "connection")) open; "
                 + "\(control["calls"]?.integerValue ?? 0) calls, \(refused) refused, \(closed) closed for limits"
         )
+        let listeners = (reply["listeners"]?.arrayValue ?? []).compactMap(\.objectValue)
+        for (index, listener) in listeners.enumerated() {
+            row(index == 0 ? "Listeners" : "", listenerLine(listener))
+        }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One listener: `http 127.0.0.1:8080 — serving, from the socket unit (handed over by pid 812)`.
+    static func listenerLine(_ listener: JSONObject) -> String {
+        let origin: String =
+            switch listener["origin"]?.stringValue {
+            case "socket-unit": "from the socket unit"
+            case "fd-store": "from the file descriptor store"
+            case "bound": "bound by the service"
+            case let other?: other
+            case nil: "?"
+            }
+        var line = "\(listener["name"]?.stringValue ?? "?") \(listener["address"]?.stringValue ?? "?") — "
+            + "\(listener["state"]?.stringValue ?? "?"), \(origin)"
+        if let pid = listener["handedOverBy"]?.integerValue { line += " (handed over by pid \(pid))" }
+        return line
+    }
+
+    /// An upgrade's outcome: `lifecycled: upgraded from pid 812 to pid 977 (serving after 0.41 s)`.
+    static func upgrade(_ reply: JSONObject, target: String) -> String {
+        let previous = reply["previousPid"]?.integerValue ?? 0
+        let pid = reply["pid"]?.integerValue ?? 0
+        let ready = reply["readySec"]?.doubleValue ?? 0
+        return "\(TerminalSafe.escaped(target)): upgraded from pid \(previous) to pid \(pid) (serving after \(duration(ready)))\n"
     }
 
     /// One background task: `1 flush — termination, 4.2 s left`.

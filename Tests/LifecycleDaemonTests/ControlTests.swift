@@ -182,8 +182,9 @@ struct ControlServiceTests {
         #expect(status["control"]?["socket"] == "test")
         #expect(Set(status.keys) == [
             "program", "version", "pid", "uptimeSec", "state", "statusText", "controllers", "views", "traceSeq",
-            "backgroundTasks", "supervision", "inhibitors", "logind", "memoryPressure", "watchdog", "control",
+            "backgroundTasks", "supervision", "inhibitors", "logind", "memoryPressure", "watchdog", "control", "listeners",
         ])
+        #expect(status["listeners"] == [])
         #expect(status["supervision"] == ["tasks": 0, "failures": 0, "restarts": 0, "exhausted": 0])
         let tasks = RecordedCall("io.lifecyclekit.Lifecycle.GetBackgroundTasks")
         control.handle(tasks)

@@ -133,7 +133,7 @@ public import Glibc
 }
 
 /// Where the control socket listens, in order of precedence: a listening socket systemd handed over (`LISTEN_FDS`,
-/// named `control` or the only one), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
+/// named `control`, or the only `AF_UNIX` one when it has no name but its socket unit's), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
 /// `$XDG_RUNTIME_DIR/<program>/control` (run by hand), `/run/<program>/control` (run by hand as root).
 @_spi(Testing) public enum ControlSocketLocation: Hashable, Sendable {
     /// A listening socket systemd passed.
@@ -151,7 +151,12 @@ public import Glibc
         uid: uid_t,
         programName: String
     ) -> ControlSocketLocation {
-        let passed = inherited.first { $0.name == "control" } ?? (inherited.count == 1 ? inherited.first : nil)
+        // Named "control"; or the only one, unless a name was given to it that is not a socket unit's own (a server's
+        // listener, which the caller has left out when it is not AF_UNIX).
+        let sole = inherited.count == 1 ? inherited.first : nil
+        let passed =
+            inherited.first { $0.name == "control" }
+            ?? sole.flatMap { $0.name == "unknown" || $0.name.hasSuffix(".socket") ? $0 : nil }
         if let passed { return .inherited(descriptor: passed.descriptor, name: passed.name) }
         if let path = settings.socketPath { return .path(path, directoryMode: nil) }
         if let directories = environment["RUNTIME_DIRECTORY"], let first = directories.split(separator: ":").first {

@@ -33,12 +33,16 @@ protocol ControlHost: AnyObject {
     /// The process environment and systemd's watchdog interval, as the daemon read them at start.
     var environment: [String: String] { get }
     var watchdogInterval: Duration? { get }
-    /// Takes the listening sockets systemd passed, once.
-    func takeInheritedSockets() -> [SocketActivation.Socket]
     /// Submits a request as the daemon routes every source's, with the cause `control`.
     func submitControlRequest(_ request: LifecycleRequest, completion: @escaping RequestCompletion)
     /// Returns once journald has taken the lines of the events traced so far (within the writer's budget).
     func deliverTraceLines()
+    /// Upgrades to the service's binary as it is on disk now; `completion` runs once, after the hand-over or with why
+    /// there was none.
+    func startUpgrade(
+        timeout: Duration?,
+        completion: @escaping (Result<UpgradeCoordinator.HandOver, UpgradeFailure>) -> Void
+    )
 }
 
 /// The status of the system events the daemon watches, as the control service reports it.
@@ -63,7 +67,6 @@ extension Daemon: ControlHost {
     var terminationRemaining: Duration? { termination.remaining }
     var environment: [String: String] { effects.environment }
     var watchdogInterval: Duration? { effects.watchdogInterval }
-    func takeInheritedSockets() -> [SocketActivation.Socket] { effects.takeInheritedSockets() }
 
     func submitControlRequest(_ request: LifecycleRequest, completion: @escaping RequestCompletion) {
         router.route(request, from: .control, completion: completion)

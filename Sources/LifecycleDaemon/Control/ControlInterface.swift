@@ -169,6 +169,22 @@ import Logging
           acceptErrors: int
         )
 
+        # A listening socket the application's servers accept on.
+        type Listener (
+          # The socket unit's FileDescriptorName=, the name a server asks for it by.
+          name: string,
+          # Where it listens: 127.0.0.1:8080, [::1]:8080, /run/hello.sock.
+          address: string,
+          # socket-unit (a .socket unit passed it), fd-store (systemd's file descriptor store gave it back), bound (this
+          # service bound it).
+          origin: string,
+          # The pid of the process that handed it over in an upgrade, if one did.
+          handedOverBy: ?int,
+          # serving (a server accepts on it), paused (open: connections wait in its backlog), closed (shut down in the
+          # background: connections are refused), unclaimed (passed, but no server asked for it).
+          state: string
+        )
+
         # The daemon at a glance.
         method GetStatus() -> (
           program: string,
@@ -190,7 +206,8 @@ import Logging
           logind: string,
           memoryPressure: MemoryPressure,
           watchdog: Watchdog,
-          control: Control
+          control: Control,
+          listeners: []Listener
         )
 
         # The controller tree, pre-order; with views, each controller's own views right after it. A tree of more
@@ -212,6 +229,19 @@ import Logging
           events: []Event,
           # Events left out of events, beyond 10000.
           eventsOmitted: int
+        )
+
+        # Starts the service's binary as it is on disk now beside this process, handing it the listening sockets, the
+        # control socket and the saved state; once it has launched, restored and serves, makes it systemd's main
+        # process (MAINPID=, BARRIER=1); then this process stops accepting, drains and exits. Replies after the
+        # hand-over. timeoutSec (default 30) bounds the wait for the new process to serve.
+        method Upgrade(timeoutSec: ?float) -> (
+          # This process, which now drains and exits.
+          previousPid: int,
+          # The new main process.
+          pid: int,
+          # From its start to its report that it serves.
+          readySec: float
         )
 
         # A record the daemon logged while the trace was followed, in its place among the events.
@@ -243,6 +273,10 @@ import Logging
         # The reply would be larger than the daemon sends (8 MiB): size and limit in bytes.
         error ReplyTooLarge (size: int, limit: int)
 
+        # No upgrade happened, and this process serves on as it was: the new binary could not be started, exited or was
+        # not ready in time (it was stopped), or systemd did not take it as the main process; reason says which.
+        error UpgradeFailed (reason: string)
+
         """
 
     /// The definition of `io.systemd.service`.
@@ -269,6 +303,7 @@ import Logging
         VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
         VarlinkMethodDeclaration("GetBackgroundTasks"),
         VarlinkMethodDeclaration("Request", parameters: [.init("request", .string)]),
+        VarlinkMethodDeclaration("Upgrade", parameters: [.init("timeoutSec", .float, optional: true)]),
         VarlinkMethodDeclaration("Trace", parameters: [.init("backlog", .int, optional: true)]),
     ]
 
@@ -360,6 +395,23 @@ import Logging
     /// The `ReloadRefused` error.
     static func reloadRefused(reason: String) -> VarlinkError {
         VarlinkError("\(name).ReloadRefused", parameters: ["reason": .string(reason)])
+    }
+
+    /// The `UpgradeFailed` error.
+    static func upgradeFailed(reason: String) -> VarlinkError {
+        VarlinkError("\(name).UpgradeFailed", parameters: ["reason": .string(reason)])
+    }
+
+    /// A `Listener`.
+    static func json(_ listener: ListenerTable.Listener) -> JSONValue {
+        var object: JSONObject = [
+            "name": .string(listener.name),
+            "address": .string(listener.address),
+            "origin": .string(listener.origin.rawValue),
+            "state": .string(listener.state),
+        ]
+        if let pid = listener.handedOverBy { object["handedOverBy"] = .int(Int(pid)) }
+        return .object(object)
     }
 
     /// The `TreeTooLarge` error.

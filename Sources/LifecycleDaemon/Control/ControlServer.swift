@@ -21,8 +21,9 @@ import Glibc
 final class ControlServer {
     private let server: VarlinkServer
     private let service: ControlService
-    /// The path this process bound, removed when it stops; nil for a socket systemd passed.
-    private let boundPath: String?
+    /// The path of the socket file this process (or the one that upgraded to it) bound, removed when it stops; nil
+    /// for a socket systemd passed, and once an upgrade handed the socket to the next process.
+    private(set) var boundPath: String?
     private unowned let daemon: any ControlHost
 
     private init(daemon: any ControlHost, server: VarlinkServer, service: ControlService, boundPath: String?) {
@@ -34,11 +35,19 @@ final class ControlServer {
 
     /// Listens where ``ControlSocketLocation`` says and serves; nil (after a warning or a notice) when it cannot. The
     /// daemon runs on without it.
-    static func start(daemon: any ControlHost, loop: MainLoop) -> ControlServer? {
+    ///
+    /// `inherited`: the control socket systemd (or an upgrade) passed, if any; `upgradedPath`: the path of the socket
+    /// file the process that upgraded to this one had bound, which this one removes when it stops.
+    static func start(
+        daemon: any ControlHost,
+        loop: MainLoop,
+        inherited: SocketActivation.Socket?,
+        upgradedPath: String? = nil
+    ) -> ControlServer? {
         let logger = daemon.logger
         let location = ControlSocketLocation.resolve(
             settings: daemon.configuration.control,
-            inherited: daemon.takeInheritedSockets(),
+            inherited: inherited.map { [$0] } ?? [],
             environment: daemon.environment,
             uid: geteuid(),
             programName: daemon.programName
@@ -49,8 +58,8 @@ final class ControlServer {
         switch location {
         case .inherited(let fd, let name):
             descriptor = fd
-            boundPath = nil
-            description = "fd \(fd) (\(name), from systemd)"
+            boundPath = upgradedPath
+            description = upgradedPath ?? "fd \(fd) (\(name), from systemd)"
         case .path(let path, let directoryMode):
             if let directoryMode, let slash = path.lastIndex(of: "/") {
                 let directory = String(path[..<slash])
@@ -128,6 +137,16 @@ final class ControlServer {
             )
         }
         service.hub.setCapacity(fresh.traceBacklog)
+    }
+
+    /// The listening socket (an upgrade hands a copy to the next process).
+    var listeningSocket: Int32 { server.listeningSocket }
+
+    /// An upgrade handed the socket over: stop accepting (the next process accepts on its copy), finish the calls in
+    /// progress, and leave the socket file to the next process.
+    func handOver() {
+        server.stopAccepting()
+        boundPath = nil
     }
 
     /// Ends every call in progress, closes every connection and removes the socket file this process made.

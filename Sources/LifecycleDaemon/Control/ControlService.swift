@@ -105,6 +105,8 @@ final class ControlService {
             submit(request, for: call)
         case "\(ControlInterface.name).Trace":
             trace(call)
+        case "\(ControlInterface.name).Upgrade":
+            upgrade(call)
         case "\(ControlInterface.serviceName).Ping":
             call.reply([:])
         case "\(ControlInterface.serviceName).Reload":
@@ -183,6 +185,29 @@ final class ControlService {
         } else {
             let events = hub.recent(Int(clamping: asked ?? Int64(ControlInterface.defaultBacklog)))
             call.reply(["events": .array(events.map(ControlInterface.json))])
+        }
+    }
+
+    /// `Upgrade`: replies once the new process is the main process, or fails with why there was no upgrade.
+    private func upgrade(_ call: any ControlCall) {
+        let seconds = call.parameters["timeoutSec"]?.doubleValue
+        if let seconds, !(seconds > 0 && seconds <= 3600) {
+            call.fail(.invalidParameter("timeoutSec"))
+            return
+        }
+        logger.info("control: upgrade requested by \(call.peer)", metadata: ["lifecycle.upgrade": "requested"])
+        daemon.startUpgrade(timeout: seconds.map { .milliseconds(Int64($0 * 1000)) }) { [unowned daemon = daemon] result in
+            daemon.deliverTraceLines()
+            switch result {
+            case .success(let handOver):
+                call.reply([
+                    "previousPid": .int(Int(handOver.previousPID)),
+                    "pid": .int(Int(handOver.pid)),
+                    "readySec": .seconds(handOver.readyAfter),
+                ])
+            case .failure(let failure):
+                call.fail(ControlInterface.upgradeFailed(reason: failure.reason))
+            }
         }
     }
 
@@ -276,7 +301,24 @@ final class ControlService {
             "memoryPressure": .object(memory),
             "watchdog": .object(watchdog),
             "control": .object(control),
+            "listeners": .array(listeners()),
         ]
+    }
+
+    /// The application's listening sockets, in the order they were opened, then the ones passed that no server
+    /// claimed.
+    func listeners() -> [JSONValue] {
+        let table = daemon.application.listeners
+        var result = table.listeners.map(ControlInterface.json)
+        for (name, passed) in table.unclaimed.sorted(by: { $0.key < $1.key }) {
+            var object: JSONObject = [
+                "name": .string(name), "address": .string("fd \(passed.descriptor)"),
+                "origin": .string(passed.origin.rawValue), "state": "unclaimed",
+            ]
+            if let pid = passed.handedOverBy { object["handedOverBy"] = .int(Int(pid)) }
+            result.append(.object(object))
+        }
+        return result
     }
 
     /// The lifecycle-bound work of the tree, pre-order.

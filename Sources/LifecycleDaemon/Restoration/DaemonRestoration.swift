@@ -91,6 +91,7 @@ extension Daemon {
     }
 
     package func application(_ application: Application, didEncodeRestorableState archive: Archive) {
+        lastSavedArchive = archive
         stateStore?.save(archive)
     }
 }

@@ -62,6 +62,11 @@ final class StateStore {
     private var storeFailureLogged = false
     private var noPlaceLogged = false
     private let diskWriter = StateDiskWriter()
+    /// Whether this process saves the service's state: not once an upgrade has handed the service to the next process,
+    /// whose saves are the newer ones.
+    var isOwner = true
+    /// Whether saves also go to systemd's file descriptor store.
+    var usesFileDescriptorStore: Bool { store != nil }
 
     init(
         settings: RestorationSettings,
@@ -227,6 +232,10 @@ final class StateStore {
     /// Writes a saved state to the directory (crash-safely, on the disk writer's thread) and to the file descriptor
     /// store.
     func save(_ archive: Archive) {
+        guard isOwner else {
+            logger.debug("state not saved: the service's state belongs to the process this one upgraded to")
+            return
+        }
         let bytes = archive.encodedState()
         let generation = archive.generation
         var places: [String] = []

@@ -56,7 +56,22 @@ package final class Daemon: ApplicationHost {
     /// A reload's configuration, read and validated when the reload was offered, applied when everybody accepted.
     private var preparedConfiguration: DaemonConfiguration?
     /// The control socket (docs/control.md), while it is served.
-    private var control: ControlServer?
+    var control: ControlServer?
+    /// Whether this process is the service's main process, the one systemd takes notifications from: false in an
+    /// upgrade's new process until the running one hands over, and in the running one from then on.
+    var isMainProcess = true
+    /// Listeners bound before this process became the main process, to put in the file descriptor store then.
+    var pendingListenerStores: [ListenerTable.Listener] = []
+    /// The program's path as it was started (`/proc/self/exe` at start): an upgrade starts what is at this path now.
+    let executablePath: String? = Daemon.readExecutablePath()
+    /// The archive of the last save of the state (an upgrade hands it to the next process).
+    var lastSavedArchive: Archive?
+    /// The upgrade in progress, started by this process.
+    var upgrade: UpgradeCoordinator?
+    /// The upgrade that started this process, until it is the main process.
+    var handOver: UpgradeHandOver?
+    /// The upgrade that handed this process's work to another one, once it has.
+    var handedOverTo: UpgradeCoordinator.HandOver?
 
     /// Creates a daemon around an application whose delegate is already made.
     ///
@@ -187,7 +202,15 @@ package final class Daemon: ApplicationHost {
         try loop.setTurnEndHandler { [unowned self] in
             MainActor.assumeIsolated { self.application.runEndOfTurn() }
         }
-        let watchdog = try loop.enableWatchdog()
+        // Started by an upgrade: systemd hears nothing from this process (its watchdog pings included) until the
+        // running one has made it the main process.
+        let handOver = UpgradeHandOver.take(environment: effects.environment)
+        if handOver != nil {
+            isMainProcess = false
+            notifications.isMainProcess = false
+        }
+        self.handOver = handOver
+        let watchdog = handOver == nil ? try loop.enableWatchdog() : effects.watchdogInterval != nil
         // Trace lines are written once the dispatch that fired them returns, off the callbacks' path, or as soon as
         // anything else is logged, before it: every record of the process's handlers follows the lines recorded before
         // it, so the log reads in the order things happened (docs/lifecycle.md §7). A callback that hangs is named by
@@ -221,8 +244,23 @@ package final class Daemon: ApplicationHost {
         )
         events.start()
         systemEvents = events
+        let controlSocket = takeInheritedSockets(upgrade: handOver)
         // Before the launch, so that the trace it keeps starts with the launch's events.
-        if configuration.control.isEnabled { control = ControlServer.start(daemon: self, loop: loop) }
+        if configuration.control.isEnabled {
+            control = ControlServer.start(daemon: self, loop: loop, inherited: controlSocket, upgradedPath: handOver?.controlPath)
+        }
+        if let handOver {
+            logger.info(
+                "started by an upgrade from pid \(handOver.previousPID): launching, then taking over once it serves",
+                metadata: ["lifecycle.upgrade": "handed-over"]
+            )
+            try handOver.watch(loop: loop) { [unowned self] in
+                becomeMainProcess()
+            } onAbandon: { [unowned self] (reason: String) in
+                logger.warning("upgrade called off: \(reason); terminating", metadata: ["lifecycle.upgrade": "abandoned"])
+                application.requestTermination(cause: UpgradeCoordinator.cause)
+            }
+        }
         configure(configuration)
         var options = launchOptions()
         switch prepareLaunch() {
@@ -233,7 +271,7 @@ package final class Daemon: ApplicationHost {
             stallDetector?.stop()
             return code
         }
-        application.launch(into: configuration.launchInto, options: options)
+        application.launch(into: handOver?.launchTarget ?? configuration.launchInto, options: options)
         application.runEndOfTurn()
         dispatchDidEnd()
         if configuration.releaseStartupMemory {
@@ -250,6 +288,8 @@ package final class Daemon: ApplicationHost {
         if termination.hasExited {
             if let failure = application.terminationFailure {
                 logger.error("terminated as a failure (exit status \(SysExit.temporaryFailure.rawValue)): \(failure)")
+            } else if code == 0, let handedOverTo {
+                logger.info("terminated cleanly: upgraded to pid \(handedOverTo.pid)", metadata: ["lifecycle.upgrade": "done"])
             } else if code == 0 {
                 logger.info("terminated cleanly")
             }
@@ -298,6 +338,12 @@ package final class Daemon: ApplicationHost {
     // MARK: ApplicationHost
 
     package func applicationDidFinishLaunching(_ application: Application) {
+        warnAboutUnclaimedListeners()
+        if let handOver, handOver.phase == .launching {
+            // An upgrade's new process: the running one hears it serves; systemd hears it once it is the main process.
+            reportReadyWhenServing(handOver)
+            return
+        }
         // READY=1 once a sleep announced from now on reaches the application and waits for it.
         guard let events = systemEvents else {
             notify([.ready, .status(application.statusText)])
@@ -375,6 +421,8 @@ package final class Daemon: ApplicationHost {
     }
 
     package func applicationWillBeginTermination(_ application: Application) {
+        // Stopped while an upgrade was under way: the new process is not the service's yet; it is stopped with it.
+        upgrade?.cancel(because: "this process began to terminate before the new one was ready")
         jobControl.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: configuration.backgroundTaskBudget)
@@ -450,7 +498,8 @@ package final class Daemon: ApplicationHost {
     }
 }
 
-/// Sends sd_notify messages through the effects. The first failure to reach systemd's notification socket, from
+/// Sends sd_notify messages through the effects, while the process is the service's main process (an upgrade's new
+/// process is not, until it is handed over; the running one is no more once it has handed over). The first failure to reach systemd's notification socket, from
 /// sd_notify or from the file descriptor store, is one warning for both; later ones are silent: a socket that is not
 /// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
 @MainActor
@@ -458,6 +507,9 @@ final class Notifications {
     let effects: DaemonEffects
     private let logger: Logger
     private var failureLogged = false
+    /// Whether systemd takes this process's notifications; when not, they are not sent (systemd would log a warning
+    /// for each).
+    var isMainProcess = true
 
     init(effects: DaemonEffects, logger: Logger) {
         self.effects = effects
@@ -465,6 +517,7 @@ final class Notifications {
     }
 
     func send(_ assignments: [NotifyAssignment]) {
+        guard isMainProcess else { return }
         do {
             try effects.notify(assignments)
         } catch {

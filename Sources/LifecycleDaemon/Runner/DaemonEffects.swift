@@ -25,6 +25,8 @@ struct DaemonEffects {
     var schedule: WorkScheduler
     /// Sends sd_notify assignments; throws when the socket refuses them.
     var notify: @MainActor ([NotifyAssignment]) throws -> Void
+    /// Waits (at most the duration) until systemd has processed the notifications sent so far (`BARRIER=1`).
+    var notifyBarrier: @MainActor (Duration) throws -> Void = { _ in }
     /// What the terminal the daemon was started from says.
     var terminal: TerminalProbe
     /// Stops the process as job control does (SIGSTOP); `fg` continues it.
@@ -140,6 +142,7 @@ extension DaemonEffects {
                 }
             },
             notify: { assignments in try notifier.notify(assignments) },
+            notifyBarrier: { timeout in try notifier.barrier(timeout: timeout) },
             terminal: .live,
             stopProcess: { raise(SIGSTOP) },
             exit: { code in loop.exit(code: code) },

@@ -69,6 +69,15 @@ extension Application {
         host?.application(self, didEncodeRestorableState: archive)
     }
 
+    /// Preserves the tree now, between transitions, its callbacks carrying `cause`: an upgrade hands the state to the
+    /// next process of the service.
+    package func preserveState(cause: Cause) {
+        let previous = currentCause
+        currentCause = cause
+        defer { currentCause = previous }
+        preserveState()
+    }
+
     /// One preserved controller and the preserved ones below it: a controller is preserved when it and every
     /// controller above it have a restoration identifier.
     private func encode(_ controller: ViewController, restorationPath: String, registry: ArchiveClassRegistry) -> Archive.Node {

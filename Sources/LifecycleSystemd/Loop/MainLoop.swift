@@ -269,6 +269,13 @@ import Glibc
         return try SystemCallError.check(sd_event_set_watchdog(eventPointer, 1), "sd_event_set_watchdog") > 0
     }
 
+    /// Stops the loop's `WATCHDOG=1` pings: the process is no longer the service's main process (an upgrade handed
+    /// over), and systemd takes notifications from the main process only.
+    package func disableWatchdog() {
+        assertOwnerThread()
+        _ = sd_event_set_watchdog(eventPointer, 0)
+    }
+
     // MARK: Running
 
     /// Runs the loop until ``exit(code:)`` and returns that code; a loop runs once.

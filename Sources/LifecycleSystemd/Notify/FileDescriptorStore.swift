@@ -84,7 +84,7 @@ package struct FileDescriptorStore: Sendable {
 
     /// A new memfd holding `bytes`, sealed against writes, growing and shrinking and, where the kernel can (Linux
     /// 6.3, `MFD_NOEXEC_SEAL`), against ever being executable; the caller closes it.
-    static func sealedMemfd(_ bytes: [UInt8], name: String) throws(SystemCallError) -> Int32 {
+    package static func sealedMemfd(_ bytes: [UInt8], name: String) throws(SystemCallError) -> Int32 {
         let descriptor = try SystemCallError.check(csystemd_memfd_create(name), "memfd_create(\(name))")
         do {
             _ = try FileDescriptor(rawValue: descriptor).writeAll(bytes)
@@ -99,6 +99,19 @@ package struct FileDescriptorStore: Sendable {
             throw error
         }
         return descriptor
+    }
+
+    /// Keeps `descriptor` (a listening socket) in the store under `name`, unpolled: systemd hands it back at the next
+    /// start of the service after a crash or a restart it makes itself, and does not drop it when it signals an error
+    /// (a socket shut down in the background signals a hangup).
+    package func store(descriptor: Int32, name: String) throws(SystemCallError) {
+        guard let socket = notifier.socketPath, !socket.isEmpty else { return }
+        var descriptors = [descriptor]
+        let message = "FDSTORE=1\nFDNAME=\(name)\nFDPOLL=0"
+        try SystemCallError.check(
+            sd_pid_notify_with_fds(0, 0, message, &descriptors, 1),
+            "sd_pid_notify_with_fds(FDSTORE=1 FDNAME=\(name))"
+        )
     }
 
     /// Drops every stored descriptor named `name`.

@@ -48,6 +48,13 @@ package struct SystemdNotifier: Sendable {
         try notify(assignments)
     }
 
+    /// Waits until the service manager has processed every message sent before (`BARRIER=1`, sd_notify_barrier(3)),
+    /// at most `timeout`; a no-op when disabled.
+    package func barrier(timeout: Duration) throws(SystemCallError) {
+        guard isEnabled else { return }
+        try SystemCallError.check(sd_notify_barrier(0, UInt64(timeout.components.seconds) * 1_000_000 + UInt64(timeout.components.attoseconds / 1_000_000_000_000)), "sd_notify_barrier")
+    }
+
     /// The watchdog timeout systemd expects pings within (`$WATCHDOG_USEC` for this PID), or nil when none is set.
     package func watchdogInterval() -> Duration? {
         var usec: UInt64 = 0

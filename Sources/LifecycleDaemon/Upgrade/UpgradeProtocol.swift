@@ -1,0 +1,98 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+@_spi(Testing) import LifecycleKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the running process and the next one tell each other during an upgrade, over a `SOCK_SEQPACKET` pair the
+/// running one makes and passes down (named ``UpgradeEnvironment/channelName`` among `LISTEN_FDS`): one word per
+/// message.
+enum UpgradeMessage: String, Sendable, Hashable {
+    /// Next → running: launched, restored, and its servers accept on the listening sockets.
+    case ready
+    /// Running → next: systemd has made it the service's main process (`MAINPID=` then `BARRIER=1`); it tells
+    /// systemd everything from now on.
+    case main
+    /// Running → next: the upgrade is called off (systemd refused the hand-over); terminate.
+    case abort
+
+    /// Sends the message; false when the peer is gone.
+    @discardableResult
+    func send(on descriptor: Int32) -> Bool {
+        let bytes = Array(rawValue.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// What can be read from the channel now.
+    enum Reading: Equatable {
+        case message(UpgradeMessage)
+        /// The peer closed its end (it exited, or gave up).
+        case closed
+        /// Nothing to read yet.
+        case nothing
+        /// A message that is none of the words.
+        case garbled(String)
+    }
+
+    /// Reads one message from the (non-blocking) channel.
+    static func read(from descriptor: Int32) -> Reading {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        if count == 0 { return .closed }
+        if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .nothing : .closed }
+        let text = String(decoding: buffer[..<count], as: UTF8.self)
+        return UpgradeMessage(rawValue: text).map { .message($0) } ?? .garbled(text)
+    }
+}
+
+/// The variables an upgrade sets for the next process, beside `LISTEN_FDS`, `LISTEN_FDNAMES` and `LISTEN_PID`.
+enum UpgradeEnvironment {
+    /// The pid of the process that started this one in an upgrade.
+    static let previousPID = "LIFECYCLE_UPGRADE_FROM"
+    /// Where each passed listener came from: `name=origin,…` (`socket-unit`, `fd-store`, `bound`).
+    static let listenerOrigins = "LIFECYCLE_UPGRADE_LISTENERS"
+    /// The path of the control socket's file, which the next process removes when it stops.
+    static let controlPath = "LIFECYCLE_UPGRADE_CONTROL_PATH"
+    /// The application state the running process was in: the next one launches into the background if it was there.
+    static let applicationState = "LIFECYCLE_UPGRADE_STATE"
+    /// The name of the channel among `LISTEN_FDNAMES`.
+    static let channelName = "lifecycle-upgrade"
+
+    /// Every variable the upgrade sets, and the ones systemd set for the running process that must not reach the next
+    /// one as they were.
+    static let replaced: Set<String> = [
+        previousPID, listenerOrigins, controlPath, applicationState, "LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID",
+        "WATCHDOG_PID",
+    ]
+
+    /// `http=socket-unit,admin=bound`.
+    static func encode(origins: [(name: String, origin: ListenerOrigin)]) -> String {
+        origins.map { "\($0.name)=\($0.origin.rawValue)" }.joined(separator: ",")
+    }
+
+    /// The origins `encode(origins:)` wrote; entries it cannot read are left out.
+    static func decodeOrigins(_ text: String) -> [String: ListenerOrigin] {
+        var origins: [String: ListenerOrigin] = [:]
+        for entry in text.split(separator: ",") {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2, let origin = ListenerOrigin(rawValue: parts[1]) { origins[parts[0]] = origin }
+        }
+        return origins
+    }
+}
+
+/// Why an upgrade did not happen; the running process serves on, unchanged.
+struct UpgradeFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A full sentence: what went wrong, and what became of the new process.
+    var reason: String
+
+    var description: String { reason }
+}
