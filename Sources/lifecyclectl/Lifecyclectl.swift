@@ -37,7 +37,7 @@ struct Lifecyclectl: ParsableCommand {
             Status.self, Tree.self, Tasks.self, Trace.self,
             RequestCommand<Background>.self, RequestCommand<Foreground>.self, RequestCommand<Inactive>.self,
             RequestCommand<Reload>.self, RequestCommand<MemoryWarning>.self, RequestCommand<Terminate>.self,
-            Upgrade.self,
+            Check.self, Upgrade.self,
         ],
         defaultSubcommand: Status.self
     )
@@ -315,5 +315,52 @@ struct Upgrade: ParsableCommand {
             let reply = try connection.call("Upgrade", parameters, waitingAtLeast: .seconds((readyTimeout ?? 30) + 15))
             Lifecyclectl.write(connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.upgrade(reply, target: connection.target))
         }
+    }
+}
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "An orchestrator's exec probe: exit 0 when the daemon is ready, live or started, else 1.",
+        discussion: """
+            ready: launched, active, every listener served, and not stopping (in the background, during a lame-duck \
+            delay or termination it is not). live: its main loop answered. started: launch and state restoration are \
+            over. Prints nothing unless --verbose; a daemon that cannot be reached or does not answer within \
+            --timeout fails the probe (exit 1) like any "no". Kubernetes: exec probe `lifecyclectl check ready \
+            --socket /run/PROGRAM/control --timeout 1`.
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: ArgumentHelp("ready, live or started.", valueName: "probe"))
+    var probe: String
+
+    @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Print the answer and why.")
+    var verbose = false
+
+    func validate() throws {
+        guard HealthProbe(rawValue: probe) != nil else {
+            throw ValidationError("'\(probe)' is not a probe; use ready, live or started")
+        }
+    }
+
+    func run() throws {
+        let reply: JSONObject
+        do {
+            reply = try connection.call("Check", ["probe": .string(probe)])
+        } catch let failure as ControlFailure {
+            // For a probe, a daemon that cannot answer is a "no", not a usage or availability error.
+            if verbose { Lifecyclectl.write("\(probe): no (\(TerminalSafe.escaped(failure.description)))\n") }
+            throw ExitCode(1)
+        }
+        let passed = reply["passed"]?.boolValue == true
+        if connection.json {
+            Lifecyclectl.write(TerminalSafe.json(.object(reply)) + "\n")
+        } else if verbose {
+            let reason = TerminalSafe.escaped(reply["reason"]?.stringValue ?? "")
+            Lifecyclectl.write("\(probe): \(passed ? "yes" : "no") (\(reason))\n")
+        }
+        if !passed { throw ExitCode(1) }
     }
 }

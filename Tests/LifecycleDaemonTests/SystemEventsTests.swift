@@ -262,6 +262,9 @@ final class SystemEventsHarness {
             router: RequestRouter(
                 application: application,
                 jobControl: JobControl(application: application, effects: effects, logger: log.logger()),
+                lameDuck: LameDuckStop(application: application, effects: effects, logger: log.logger()) {
+                    (.zero, nil)
+                } notify: { _ in },
                 logger: log.logger()
             ),
             configuration: configuration,

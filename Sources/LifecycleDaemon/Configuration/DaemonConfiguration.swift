@@ -21,6 +21,14 @@
     @_spi(Testing) public var backgroundTaskBudget = Duration.seconds(30)
     /// How long background tasks may run once the application is in the background (UIKit's background time).
     @_spi(Testing) public var backgroundTime = Duration.seconds(30)
+    /// The lame-duck delay (`[Termination] LameDuckSec=`): on a termination request the application first stops
+    /// being ready and serves on this long, while an orchestrator stops routing to it; 0 (the default) terminates
+    /// at once.
+    @_spi(Testing) public var lameDuck = Duration.zero
+    /// The stop budget the operator gives the service (`[Termination] StopTimeoutSec=`: Kubernetes'
+    /// `terminationGracePeriodSeconds`, systemd's `TimeoutStopSec=`): the lame-duck delay and the drain stay inside it.
+    /// nil: none is known.
+    @_spi(Testing) public var stopTimeout: Duration?
     /// Memory pressure: the stall (`some`) that triggers a warning, within ``memoryPressureWindow``.
     @_spi(Testing) public var memoryPressureThreshold = Duration.milliseconds(200)
     /// Memory pressure: the window the stall is measured over.
@@ -84,6 +92,18 @@
             ]
         ),
         ("Control", ControlSettings.keys),
+        (
+            "Termination",
+            [
+                .duration("LameDuckSec", \.lameDuck),
+                ConfigurationKey("StopTimeoutSec") { configuration, value throws(ConfigurationValueError) in
+                    guard let duration = ConfigurationParsing.duration(value, unit: .seconds(1)), duration > .zero else {
+                        throw ConfigurationValueError("StopTimeoutSec=\(value) is not a positive number of seconds (at most 292 years)")
+                    }
+                    configuration.stopTimeout = duration
+                },
+            ]
+        ),
     ]
 
     /// `[Signals]`: its keys are signal names, so it is read apart from the table.

@@ -231,6 +231,16 @@ import Logging
           eventsOmitted: int
         )
 
+        # Answers an orchestrator's probe: ready (launched, active, every listener served, not stopping), live (the
+        # main loop answered this call) or started (launch and restoration are over). lifecyclectl check is its exec
+        # probe.
+        method Check(probe: string) -> (
+          probe: string,
+          passed: bool,
+          # Why, in a few words: "active, 1 listener serving", "in the background", "stopping (lame duck, not ready)".
+          reason: string
+        )
+
         # Starts the service's binary as it is on disk now beside this process, handing it the listening sockets, the
         # control socket and the saved state; once it has launched, restored and serves, makes it systemd's main
         # process (MAINPID=, BARRIER=1); then this process stops accepting, drains and exits. Replies after the
@@ -303,6 +313,7 @@ import Logging
         VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
         VarlinkMethodDeclaration("GetBackgroundTasks"),
         VarlinkMethodDeclaration("Request", parameters: [.init("request", .string)]),
+        VarlinkMethodDeclaration("Check", parameters: [.init("probe", .string)]),
         VarlinkMethodDeclaration("Upgrade", parameters: [.init("timeoutSec", .float, optional: true)]),
         VarlinkMethodDeclaration("Trace", parameters: [.init("backlog", .int, optional: true)]),
     ]

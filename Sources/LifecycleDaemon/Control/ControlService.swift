@@ -105,6 +105,13 @@ final class ControlService {
             submit(request, for: call)
         case "\(ControlInterface.name).Trace":
             trace(call)
+        case "\(ControlInterface.name).Check":
+            guard let probe = call.parameters["probe"]?.stringValue.flatMap(HealthProbe.init(rawValue:)) else {
+                call.fail(.invalidParameter("probe"))
+                return
+            }
+            let check = daemon.application.check(probe)
+            call.reply(["probe": .string(probe.rawValue), "passed": .bool(check.passed), "reason": .string(check.reason)])
         case "\(ControlInterface.name).Upgrade":
             upgrade(call)
         case "\(ControlInterface.serviceName).Ping":

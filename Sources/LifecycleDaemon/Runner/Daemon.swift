@@ -39,6 +39,8 @@ package final class Daemon: ApplicationHost {
     /// Ctrl-Z's stop in a terminal, once the background work is done.
     let jobControl: JobControl
     let termination: TerminationWait
+    /// The lame-duck delay before a termination (`[Termination] LameDuckSec=`).
+    let lameDuck: LameDuckStop
     /// The application's own configuration section, read again on every reload.
     private let applicationSection: (any ConfigurationSection.Type)?
     /// Hands a configuration (the first one, then each valid reload's) to the application.
@@ -70,6 +72,8 @@ package final class Daemon: ApplicationHost {
     var upgrade: UpgradeCoordinator?
     /// The upgrade that started this process, until it is the main process.
     var handOver: UpgradeHandOver?
+    /// As PID 1, what reaps the orphans re-parented to the process.
+    private var reaper: ChildReaper?
     /// The upgrade that handed this process's work to another one, once it has.
     var handedOverTo: UpgradeCoordinator.HandOver?
 
@@ -119,21 +123,33 @@ package final class Daemon: ApplicationHost {
         self.loop = loop
         self.effects = effects
         self.jobControl = JobControl(application: application, effects: effects, logger: logger)
-        self.router = RequestRouter(application: application, jobControl: jobControl, logger: logger)
         let notifications = Notifications(effects: effects, logger: logger)
         self.notifications = notifications
+        var settingsSource: (@MainActor () -> (delay: Duration, stopTimeout: Duration?))?
+        let lameDuck = LameDuckStop(application: application, effects: effects, logger: logger) {
+            settingsSource?() ?? (.zero, nil)
+        } notify: { assignments in
+            notifications.send(assignments)
+        }
+        self.lameDuck = lameDuck
+        self.router = RequestRouter(application: application, jobControl: jobControl, lameDuck: lameDuck, logger: logger)
         self.termination = TerminationWait(application: application, effects: effects, logger: logger) { assignments in
             notifications.send(assignments)
         }
         application.host = self
         application.trace.logsEverythingAtInfo = configuration.traceAll
         application.backgroundTime = configuration.backgroundTime
+        settingsSource = { [unowned self] in (self.configuration.lameDuck, self.configuration.stopTimeout) }
     }
 
     // MARK: Entry point
 
     /// The signals blocked first thing in `main`, before any thread exists: every signal the default map names.
-    package static var signalsToBlockAtStart: [UnixSignal] { SignalMap.standard.signals }
+    package static var signalsToBlockAtStart: [UnixSignal] {
+        // As PID 1 (a container's first process) it also reaps the children re-parented to it, told by SIGCHLD, which
+        // no thread may take first.
+        SignalMap.standard.signals + (getpid() == 1 ? [ChildReaper.signal] : [])
+    }
 
     /// Runs a daemon whose application delegate `makeDelegate` builds, and returns the process exit code (sysexits).
     ///
@@ -222,6 +238,7 @@ package final class Daemon: ApplicationHost {
             effects.setLogDeliveryBudget(min(JournalWriter.defaultDeliveryBudget, interval / 8))
         }
         if configuration.watchStalls { try startStallDetector() }
+        warnIfTheStopCannotFit(configuration)
         loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
         if let hang = configuration.hangIn { installHang(in: hang) }
         logger.info(
@@ -244,6 +261,7 @@ package final class Daemon: ApplicationHost {
         )
         events.start()
         systemEvents = events
+        if getpid() == 1 { reaper = try ChildReaper.start(loop: loop, logger: logger) }
         let controlSocket = takeInheritedSockets(upgrade: handOver)
         // Before the launch, so that the trace it keeps starts with the launch's events.
         if configuration.control.isEnabled {
@@ -327,6 +345,17 @@ package final class Daemon: ApplicationHost {
         return LaunchOptions(reason: underSystemd ? .serviceManager : .user, environment: facts)
     }
 
+    /// One warning when the lame-duck delay and the drain cannot fit the operator's stop budget.
+    private func warnIfTheStopCannotFit(_ configuration: DaemonConfiguration) {
+        if let warning = LameDuckStop.fitWarning(
+            delay: configuration.lameDuck,
+            drain: configuration.backgroundTaskBudget,
+            stopTimeout: configuration.stopTimeout
+        ) {
+            logger.warning("\(warning)")
+        }
+    }
+
     // MARK: Signals
 
     /// Routes what a mapped signal asks for.
@@ -401,6 +430,7 @@ package final class Daemon: ApplicationHost {
         let previous = configuration
         configuration = applied
         systemEvents?.apply(configuration: applied)
+        warnIfTheStopCannotFit(applied)
         application.trace.logsEverythingAtInfo = applied.traceAll
         application.backgroundTime = applied.backgroundTime
         control?.apply(applied, previous: previous)
@@ -425,7 +455,7 @@ package final class Daemon: ApplicationHost {
         upgrade?.cancel(because: "this process began to terminate before the new one was ready")
         jobControl.terminationDidBegin()
         notify([.stopping])
-        termination.begin(budget: configuration.backgroundTaskBudget)
+        termination.begin(budget: lameDuck.drainBudget(configured: configuration.backgroundTaskBudget))
     }
 
     package func applicationDidTerminate(_ application: Application) {

@@ -40,17 +40,20 @@ package enum RequestSource: Hashable, Sendable {
 ///   backgrounds, so the watchdog keeps being fed.
 /// - `SIGHUP` reloads, except when the terminal the daemon was started from has hung up: nobody is left to see or
 ///   stop it, so it terminates cleanly.
+/// - Termination waits for the lame-duck delay first, when one is configured (``LameDuckStop``).
 ///
 /// It only submits: it never ends a loop turn, and nothing the application does calls back into it.
 @MainActor
 final class RequestRouter {
     private let application: Application
     private let jobControl: JobControl
+    private let lameDuck: LameDuckStop
     private let logger: Logger
 
-    init(application: Application, jobControl: JobControl, logger: Logger) {
+    init(application: Application, jobControl: JobControl, lameDuck: LameDuckStop, logger: Logger) {
         self.application = application
         self.jobControl = jobControl
+        self.lameDuck = lameDuck
         self.logger = logger
     }
 
@@ -77,7 +80,7 @@ final class RequestRouter {
                 application.submit(.reload, cause: cause, completion: completion)
             }
         case .terminate:
-            application.submit(.terminate, cause: cause, completion: completion)
+            lameDuck.terminate(cause: cause, completion: completion)
         case .memoryWarning:
             application.submit(.memoryWarning, cause: cause, completion: completion)
         }

@@ -75,6 +75,17 @@ public final class Application {
     package let listeners = ListenerTable()
     /// Whether termination has begun (or is waiting to): hosted work stops for good rather than for a background.
     package var isTerminating: Bool { machine.isTerminating }
+    /// Whether launch is over (its last step, after `applicationDidBecomeActive` or a background launch's
+    /// `applicationDidEnterBackground`): the `started` probe.
+    package private(set) var hasFinishedLaunching = false
+    /// Why the application is stopping though it still serves (a lame-duck delay before termination), or nil: the
+    /// `ready` probe fails with it, and the status text says it.
+    package var stoppingReason: String? {
+        didSet {
+            status.stopping = stoppingReason
+            updateStatus()
+        }
+    }
 
     private var windowStorage: Window?
     private var machine = ApplicationStateMachine()
@@ -337,6 +348,7 @@ public final class Application {
                 deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
             }
         case .finishLaunch:
+            hasFinishedLaunching = true
             host?.applicationDidFinishLaunching(self)
         case .finishReload:
             // The status says the last reload was refused (by whom) until a reload is accepted.

@@ -15,6 +15,8 @@ struct StatusComposer {
     var isStale = false
     /// A note the text ends with until it is replaced: that the last reload was refused, and by whom.
     var note: String?
+    /// Why the application stops though it still serves (a lame-duck delay), said right after the state.
+    var stopping: String?
 
     /// Composes the text again; returns it when it differs from the last one.
     @MainActor
@@ -26,7 +28,8 @@ struct StatusComposer {
                 layer.controller.viewIfLoaded?.collectStatus(into: &parts)
             }
         }
-        var composed = parts.isEmpty ? state.rawValue : "\(state.rawValue): " + parts.joined(separator: "; ")
+        let head = stopping.map { "\(state.rawValue), \($0)" } ?? state.rawValue
+        var composed = parts.isEmpty ? head : "\(head): " + parts.joined(separator: "; ")
         if let note { composed += " (\(note))" }
         guard composed != text else { return nil }
         text = composed

@@ -1,0 +1,51 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+@_spi(Testing) import LifecycleKit
+import LifecycleKitTesting
+@_spi(Testing) import LifecycleServices
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@MainActor
+@Suite("Health probes for a hosted server")
+struct HealthProbeTests {
+    @Test func aHostedServerIsReadyOnlyWhileItsListenerIsServedInTheForeground() async {
+        let timeline = Timeline()
+        let controller = ServiceController(identifier: "http", listeners: [.tcp("http", port: 0)]) { sockets in
+            [SocketRecordingService(socket: sockets[0], timeline: timeline)]
+        }
+        let host = TestHost(delegate: Delegate(root: controller))
+        let probes = HealthProbes(application: host.application)
+        #expect(await probes.check(.started) == HealthCheck(probe: .started, passed: false, reason: "not launched"))
+        host.launch()
+        #expect(await host.waitUntil { timeline.lines.count == 1 })
+        #expect(await probes.check(.ready) == HealthCheck(probe: .ready, passed: true, reason: "active, 1 listener serving"))
+        #expect(await probes.check(.started).passed)
+        host.application.requestEnterBackground()
+        #expect(await host.waitUntil { !controller.services.isRunning })
+        #expect(await probes.check(.ready) == HealthCheck(probe: .ready, passed: false, reason: "in the background"))
+        #expect(await probes.check(.live).passed)
+    }
+
+    @Test func aMainLoopThatDoesNotAnswerFailsEveryProbeWithinItsTimeout() async {
+        let host = TestHost(delegate: Delegate(root: ViewController()))
+        host.launch()
+        let probes = HealthProbes(application: host.application, timeout: .milliseconds(100))
+        let started = ContinuousClock.now
+        let asked = Task.detached { await probes.check(.live) }
+        // The main actor is held, as by a callback that blocks the loop.
+        usleep(600_000)
+        let check = await asked.value
+        #expect(check == HealthCheck(probe: .live, passed: false, reason: "the main loop did not answer within 100 ms"))
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+}
