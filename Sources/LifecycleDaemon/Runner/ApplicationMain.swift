@@ -89,6 +89,15 @@ package struct StandardOptions: ParsableArguments, Sendable {
     package var launchInto: String?
 
     @Option(
+        name: .customLong("log-format"),
+        help: """
+            Logs as 'journal', 'json' (lines on stderr), 'text' (on stderr; human on a terminal) or 'auto' (default: \
+            the journal under journald, text on a terminal, else JSON); [Logging] Format=.
+            """
+    )
+    package var logFormat: String?
+
+    @Option(
         name: .customLong("signal"),
         help: "Map a signal: SIGNAL=ACTION (background, foreground, reload, terminate, memory-warning, inactive, default). Repeatable."
     )
@@ -112,6 +121,9 @@ package struct StandardOptions: ParsableArguments, Sendable {
         if let launchInto, LaunchTarget(rawValue: launchInto) == nil {
             throw ValidationError("--launch-into \(launchInto) is not a launch target; use active or background")
         }
+        if let logFormat, LogFormat(rawValue: logFormat) == nil {
+            throw ValidationError("--log-format \(logFormat) is not a log format; use \(LogFormat.validNames)")
+        }
     }
 
     /// The daemon options these flags and the environment make, for a program called `programName`.
@@ -120,6 +132,7 @@ package struct StandardOptions: ParsableArguments, Sendable {
         options.configurationPath = config
         options.traceAll = trace
         options.launchInto = launchInto.flatMap(LaunchTarget.init(rawValue:))
+        options.logFormat = logFormat.flatMap(LogFormat.init(rawValue:))
         options.signalOverrides = signals
         options.storyboardPath = storyboard
         options.stateDirectory = stateDirectory
