@@ -255,8 +255,13 @@ def test_help_version_and_completions_come_from_the_standard_command_line(lifecy
     binary = str(lifecycled_bin.path())
     help_text = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
     assert help_text.returncode == 0
-    assert help_text.stdout.startswith("OVERVIEW:")
-    for option in ("--config", "--trace", "--launch-into", "--signal", "--work-interval", "--version"):
+    assert help_text.stdout.startswith("OVERVIEW: A daemon with the iOS application lifecycle")
+    # Every exit code the daemon returns, restarts exhausted (75) among them.
+    overview = " ".join(help_text.stdout.split("USAGE:")[0].split())
+    assert "Exit codes: 0 clean termination, 64 usage, 71 the main loop cannot run, 75 terminated as a failure" in (
+        overview
+    )
+    for option in ("--config", "--trace", "--launch-into", "--log-format", "--signal", "--work-interval", "--version"):
         assert option in help_text.stdout, option
     assert "starting" not in help_text.stderr
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)

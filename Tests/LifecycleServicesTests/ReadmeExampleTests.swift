@@ -6,11 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import ArgumentParser
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleServices
 import Logging
 import Testing
 
+@testable import LifecycleDaemon
 @testable import ReadmeExample
 
 /// The README's example is the ReadmeExample target's one file, printed verbatim; this suite checks both that the
@@ -49,6 +51,13 @@ struct ReadmeExampleTests {
         let headerLength = lines.prefix { $0.hasPrefix("//") }.count + 1
         let example = lines.dropFirst(headerLength).joined(separator: "\n")
         #expect(readme.contains("```swift\n" + example + "```\n"), "README.md's example differs from Tests/ReadmeExample/ReadmeExample.swift")
+    }
+
+    /// Its program says what it is: its `commandConfiguration` is the default, which has no abstract.
+    @Test func itsHelpOpensWithTheStandardOverviewAndListsEveryExitCode() {
+        let help = DaemonCommand<AppDelegate>.helpMessage(columns: 10_000)
+        #expect(help.hasPrefix("OVERVIEW: \(DaemonOptions.processName), a LifecycleKit daemon: "), "\(help.prefix(120))")
+        #expect(help.contains("Exit codes: 0 clean termination, 64 usage, 71 the main loop cannot run, 75 terminated as a failure"))
     }
 
     @MainActor
