@@ -166,6 +166,9 @@ let package = Package(
                 "ReadmeExample",
                 "LifecycleKit",
                 "LifecycleSystemd",
+                // The README example's --help (the standard command line of an ApplicationMain).
+                "LifecycleDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings

@@ -25,6 +25,7 @@ let fuzzers: [(name: String, products: [String])] = [
     ("storyboard", ["LifecycleKit"]),
     ("json", ["LifecycleIPC"]),
     ("varlink", ["LifecycleIPC", "LifecycleSystemd", "LifecycleDaemon"]),
+    ("log-json", ["LifecycleSystemd"]),
 ]
 
 let package = Package(

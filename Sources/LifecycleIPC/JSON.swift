@@ -129,24 +129,66 @@
         }
     }
 
-    private static func writeString(_ string: String, to bytes: inout [UInt8]) {
+    /// Appends `string` as a JSON string on one line of printable text: `"` and `\` escaped, and every character that
+    /// could end or disturb a line for some reader: the C0 controls and DEL (`\n`, `\r`, `\t`, `\b`, `\f`, else
+    /// `\u00XX`), the C1 controls (U+0080–U+009F, among them U+0085, which some readers take for a newline) and
+    /// U+2028/U+2029 (line and paragraph separators: line ends for JavaScript). A Swift string is valid Unicode, so the
+    /// text is valid UTF-8. The one JSON string writer of the package: control replies and JSON log lines.
+    package static func writeString(_ string: String, to bytes: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { writeString(utf8: $0, to: &bytes) }
+    }
+
+    /// ``writeString(_:to:)`` for the bytes of a string (valid UTF-8).
+    package static func writeString(utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        // Runs of bytes that need no escape are copied at once; most strings are one run.
+        var start = 0
+        var index = 0
+        let count = utf8.count
+        while index < count {
+            let byte = utf8[index]
+            let scalar: UInt32
+            let length: Int
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
-            case 0x0A: bytes.append(contentsOf: "\\n".utf8)
-            case 0x0D: bytes.append(contentsOf: "\\r".utf8)
-            case 0x09: bytes.append(contentsOf: "\\t".utf8)
-            case 0x00..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
-            default: bytes.append(byte)
+            case 0x00..<0x20, 0x22, 0x5C, 0x7F:
+                scalar = UInt32(byte)
+                length = 1
+            case 0xC2 where index + 1 < count && (0x80...0x9F).contains(utf8[index + 1]):
+                scalar = UInt32(utf8[index + 1])
+                length = 2
+            case 0xE2 where index + 2 < count && utf8[index + 1] == 0x80 && (0xA8...0xA9).contains(utf8[index + 2]):
+                scalar = 0x2000 | UInt32(utf8[index + 2] & 0x3F)
+                length = 3
+            default:
+                index += 1
+                continue
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+            appendEscape(scalar, to: &bytes)
+            index += length
+            start = index
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<count]))
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscape(_ scalar: UInt32, to bytes: inout [UInt8]) {
+        switch scalar {
+        case 0x22: bytes.append(contentsOf: "\\\"".utf8)
+        case 0x5C: bytes.append(contentsOf: "\\\\".utf8)
+        case 0x0A: bytes.append(contentsOf: "\\n".utf8)
+        case 0x0D: bytes.append(contentsOf: "\\r".utf8)
+        case 0x09: bytes.append(contentsOf: "\\t".utf8)
+        case 0x08: bytes.append(contentsOf: "\\b".utf8)
+        case 0x0C: bytes.append(contentsOf: "\\f".utf8)
+        default:
+            bytes.append(contentsOf: "\\u".utf8)
+            for shift in stride(from: 12, through: 0, by: -4) {
+                let digit = UInt8((scalar >> UInt32(shift)) & 0x0F)
+                bytes.append(digit < 10 ? 0x30 + digit : 0x57 + digit)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     /// Parses one JSON text; throws where and why it is not valid.

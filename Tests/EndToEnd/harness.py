@@ -334,6 +334,16 @@ class Sandbox:
         return done.stdout.rsplit(")", 1)[1].split()[0]
 
 
+def log_record(line: str) -> dict[str, Any]:
+    """One line a daemon wrote to a pipe, where it logs in the JSON format by default (docs/operations.md, "Log
+    formats"): its object; any other line (a crash report) as {"level": "unparsed", "message": line}."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return {"level": "unparsed", "message": line}
+    return record if isinstance(record, dict) else {"level": "unparsed", "message": line}
+
+
 def messages(records: Iterable[dict]) -> list[str]:
     return [str(r.get("MESSAGE", "")) for r in records]
 

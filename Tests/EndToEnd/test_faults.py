@@ -42,6 +42,7 @@ from harness import (
     DaemonBinary,
     Sandbox,
     lifecycle_events,
+    log_record,
     messages,
     pairs,
     wait_for,
@@ -642,7 +643,8 @@ def test_a_notification_socket_that_is_not_there_is_one_warning_and_the_daemon_w
             text=True,
         )
         try:
-            lines: list[str] = []
+            # Its stderr is a pipe: one JSON object a line (docs/operations.md, "Log formats").
+            records: list[dict] = []
 
             def read_until(predicate: Callable[[str], bool]) -> None:
                 assert process.stderr is not None
@@ -651,40 +653,37 @@ def test_a_notification_socket_that_is_not_there_is_one_warning_and_the_daemon_w
                     line = process.stderr.readline()
                     if not line:
                         break
-                    lines.append(line.rstrip("\n"))
-                    if predicate(lines[-1]):
+                    records.append(log_record(line))
+                    if predicate(str(records[-1].get("message", ""))):
                         return
-                raise AssertionError(f"never seen; the daemon said:\n" + "\n".join(lines))
+                raise AssertionError(f"never seen; the daemon said:\n" + "\n".join(map(str, records)))
 
-            def level(line: str) -> str:
-                parts = line.split(" ", 2)
-                return parts[1] if len(parts) > 2 else ""
-
-            read_until(lambda line: "applicationDidBecomeActive delegate" in line)
+            read_until(lambda message: message == "applicationDidBecomeActive delegate")
             process.send_signal(signal.SIGUSR1)
-            read_until(lambda line: line.split(" ", 3)[-1].startswith("saved state generation 1"))
+            read_until(lambda message: message.startswith("saved state generation 1"))
             process.send_signal(signal.SIGUSR2)
-            read_until(lambda line: "applicationDidBecomeActive delegate" in line)
+            read_until(lambda message: message == "applicationDidBecomeActive delegate")
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=10) == 0
             assert process.stderr is not None
-            lines += process.stderr.read().splitlines()
+            records += [log_record(line) for line in process.stderr.read().splitlines()]
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        warnings = [line for line in lines if level(line) in ("warning", "error", "critical")]
+        assert not [r for r in records if r["level"] == "unparsed"], records
+        warnings = [str(r["message"]) for r in records if r["level"] in ("warning", "error", "critical")]
         assert len(warnings) == 1, warnings
         assert f"cannot reach systemd's notification socket (NOTIFY_SOCKET={notify_socket})" in warnings[0], warnings[0]
         expected_errno = "No such file or directory" if notify_socket.startswith("/") else "Connection refused"
         assert expected_errno in warnings[0], warnings[0]
         # The transitions all ran, in order, and the state was saved to the directory at each background.
-        delegate = [line.split(": ", 1)[1].split(" ")[0] for line in lines if " delegate " in line and "lifecycle.event=" in line]
+        delegate = [r["LIFECYCLE_EVENT"] for r in records if r.get("LIFECYCLE_TARGET") == "delegate"]
         # Background (SIGUSR1), foreground (SIGUSR2), then termination's own way through the background.
         assert delegate.count("applicationDidEnterBackground") == 2, delegate
         assert delegate.count("applicationDidBecomeActive") == 2, delegate
         assert "applicationWillTerminate" in delegate, delegate
-        assert any("terminated cleanly" in line for line in lines), lines[-5:]
+        assert any(r["message"] == "terminated cleanly" for r in records), records[-5:]
         assert os.path.exists(os.path.join(directory, "state", "state.archive"))
 
 

@@ -6,8 +6,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 
-"""One ordered stream (docs/lifecycle.md §7): the journal, the terminal and `lifecyclectl trace --follow` read in the
-order things happened. A callback's trace entry comes before everything the callback logs and after everything logged
+"""One ordered stream (docs/lifecycle.md §7): the journal, the terminal, JSON lines on a pipe and `lifecyclectl trace
+--follow` read in the order things happened. A callback's trace entry comes before everything the callback logs and after everything logged
 before it was called; the daemon's own lines come after the events they report; LIFECYCLE_SEQ rises in journal order.
 
 The demo logs from callbacks: the worker's `applicationDidEnterBackground` ("worker paused after N jobs"), the
@@ -27,6 +27,7 @@ from harness import (
     MEMORY_WARNING_SIGNAL,
     SANDBOX_CTL,
     CtlBinary,
+    DaemonBinary,
     Sandbox,
     lifecycle_events,
     messages,
@@ -34,6 +35,7 @@ from harness import (
 )
 from peers import BACKGROUND, MEMORY_WARNING, kill_main, start, wait_events
 from test_daemon_pty import TRACE_LINE, Terminal, terminal  # noqa: F401 (the fixture)
+from test_daemon_terminal import Process
 
 # Each message the demo logs from a callback, and the callback (event, target) that logs it.
 LOGGED_BY = {
@@ -170,6 +172,36 @@ def test_in_a_terminal_a_callbacks_line_comes_before_what_it_logs_and_terminated
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers), numbers
     found = check_order(renumbered(stream))
     assert sorted({callback for _, callback in found}) == sorted(set(LOGGED_BY.values())), term.output
+    assert stream[-1] == "terminated cleanly", stream[-5:]
+
+
+def test_in_json_lines_a_callbacks_record_comes_before_what_it_logs_and_terminated_cleanly_comes_last(
+    lifecycled_bin: DaemonBinary,
+) -> None:
+    """Piped, the daemon writes one JSON object a line (docs/operations.md, "Log formats"), through the same ordered
+    path as the journal's entries and a terminal's lines; with `--trace` every event is there, numbered from 1."""
+    process = Process([str(lifecycled_bin.path()), "--trace"])
+    try:
+        wait_for(lambda: process.records("applicationDidBecomeActive", "delegate"), timeout=15, message="launched")
+        process.popen.send_signal(signal.SIGUSR1)
+        wait_for(lambda: process.records("in the background: work paused"), timeout=10, message="background")
+        process.popen.send_signal(signal.SIGRTMIN + 2)
+        wait_for(lambda: process.records("memory warning handled by the tree"), timeout=10, message="memory warning")
+        process.popen.send_signal(signal.SIGTERM)
+        assert process.popen.wait(timeout=15) == 0
+    finally:
+        process.close()
+    stream: list[tuple[int, str, str] | str] = []
+    for record in process.records():
+        assert record.get("level") != "unparsed", record
+        if "LIFECYCLE_SEQ" in record:
+            assert isinstance(record["LIFECYCLE_SEQ"], int), record
+            stream.append((record["LIFECYCLE_SEQ"], record["LIFECYCLE_EVENT"], record["LIFECYCLE_TARGET"]))
+        else:
+            stream.append(record["message"])
+    assert next(item for item in stream if isinstance(item, tuple))[0] == 1
+    found = check_order(stream)
+    assert sorted({callback for _, callback in found}) == sorted(set(LOGGED_BY.values())), stream
     assert stream[-1] == "terminated cleanly", stream[-5:]
 
 

@@ -12,7 +12,8 @@ and every event of its trace checked against the contract's state machine (docs/
 
 **The daemon** runs as a plain process, not under the sandboxed systemd: the soak needs its whole trace (over a
 million events), which journald and `journalctl -o json` would take minutes to store and give back, while the
-daemon's stderr (`--trace`, one `key=value` line per event, read through a pipe as it is written) costs seconds.
+daemon's stderr (`--trace --log-format text`, one `key=value` line per event, read through a pipe as it is written and
+matched with one bytes regex; a pipe's default would be JSON lines) costs seconds.
 Everything else is what the daemon has under systemd: the default signal map, a configuration file (reloaded by
 SIGHUP and by control requests), a state directory (every background saves the state; on a tmpfs, `/dev/shm`, so
 that tens of thousands of saves do not wait for a disk), the control socket in a private `$XDG_RUNTIME_DIR`, logind
@@ -596,7 +597,7 @@ class Soak:
         environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT and k != "LIFECYCLE_TRACE"}
         environment.update(XDG_RUNTIME_DIR=runtime, DBUS_SYSTEM_BUS_ADDRESS=bus.address)
         self.process = subprocess.Popen(
-            [binary, "--trace", "--config", config, "--state-directory", state_directory],
+            [binary, "--trace", "--log-format", "text", "--config", config, "--state-directory", state_directory],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment,
         )
         self.pid = self.process.pid

@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness import CHECKOUT, DaemonBinary
+from harness import CHECKOUT, DaemonBinary, log_record
 from test_daemon_pty import SYSTEMD_ENVIRONMENT
 
 KILLS = 500
@@ -40,12 +40,12 @@ PRESERVED_CONTROLLERS = 4
 
 RESTORING = re.compile(r"restoring saved state generation (\d+) from (\S+)")
 RESTORED = re.compile(r"restored the saved state: generation (\d+), (\d+) controllers")
-SAVED = re.compile(r": saved state generation (\d+) \(")
+SAVED = re.compile(r"^saved state generation (\d+) \(")
 REJECTED = re.compile(r"the saved state in (\S+) (.+); launching without saved state; the file is kept aside as (\S+)")
 
 
 class Daemon:
-    """One run of the daemon, its stderr read line by line by a thread."""
+    """One run of the daemon, its stderr (a pipe: one JSON object a line) read record by record by a thread."""
 
     def __init__(self, argv: list[str]):
         environment = {k: v for k, v in os.environ.items() if k not in SYSTEMD_ENVIRONMENT}
@@ -53,7 +53,7 @@ class Daemon:
         self.popen = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment
         )
-        self.lines: list[str] = []
+        self.records: list[dict] = []
         self.lock = threading.Lock()
         self.ready = threading.Event()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -62,16 +62,22 @@ class Daemon:
     def _read(self) -> None:
         assert self.popen.stderr is not None
         for raw in self.popen.stderr:
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            record = log_record(raw.decode("utf-8", errors="replace").rstrip("\n"))
             with self.lock:
-                self.lines.append(line)
-            if "active: serving" in line:
+                self.records.append(record)
+            if "active: serving" in str(record.get("message", "")):
                 self.ready.set()
         self.ready.set()
 
     def text(self) -> list[str]:
+        """The messages so far (a line that is not a record, such as a crash report, whole)."""
         with self.lock:
-            return list(self.lines)
+            return [str(record.get("message", "")) for record in self.records]
+
+    def warnings(self) -> list[str]:
+        """The messages of the warnings so far."""
+        with self.lock:
+            return [str(record.get("message", "")) for record in self.records if record.get("level") == "warning"]
 
     def kill(self) -> None:
         if self.popen.poll() is None:
@@ -142,10 +148,11 @@ def test_sigkill_at_random_moments_of_a_save_never_leaves_a_partial_tree(lifecyc
                 assert daemon.ready.wait(20), f"launch {kill} never became active:\n" + "\n".join(daemon.text())
                 assert daemon.popen.poll() is None, f"launch {kill} exited:\n" + "\n".join(daemon.text())
                 launch = daemon.text()
+                launch_warnings = daemon.warnings()
                 restoring = [m for line in launch if (m := RESTORING.search(line))]
                 restored = [m for line in launch if (m := RESTORED.search(line))]
                 rejected = [m for line in launch if (m := REJECTED.search(line))]
-                warnings = [line for line in launch if " warning " in line and "state" in line]
+                warnings = [message for message in launch_warnings if "state" in message]
                 figures["unfinished_saves_removed"] += sum(
                     int(m.group(1)) for line in launch if (m := re.search(r"removed (\d+) unfinished save", line))
                 )

@@ -167,6 +167,18 @@ struct ConfigurationTests {
         #expect(error("[BackgroundTasks]\nBudgetSec=-1")?.contains("not a non-negative number") == true)
     }
 
+    @Test func theLogFormatIsReadFromItsSectionAndABadOneNamesTheLineAndTheValidFormats() throws {
+        var configuration = DaemonConfiguration()
+        #expect(configuration.logFormat == .auto)
+        for format in LogFormat.allCases {
+            try configuration.apply(text: "[Logging]\nFormat=\(format.rawValue)\n", source: "test.conf")
+            #expect(configuration.logFormat == format)
+        }
+        #expect(error("[Logging]\nFormat=yaml") == "/etc/lifecycled.conf:2: Format=yaml is not a log format; valid: auto, journal, json, text")
+        #expect(error("[Logging]\nFormat=JSON")?.hasSuffix("is not a log format; valid: auto, journal, json, text") == true)
+        #expect(error("[Logging]\nLevel=debug") == "/etc/lifecycled.conf:2: unknown key Level= in [Logging]; valid: Format=")
+    }
+
     @Test func aFileOnDiskIsReadAndItsErrorsNameItsPath() throws {
         let good = temporaryFile("[Launch]\nInto=background\n")
         let bad = temporaryFile("[Launch]\nInto=background\n[Signals]\nSIGSTOP=background\n")

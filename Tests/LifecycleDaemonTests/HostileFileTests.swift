@@ -49,6 +49,13 @@ private func releaseFIFO(_ path: String) {
     if fd >= 0 { close(fd) }
 }
 
+/// What stat(2) says of `path`.
+private func status(of path: String) -> stat {
+    var status = stat()
+    #expect(stat(path, &status) == 0, "stat \(path): errno \(errno)")
+    return status
+}
+
 @Suite("Files that are not files")
 struct HostileFileTests {
     let directory = temporaryDirectory()
@@ -77,6 +84,48 @@ struct HostileFileTests {
             }
         }
         #expect(outcome == "/dev/zero: cannot be read: it is a character device, not a regular file")
+    }
+
+    @Test func theNullDeviceAsTheConfigurationIsAnEmptyFile() throws {
+        #expect(try ConfigurationFile(contentsOf: "/dev/null").entries.isEmpty)
+        // By any name: it is the device that counts (a link, the descriptor's path in /proc).
+        let link = directory + "/lifecycled.conf"
+        #expect(symlink("/dev/null", link) == 0)
+        #expect(try ConfigurationFile(contentsOf: link).entries.isEmpty)
+        var options = DaemonOptions()
+        options.configurationPath = "/dev/null"
+        let configuration = try options.resolveConfiguration(applicationSection: ModeSettings.self)
+        #expect(configuration.signalMap == SignalMap.standard)
+        #expect(configuration.launchInto == .active)
+        #expect((configuration.applicationSettings as? ModeSettings) == ModeSettings())
+    }
+
+    @Test func aDeviceOrFIFOCalledNullIsStillRefused() throws {
+        // Not by its name: another character device behind the name null is what it is.
+        let link = directory + "/null"
+        #expect(symlink("/dev/zero", link) == 0)
+        #expect(throws: ConfigurationError(
+            source: link,
+            line: nil,
+            message: "cannot be read: it is a character device, not a regular file"
+        )) {
+            _ = try ConfigurationFile(contentsOf: link)
+        }
+        let fifo = directory + "/dev-null"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(throws: ConfigurationError(source: fifo, line: nil, message: "cannot be read: it is a FIFO, not a regular file")) {
+            _ = try ConfigurationFile(contentsOf: fifo)
+        }
+        #expect(RegularFile.isNullDevice(status(of: "/dev/null")))
+        #expect(!RegularFile.isNullDevice(status(of: "/dev/zero")))
+        #expect(!RegularFile.isNullDevice(status(of: fifo)))
+    }
+
+    @Test func theNullDeviceIsNoStoryboardOrStateFile() {
+        // Only the configuration reads it as empty: an empty storyboard or saved state would be a tree or a state.
+        #expect(throws: RegularFileError.notRegular(kind: "a character device")) {
+            _ = try RegularFile.readBytes("/dev/null", limit: RegularFile.storyboardLimit)
+        }
     }
 
     @Test func aConfigurationLargerThanOneMiBIsRefused() throws {

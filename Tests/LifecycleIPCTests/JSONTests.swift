@@ -33,6 +33,15 @@ import Testing
         #expect(JSONValue.string("tab\there\u{1}").text == #""tab\there\u0001""#)
     }
 
+    @Test func everyCharacterThatCouldEndOrDisturbALineIsEscapedAndReadsBack() throws {
+        let value = "a\u{0}\u{8}\u{C}\u{1B}[2J\u{7F}\u{80}\u{85}\u{9F}\u{A0}\u{2027}\u{2028}\u{2029}\u{202A}é\\\"z"
+        let text = JSONValue.string(value).text
+        #expect(text == #""a\u0000\b\f\u001b[2J\u007f\u0080\u0085\u009f\#u{A0}\#u{2027}\u2028\u2029\#u{202A}é\\\"z""#)
+        #expect(try JSONValue.parse(text) == .string(value))
+        // Member names too.
+        #expect(JSONValue.object(["k\u{2028}": 1]).text == #"{"k\u2028":1}"#)
+    }
+
     @Test(arguments: [
         "", "   ", "{", "[1,]", "{\"a\":}", "{\"a\" 1}", "01", "1.", "-", "+1", "tru", "nul", "\"open", "\"\\x\"",
         "\"\\ud800\"", "\"\\udc00\"", "{\"a\":1,\"a\":2}", "[1] 2", "\"\u{01}\"", "NaN", "1e999",

@@ -6,11 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import ArgumentParser
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleServices
 import Logging
 import Testing
 
+@testable import LifecycleDaemon
 @testable import ReadmeExample
 
 /// The README's example is the ReadmeExample target's one file, printed verbatim; this suite checks both that the
@@ -49,6 +51,26 @@ struct ReadmeExampleTests {
         let headerLength = lines.prefix { $0.hasPrefix("//") }.count + 1
         let example = lines.dropFirst(headerLength).joined(separator: "\n")
         #expect(readme.contains("```swift\n" + example + "```\n"), "README.md's example differs from Tests/ReadmeExample/ReadmeExample.swift")
+    }
+
+    /// The benchmark section shows the plot `scripts/bench` writes and points at its table: a figure copied into the
+    /// README (a number with a unit or a ratio) would be that of one run and fall behind the next.
+    @Test func theReadmeQuotesNoBenchmarkFigure() throws {
+        let readme = try Self.read("README.md")
+        let start = try #require(readme.firstRange(of: "\n## Benchmarks\n"))
+        let rest = readme[start.upperBound...]
+        let section = rest[..<(rest.firstRange(of: "\n## ")?.lowerBound ?? rest.endIndex)]
+        #expect(section.contains("docs/benchmarks/results.md") && section.contains("docs/benchmarks/latency.png"))
+        let figure = /\d[\d,.]*\s?(ns|µs|us|ms|s|KiB|MiB|GiB|kB|MB|B|×|x|%|\/s)(?!\w)/
+        let quoted = section.matches(of: figure).map { String(section[$0.range]) }
+        #expect(quoted.isEmpty, "README.md's benchmark section quotes figures: \(quoted)")
+    }
+
+    /// Its program says what it is: its `commandConfiguration` is the default, which has no abstract.
+    @Test func itsHelpOpensWithTheStandardOverviewAndListsEveryExitCode() {
+        let help = DaemonCommand<AppDelegate>.helpMessage(columns: 10_000)
+        #expect(help.hasPrefix("OVERVIEW: \(DaemonOptions.processName), a LifecycleKit daemon: "), "\(help.prefix(120))")
+        #expect(help.contains("Exit codes: 0 clean termination, 64 usage, 71 the main loop cannot run, 75 terminated as a failure"))
     }
 
     @MainActor

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
 import Logging
 import Testing
@@ -108,6 +109,35 @@ struct LogOrderTests {
                 return "#\(number) \(event)"
             }
             return String(line.split(separator: ": ", maxSplits: 1).last!)
+        }
+        #expect(lines == Self.background(endingAt: app.trace.sequence))
+    }
+
+    @Test func inJSONLinesACallbacksRecordComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
+        let pipe = try Pipe()
+        let descriptor = pipe.writeEnd
+        let (app, logger) = application { label in
+            StderrLogHandler(
+                label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor,
+                format: .json
+            )
+        }
+        withRecordsFollowing(app.trace) {
+            app.launch()
+            app.runEndOfTurn()
+            app.trace.flush()
+            _ = pipe.readAvailable()
+            logger.info("before")
+            app.requestEnterBackground()
+            app.trace.flush()
+            logger.info("after")
+        }
+        let lines = try pipe.readAvailable().split(separator: "\n").map { line -> String in
+            let record = try #require(try JSONValue.parse(String(line)).objectValue)
+            if let seq = record["LIFECYCLE_SEQ"]?.integerValue {
+                return "#\(seq) \(record["LIFECYCLE_EVENT"]?.stringValue ?? "?") \(record["LIFECYCLE_TARGET"]?.stringValue ?? "?")"
+            }
+            return record["message"]?.stringValue ?? "?"
         }
         #expect(lines == Self.background(endingAt: app.trace.sequence))
     }

@@ -119,9 +119,31 @@ import Glibc
 
     @Test func theDetectedBackendMakesTheMatchingHandler() {
         #expect(LoggingBackend.journal.makeHandler(label: "l", identifier: "i", level: .notice) is JournalLogHandler)
-        let stderr = LoggingBackend.stderr.makeHandler(label: "l", identifier: "i", level: .notice)
-        #expect(stderr is StderrLogHandler)
-        #expect(stderr.logLevel == .notice)
+        let text = LoggingBackend.text.makeHandler(label: "l", identifier: "i", level: .notice)
+        #expect((text as? StderrLogHandler)?.format == .text)
+        #expect(text.logLevel == .notice)
+        let json = LoggingBackend.json.makeHandler(label: "l", identifier: "i", level: .notice)
+        #expect((json as? StderrLogHandler)?.format == .json)
+        #expect(json.logLevel == .notice)
+    }
+
+    @Test func autoMeansTheJournalUnderJournaldTextOnATerminalAndJSONAnywhereElse() {
+        #expect(LoggingBackend.automatic(stderrIsJournal: true, stderrIsTerminal: false) == .journal)
+        // A terminal that is also the journal stream cannot happen; the journal's test comes first anyway.
+        #expect(LoggingBackend.automatic(stderrIsJournal: true, stderrIsTerminal: true) == .journal)
+        #expect(LoggingBackend.automatic(stderrIsJournal: false, stderrIsTerminal: true) == .text)
+        #expect(LoggingBackend.automatic(stderrIsJournal: false, stderrIsTerminal: false) == .json)
+    }
+
+    @Test func autoTrustsNoJournalStreamThatNamesAnotherDescriptorThanStderr() throws {
+        let pipe = try Pipe()
+        var status = stat()
+        #expect(fstat(pipe.writeEnd, &status) == 0)
+        // The test's own stderr is a pipe or a terminal (wherever `swift test` runs), never this pipe.
+        let expected: LoggingBackend = isatty(STDERR_FILENO) == 1 ? .text : .json
+        withEnvironment(["JOURNAL_STREAM": "\(status.st_dev):\(status.st_ino)"]) {
+            #expect(LoggingBackend.detect() == expected)
+        }
     }
 }
 

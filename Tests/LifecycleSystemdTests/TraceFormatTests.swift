@@ -141,7 +141,7 @@ import Testing
         #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: .debug) == .debug)
         #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: nil) == .info)
         #expect(LoggingBackend.effectiveLevel(.info, followsOverride: false, override: .debug) == .info)
-        #expect((LoggingBackend.stderr.makeHandler(label: "t", identifier: "x", level: .info) as? StderrLogHandler)?
+        #expect((LoggingBackend.text.makeHandler(label: "t", identifier: "x", level: .info) as? StderrLogHandler)?
             .followsLevelOverride == true)
         #expect(!StderrLogHandler(label: "t", identifier: "x", logLevel: .info).followsLevelOverride)
         #expect(LoggingBackend.level(syslogPriority: 7) == .debug)

@@ -91,11 +91,12 @@ import Glibc
     }
 
     /// Reads and splits a file; errors name the file and the system's reason. Only a regular file of at most 1 MiB is
-    /// read, and opening it never blocks (a FIFO or a device at the path is refused, not waited on).
+    /// read, and opening it never blocks (a FIFO or a device at the path is refused, not waited on); the null device
+    /// (`--config /dev/null`) reads as an empty file.
     @_spi(Testing) public init(contentsOf path: String) throws(ConfigurationError) {
         let text: String
         do {
-            text = try RegularFile.readText(path, limit: RegularFile.configurationLimit)
+            text = try RegularFile.readText(path, limit: RegularFile.configurationLimit, nullDeviceIsEmpty: true)
         } catch {
             let reason =
                 switch error {

@@ -17,6 +17,8 @@
     @_spi(Testing) public var launchInto = LaunchTarget.active
     /// Log controller and view events at info too.
     @_spi(Testing) public var traceAll = false
+    /// Where log records go and in what form (`[Logging] Format=`, `--log-format`); read at start only.
+    @_spi(Testing) public var logFormat = LogFormat.auto
     /// How long termination waits for background tasks before their expiration handlers run.
     @_spi(Testing) public var backgroundTaskBudget = Duration.seconds(30)
     /// How long background tasks may run once the application is in the background (UIKit's background time).
@@ -64,6 +66,7 @@
         ("Launch", [.choice("Into", \.launchInto, what: "a launch target"), storyboardKey]),
         ("State", stateKeys),
         ("Trace", [.boolean("All", \.traceAll)]),
+        ("Logging", loggingKeys),
         (
             "BackgroundTasks",
             [.duration("BudgetSec", \.backgroundTaskBudget), .duration("BackgroundTimeSec", \.backgroundTime)]

@@ -23,6 +23,8 @@ package struct DaemonOptions: Sendable, Hashable {
     package var traceAll = false
     /// `--launch-into`.
     package var launchInto: LaunchTarget?
+    /// `--log-format`, over `[Logging] Format=`.
+    package var logFormat: LogFormat?
     /// `--signal SIG=ACTION`, applied over the file.
     package var signalOverrides: [String] = []
     /// `LIFECYCLE_HANG_IN=CALLBACK[=SECONDS]`, a test's switch (docs/testing.md): block the main thread when the
@@ -99,6 +101,7 @@ package struct DaemonOptions: Sendable, Hashable {
         }
         if traceAll { configuration.traceAll = true }
         if let launchInto { configuration.launchInto = launchInto }
+        if let logFormat { configuration.logFormat = logFormat }
         if let hangIn { configuration.hangIn = hangIn }
         if let storyboardPath { configuration.restoration.storyboard = storyboardPath }
         if let stateDirectory { configuration.restoration.stateDirectory = stateDirectory }

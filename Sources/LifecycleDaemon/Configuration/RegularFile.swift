@@ -32,7 +32,8 @@ enum RegularFileError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// Reads a whole regular file without ever blocking on what is at the path: opened non-blocking (a FIFO opens at once
 /// instead of waiting for a writer), then checked with `fstat` (a FIFO, a socket or a device is refused before a
-/// byte is read) and read up to a bound.
+/// byte is read) and read up to a bound. Where the caller allows it, the null device reads as an empty file: `--config
+/// /dev/null` is the Unix way to say "no configuration file".
 enum RegularFile {
     /// The most a configuration file may be.
     static let configurationLimit = 1 << 20
@@ -41,13 +42,19 @@ enum RegularFile {
     /// The most a saved state file may be.
     static let stateLimit = 64 << 20
 
-    /// The bytes of the regular file at `path`, at most `limit` of them.
-    static func readBytes(_ path: String, limit: Int) throws(RegularFileError) -> [UInt8] {
+    /// The bytes of the regular file at `path`, at most `limit` of them; with `nullDeviceIsEmpty`, none for the null
+    /// device (by any name: checked by its device number, so no other device passes for it).
+    static func readBytes(
+        _ path: String,
+        limit: Int,
+        nullDeviceIsEmpty: Bool = false
+    ) throws(RegularFileError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw .system(Errno(rawValue: errno)) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .system(Errno(rawValue: errno)) }
+        if nullDeviceIsEmpty, isNullDevice(status) { return [] }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegular(kind: kind(status.st_mode)) }
         guard status.st_size <= limit else { throw .tooLarge(limit: limit) }
         var bytes: [UInt8] = []
@@ -70,8 +77,23 @@ enum RegularFile {
     }
 
     /// The file as UTF-8 text (invalid sequences replaced).
-    static func readText(_ path: String, limit: Int) throws(RegularFileError) -> String {
-        String(decoding: try readBytes(path, limit: limit), as: UTF8.self)
+    static func readText(
+        _ path: String,
+        limit: Int,
+        nullDeviceIsEmpty: Bool = false
+    ) throws(RegularFileError) -> String {
+        String(decoding: try readBytes(path, limit: limit, nullDeviceIsEmpty: nullDeviceIsEmpty), as: UTF8.self)
+    }
+
+    /// Whether `status` is Linux's null device: a character device, major 1, minor 3 (Documentation/admin-guide/
+    /// devices.txt), as `/dev/null` is in every mount namespace, a container's included.
+    static func isNullDevice(_ status: stat) -> Bool {
+        guard status.st_mode & S_IFMT == S_IFCHR else { return false }
+        // glibc's gnu_dev_major and gnu_dev_minor (macros, which Swift does not import).
+        let device = UInt64(status.st_rdev)
+        let major = ((device >> 8) & 0xFFF) | ((device >> 32) & ~UInt64(0xFFF))
+        let minor = (device & 0xFF) | ((device >> 12) & ~UInt64(0xFF))
+        return major == 1 && minor == 3
     }
 
     private static func kind(_ mode: mode_t) -> String {

@@ -14,10 +14,11 @@ public import ArgumentParser
 /// it is a whole program.
 ///
 /// The default ``main()`` blocks the mapped signals before any thread exists, parses the standard command line
-/// (`--config`, `--trace`, `--launch-into`, `--signal`, `--help`, `--version`, shell completions) together with the
-/// application's own ``Options``, reads the configuration file with the application's own ``Settings`` section,
-/// runs the daemon (the sd-event loop on the main thread, systemd's notifications, journald) and exits with a
-/// sysexits code: 0 after a clean termination, 64 for a bad command line, 78 for a bad configuration.
+/// (`--config`, `--trace`, `--launch-into`, `--log-format`, `--signal`, `--help`, `--version`, shell completions)
+/// together with the application's own ``Options``, reads the configuration file with the application's own
+/// ``Settings`` section, runs the daemon (the sd-event loop on the main thread, systemd's notifications, journald)
+/// and exits with a sysexits code: 0 after a clean termination, 64 for a bad command line, 75 when the application
+/// terminated as a failure (its restarts exhausted), 78 for a bad configuration.
 ///
 /// ```swift
 /// @main
@@ -89,6 +90,15 @@ package struct StandardOptions: ParsableArguments, Sendable {
     package var launchInto: String?
 
     @Option(
+        name: .customLong("log-format"),
+        help: """
+            Logs as 'journal', 'json' (lines on stderr), 'text' (on stderr; human on a terminal) or 'auto' (default: \
+            the journal under journald, text on a terminal, else JSON); [Logging] Format=.
+            """
+    )
+    package var logFormat: String?
+
+    @Option(
         name: .customLong("signal"),
         help: "Map a signal: SIGNAL=ACTION (background, foreground, reload, terminate, memory-warning, inactive, default). Repeatable."
     )
@@ -112,6 +122,9 @@ package struct StandardOptions: ParsableArguments, Sendable {
         if let launchInto, LaunchTarget(rawValue: launchInto) == nil {
             throw ValidationError("--launch-into \(launchInto) is not a launch target; use active or background")
         }
+        if let logFormat, LogFormat(rawValue: logFormat) == nil {
+            throw ValidationError("--log-format \(logFormat) is not a log format; use \(LogFormat.validNames)")
+        }
     }
 
     /// The daemon options these flags and the environment make, for a program called `programName`.
@@ -120,6 +133,7 @@ package struct StandardOptions: ParsableArguments, Sendable {
         options.configurationPath = config
         options.traceAll = trace
         options.launchInto = launchInto.flatMap(LaunchTarget.init(rawValue:))
+        options.logFormat = logFormat.flatMap(LogFormat.init(rawValue:))
         options.signalOverrides = signals
         options.storyboardPath = storyboard
         options.stateDirectory = stateDirectory
@@ -133,8 +147,17 @@ struct DaemonCommand<Delegate: ApplicationMain>: ParsableCommand {
     static var configuration: CommandConfiguration {
         var configuration = Delegate.commandConfiguration
         if configuration.commandName == nil { configuration.commandName = DaemonOptions.processName }
+        // Without an abstract, --help would open with an empty `OVERVIEW:` line.
+        if configuration.abstract.isEmpty {
+            configuration.abstract = standardAbstract(programName: configuration.commandName ?? "")
+        }
         if configuration.discussion.isEmpty { configuration.discussion = Self.standardDiscussion }
         return configuration
+    }
+
+    /// The abstract of a program whose ``ApplicationMain/commandConfiguration`` gives none.
+    static func standardAbstract(programName: String) -> String {
+        "\(programName), a LifecycleKit daemon: an application lifecycle driven by Unix signals and systemd."
     }
 
     static var standardDiscussion: String {
@@ -142,6 +165,7 @@ struct DaemonCommand<Delegate: ApplicationMain>: ParsableCommand {
         Signals (defaults): SIGUSR1, SIGTSTP → background; SIGUSR2, SIGCONT → foreground; SIGHUP → reload; \
         SIGTERM, SIGINT → terminate; SIGRTMIN+2 → memory warning; SIGRTMIN+3 → inactive. In a terminal, Ctrl-Z \
         backgrounds and stops the process, `fg` brings it back. Exit codes: 0 clean termination, 64 usage, \
+        71 the main loop cannot run, 75 terminated as a failure (restarts exhausted; systemd's Restart= takes over), \
         78 configuration.
         """
     }

@@ -172,10 +172,14 @@ package final class Daemon: ApplicationHost {
         // Still single-threaded: make the mask match the configured map before Dispatch or logging start threads.
         adjustSignalMask(to: configuration.signalMap)
 
-        let backend = LoggingBackend.bootstrap(identifier: options.programName, level: .debug)
+        let backend = LoggingBackend.bootstrap(
+            identifier: options.programName,
+            level: .debug,
+            backend: configuration.logFormat.backend
+        )
         var logger = Logger(label: options.programName)
-        // Under journald every event is stored (debug events at PRIORITY=7); on a terminal, debug lines only with
-        // --trace, which raises them to info anyway.
+        // Under journald every event is stored (debug events at PRIORITY=7); on stderr (a terminal, text or JSON
+        // lines), debug lines only with --trace, which raises them to info anyway.
         logger.logLevel = backend == .journal ? .debug : .info
         let delegate = makeDelegate()
         let application = Application(delegate: delegate, logger: logger)
@@ -425,8 +429,12 @@ package final class Daemon: ApplicationHost {
         if fresh.signalMap != configuration.signalMap {
             logger.warning("the signal map changed; signal changes take effect when \(options.programName) restarts")
         }
+        if fresh.logFormat != configuration.logFormat {
+            logger.warning("the log format changed; it takes effect when \(options.programName) restarts")
+        }
         var applied = fresh
         applied.signalMap = configuration.signalMap
+        applied.logFormat = configuration.logFormat
         let previous = configuration
         configuration = applied
         systemEvents?.apply(configuration: applied)

@@ -10,16 +10,31 @@
 package import Logging
 import Synchronization
 
-/// Where the process's log records go: the journal under systemd, else stderr lines.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the process's log records go, and in what form: the journal under systemd, else lines on stderr.
 package enum LoggingBackend: Hashable, Sendable {
     /// Structured records through ``JournalLogHandler``.
     case journal
-    /// One line per record through ``StderrLogHandler``.
-    case stderr
+    /// One `key=value` line per record through ``StderrLogHandler`` (on a terminal, the trace in its human format).
+    case text
+    /// One JSON object per line per record through ``StderrLogHandler`` (``JSONLogLine``).
+    case json
 
-    /// The journal when stderr is a journald stream (``JournalLogHandler/isJournalStream()``), else stderr.
+    /// The backend of the `auto` log format for where stderr goes now
+    /// (``automatic(stderrIsJournal:stderrIsTerminal:)``).
     package static func detect() -> LoggingBackend {
-        JournalLogHandler.isJournalStream() ? .journal : .stderr
+        automatic(stderrIsJournal: JournalLogHandler.isJournalStream(), stderrIsTerminal: isatty(STDERR_FILENO) == 1)
+    }
+
+    /// The `auto` rule: the journal when stderr is a journald stream (`$JOURNAL_STREAM` names its device and inode,
+    /// ``JournalLogHandler/isJournalStream()``), the text format (human-readable trace) on a terminal, JSON lines
+    /// anywhere else: a pipe, a file, a container's log.
+    package static func automatic(stderrIsJournal: Bool, stderrIsTerminal: Bool) -> LoggingBackend {
+        if stderrIsJournal { return .journal }
+        return stderrIsTerminal ? .text : .json
     }
 
     /// A handler of this backend for one logger.
@@ -30,8 +45,13 @@ package enum LoggingBackend: Hashable, Sendable {
             var handler = JournalLogHandler(label: label, identifier: identifier, logLevel: level)
             handler.followsLevelOverride = true
             return handler
-        case .stderr:
-            var handler = StderrLogHandler(label: label, identifier: identifier, logLevel: level)
+        case .text, .json:
+            var handler = StderrLogHandler(
+                label: label,
+                identifier: identifier,
+                logLevel: level,
+                format: self == .json ? .json : .text
+            )
             handler.followsLevelOverride = true
             return handler
         }
@@ -40,12 +60,17 @@ package enum LoggingBackend: Hashable, Sendable {
     // LoggingSystem.bootstrap traps when called twice in a process; this remembers the first choice instead.
     private static let bootstrapped = ConditionLock<LoggingBackend?>(nil)
 
-    /// Bootstraps swift-log with the detected backend once per process and returns it; later calls only return it.
+    /// Bootstraps swift-log with `backend` (nil: the one ``detect()`` picks) once per process and returns it; later
+    /// calls only return it.
     @discardableResult
-    package static func bootstrap(identifier: String, level: Logger.Level) -> LoggingBackend {
+    package static func bootstrap(
+        identifier: String,
+        level: Logger.Level,
+        backend: LoggingBackend? = nil
+    ) -> LoggingBackend {
         bootstrapped.withLock { chosen in
             if let chosen { return chosen }
-            let backend = detect()
+            let backend = backend ?? detect()
             LoggingSystem.bootstrap { label in backend.makeHandler(label: label, identifier: identifier, level: level) }
             chosen = backend
             return backend

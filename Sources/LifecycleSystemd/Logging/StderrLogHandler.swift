@@ -14,11 +14,21 @@ import CSystemd
 import Glibc
 #endif
 
-/// A swift-log handler that writes one line per record to stderr, for use outside journald.
+/// A swift-log handler that writes one line per record to stderr, for use outside journald, in one of two formats.
 ///
-/// Lines read `2026-05-20T10:11:12.345678Z info lifecycled: message key=value key=value`, with the metadata
-/// keys sorted. Each line is one write(2), so it is flushed at once and lines from threads do not interleave.
+/// ``Format/text`` lines read `2026-05-20T10:11:12.345678Z info lifecycled: message key=value key=value`, with the
+/// metadata keys sorted (on a terminal, trace events in the human format of ``TraceFormatter``); ``Format/json`` lines
+/// are one JSON object each (``JSONLogLine``). Each line is one write(2), so it is flushed at once and lines from
+/// threads do not interleave.
 package struct StderrLogHandler: LogHandler {
+    /// How records are written.
+    package enum Format: Hashable, Sendable {
+        /// `key=value` lines; on a terminal, trace events in the human format.
+        case text
+        /// One JSON object per line (``JSONLogLine``), on a terminal too.
+        case json
+    }
+
     /// The swift-log label of the logger this handler serves.
     package let label: String
     /// The program name written before each message.
@@ -37,20 +47,25 @@ package struct StderrLogHandler: LogHandler {
     package var metadata: Logger.Metadata = [:]
     /// Supplies contextual metadata at the time of each record.
     package var metadataProvider: Logger.MetadataProvider?
+    /// How records are written.
+    package let format: Format
     private let fileDescriptor: Int32
     /// On a terminal, trace events in the human format (``TraceFormatter``), shared by every handler of the process.
     private let terminalTrace: SharedTraceFormatter?
 
-    /// Makes a handler for one logger. On a terminal, trace events are written in the human format of
-    /// ``TraceFormatter`` (in colour unless `NO_COLOR` is set); elsewhere every record is one `key=value` line.
+    /// Makes a handler for one logger. In the text format on a terminal, trace events are written in the human format
+    /// of ``TraceFormatter`` (in colour unless `NO_COLOR` is set); elsewhere every record is one `key=value` line. In
+    /// the JSON format every record is one JSON line, wherever stderr goes.
     package init(
         label: String,
         identifier: String,
         logLevel: Logger.Level = .info,
-        metadataProvider: Logger.MetadataProvider? = nil
+        metadataProvider: Logger.MetadataProvider? = nil,
+        format: Format = .text
     ) {
         self.init(label: label, identifier: identifier, logLevel: logLevel, metadataProvider: metadataProvider,
-                  fileDescriptor: STDERR_FILENO, terminalTrace: Self.standardErrorTrace)
+                  fileDescriptor: STDERR_FILENO, format: format,
+                  terminalTrace: format == .text ? Self.standardErrorTrace : nil)
     }
 
     /// Makes a handler writing to another descriptor (tests read a pipe), with the human trace format or without.
@@ -60,6 +75,7 @@ package struct StderrLogHandler: LogHandler {
         logLevel: Logger.Level,
         metadataProvider: Logger.MetadataProvider?,
         fileDescriptor: Int32,
+        format: Format = .text,
         terminalTrace: SharedTraceFormatter? = nil
     ) {
         self.label = label
@@ -67,7 +83,8 @@ package struct StderrLogHandler: LogHandler {
         self.configuredLevel = logLevel
         self.metadataProvider = metadataProvider
         self.fileDescriptor = fileDescriptor
-        self.terminalTrace = terminalTrace
+        self.format = format
+        self.terminalTrace = format == .text ? terminalTrace : nil
     }
 
     /// The human trace format for stderr, when stderr is a terminal (decided once per process).
@@ -81,13 +98,25 @@ package struct StderrLogHandler: LogHandler {
     }
 
     /// Writes the record as one line, after the trace lines that wait (``LoggingBackend/recordsFollow``), so the
-    /// terminal shows them in the order things happened.
+    /// terminal or the pipe has them in the order things happened.
     package func log(event: LogEvent) {
         var metadata = mergedMetadata(handler: self.metadata, provider: metadataProvider, event: event.metadata)
         if let error = event.error {
             metadata["error"] = "\(String(describing: error))"
         }
         let written = WrittenRecord(level: event.level, message: "\(event.message)", metadata: metadata)
+        if format == .json {
+            let line = JSONLogLine.line(
+                timestamp: Self.timestamp(),
+                level: event.level,
+                program: identifier,
+                label: label,
+                message: written.message,
+                metadata: metadata
+            )
+            LoggingBackend.writeInOrder(written) { Self.writeFully(line, to: fileDescriptor) }
+            return
+        }
         if let terminalTrace, let record = TraceRecord(metadata: metadata) {
             LoggingBackend.writeInOrder(written) { terminalTrace.write(record, to: fileDescriptor) }
             return
@@ -211,17 +240,24 @@ package struct StderrLogHandler: LogHandler {
 
     static func writeFully(_ line: String, to fileDescriptor: Int32) {
         var line = line
-        line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    // Nowhere left to report a broken stderr; dropping the line is all that remains.
-                    return
-                }
-                offset += written
+        line.withUTF8 { writeFully($0, to: fileDescriptor) }
+    }
+
+    static func writeFully(_ line: [UInt8], to fileDescriptor: Int32) {
+        line.withUnsafeBufferPointer { writeFully($0, to: fileDescriptor) }
+    }
+
+    private static func writeFully(_ bytes: UnsafeBufferPointer<UInt8>, to fileDescriptor: Int32) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fileDescriptor, base + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                // Nowhere left to report a broken stderr; dropping the line is all that remains.
+                return
             }
+            offset += written
         }
     }
 }
