@@ -14,6 +14,7 @@
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
 #   make man      lifecyclectl's man page, docs/man/lifecyclectl.1 (generated, committed)
 #   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
+#   make image    the example as a container image, localhost/hello-service:latest (offline: no registry, no base image)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
 #   make unit-test-netns  the unit tests where net.unix.max_dgram_qlen is 512, as on a machine systemd booted
 #   make fuzz     every libFuzzer target of Fuzzing/ for FUZZ_SECONDS each (default 60); FUZZ_TARGETS=json picks some
@@ -35,7 +36,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example example-test run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
+.PHONY: deps build example example-test image run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -57,6 +58,15 @@ example: deps
 		rm -f "$$plan" "$(EXAMPLE_BUILD)/$(CONFIG).yaml"; \
 	fi
 	$(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)"
+
+# The example and lifecyclectl of this CONFIG (debug: the Swift runtime goes in from the toolchain; for the smaller
+# image of `make install`'s static release build, see Examples/HelloService/README.md) with the libraries they link, as
+# a root file system, built into IMAGE by podman with Examples/HelloService/Containerfile (scripts/container-image).
+IMAGE ?= localhost/hello-service:latest
+image: build example
+	scripts/container-image --tag "$(IMAGE)" \
+		"$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service" \
+		"$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecyclectl"
 
 # scripts/run execs the daemon so job control reaches it directly; this target is the same for make users.
 run: deps
