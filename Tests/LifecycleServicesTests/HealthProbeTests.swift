@@ -24,7 +24,9 @@ struct HealthProbeTests {
             [SocketRecordingService(socket: sockets[0], timeline: timeline)]
         }
         let host = TestHost(delegate: Delegate(root: controller))
-        let probes = HealthProbes(application: host.application)
+        // Every @MainActor test of the process shares the main actor: a generous timeout, for this test is about the
+        // answers, not the wait (the next one is).
+        let probes = HealthProbes(application: host.application, timeout: .seconds(120))
         #expect(await probes.check(.started) == HealthCheck(probe: .started, passed: false, reason: "not launched"))
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })

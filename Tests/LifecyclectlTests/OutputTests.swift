@@ -165,7 +165,7 @@ import SystemPackage
         let names = Lifecyclectl.configuration.subcommands.compactMap { $0.configuration.commandName }
         #expect(names == [
             "status", "tree", "tasks", "trace", "background", "foreground", "inactive", "reload", "memory-warning", "terminate",
-            "upgrade",
+            "check", "upgrade",
         ])
         let bash = Lifecyclectl.completionScript(for: .bash)
         #expect(bash.contains("_lifecyclectl"))
