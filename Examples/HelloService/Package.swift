@@ -10,6 +10,15 @@
 // hello-service: a Hummingbird server with the iOS application lifecycle (see README.md).
 import PackageDescription
 
+// LifecycleHummingbird and its tests compile with the stricter settings of the main package (and hummingbird's):
+// existentials spelled `any`, members visible only through a module imported in the same file, imports internal unless
+// marked `public`.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "HelloService",
     platforms: [.macOS(.v15)],
@@ -17,8 +26,32 @@ let package = Package(
         .package(name: "LifecycleKit", path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // Already in the graph through Hummingbird and LifecycleKit; named here because LifecycleHummingbird uses them.
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
+        // A Hummingbird HTTP/1.1 server on a listening socket it is given (systemd's LISTEN_FDS, a dup of a socket the
+        // daemon keeps): it closes only its own descriptor, so the socket outlives it and the next server serves the
+        // connections the kernel queued meanwhile.
+        .target(
+            name: "LifecycleHummingbird",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "hello-service",
             dependencies: [
@@ -39,6 +72,22 @@ let package = Package(
                 .product(name: "LifecycleServices", package: "LifecycleKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The server on real loopback sockets: a descriptor the test bound, served, shut down and served again.
+        .testTarget(
+            name: "LifecycleHummingbirdTests",
+            dependencies: [
+                "LifecycleHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
         ),
     ]
 )

@@ -1,0 +1,219 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+public import Hummingbird
+public import HummingbirdCore
+public import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+
+/// A service that serves a Hummingbird responder over HTTP/1.1 on a listening socket it is given, and owns.
+///
+/// Hummingbird's `Application` binds its own socket; this serves the same router on a descriptor that somebody else
+/// bound and keeps: one of systemd's `LISTEN_FDS`, or a `dup(2)` of a socket the daemon keeps in systemd's fd store.
+/// Its responses are `Application`'s for the same router: the status and body, a `Date` header, a 500 for an error
+/// the router does not turn into a response, a 400 (and the connection closed) for a request that does not parse.
+///
+/// ```swift
+/// let router = Router()
+/// router.get("/") { _, _ in "hello" }
+/// let server = HTTPServer(router: router, descriptor: dup(listening), logger: logger)
+/// try await ServiceGroup(services: [server], logger: logger).run()
+/// ```
+///
+/// The server owns `descriptor`: `run()` closes it when it returns, whatever the reason, and a server that never runs
+/// closes it when it is released. Closing it is all the server does to the socket, so the socket keeps listening
+/// through its other descriptors, and connections that arrive while no server runs wait in the kernel's backlog
+/// until the next server (on a new `dup`) accepts them. SwiftNIO calls listen(2) on the descriptor it is given, which
+/// sets the backlog to 128; the server puts the socket's own backlog back right after (for a Unix socket, whose
+/// backlog Linux does not report, `SOMAXCONN`).
+///
+/// **Graceful shutdown** (swift-service-lifecycle's, such as `ServiceGroup.triggerGracefulShutdown()`) stops
+/// accepting by closing the server's descriptor, lets every open connection finish, and `run()` returns once all have
+/// closed. (It stops reading from the socket first and closes the descriptor once every connection it accepted has
+/// been set up, so none is dropped half-accepted.) No request is lost to the shutdown: a request in progress
+/// finishes, and its response says
+/// `Connection: close`; a connection with no request in progress — accepted a moment ago with its request still on
+/// the way, or kept alive between requests — is kept for `idleGrace`: a request that arrives within it is answered,
+/// with `Connection: close`, and the connection then closes; one that stays idle is closed when the grace runs out.
+/// (Hummingbird alone closes both at once, under the request its client may be sending.) What is left is a client
+/// that sends on an idle keep-alive connection just as the grace runs out; RFC 9112 §9.3.1 lets it retry the request.
+///
+/// **Cancellation** closes everything at once: the descriptor and every connection. A request still running when its
+/// connection closes cannot be answered, and `run()` returns once the handlers have returned.
+public final class HTTPServer<Responder: HTTPResponder>: Service, Sendable
+where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+    private let responder: Responder
+    private let descriptor: Int32
+    private let configuration: HTTP1Channel.Configuration
+    private let idleGrace: Duration
+    private let logger: Logger
+    // Whether `descriptor` is still to be taken by `run()`; whoever takes it closes it.
+    private let unclaimed = Mutex(true)
+
+    /// A server for `responder` on the listening socket `descriptor`, which it owns from now on.
+    ///
+    /// - Parameters:
+    ///   - responder: Answers each request, with a context made as `Application` makes it.
+    ///   - descriptor: A listening stream socket (TCP or Unix), typically a `dup(2)` of one that stays open elsewhere.
+    ///   - configuration: Hummingbird's HTTP/1.1 settings (idle timeout, header limits, channel handlers).
+    ///   - idleGrace: How long a graceful shutdown waits for a request on a connection that has none in progress.
+    ///   - logger: Where the server logs, and the base of each request's logger.
+    public init(
+        responder: Responder,
+        descriptor: Int32,
+        configuration: HTTP1Channel.Configuration = .init(),
+        idleGrace: Duration = .milliseconds(250),
+        logger: Logger
+    ) {
+        self.responder = responder
+        self.descriptor = descriptor
+        self.configuration = configuration
+        self.idleGrace = idleGrace
+        self.logger = logger
+    }
+
+    /// A server for `router` (a Hummingbird `Router`) on the listening socket `descriptor`, which it owns from now on.
+    ///
+    /// - Parameters:
+    ///   - router: Builds the responder, as `Application(router:)` does.
+    ///   - descriptor: A listening stream socket (TCP or Unix), typically a `dup(2)` of one that stays open elsewhere.
+    ///   - configuration: Hummingbird's HTTP/1.1 settings (idle timeout, header limits, channel handlers).
+    ///   - idleGrace: How long a graceful shutdown waits for a request on a connection that has none in progress.
+    ///   - logger: Where the server logs, and the base of each request's logger.
+    public convenience init<Builder: HTTPResponderBuilder>(
+        router: Builder,
+        descriptor: Int32,
+        configuration: HTTP1Channel.Configuration = .init(),
+        idleGrace: Duration = .milliseconds(250),
+        logger: Logger
+    ) where Builder.Responder == Responder {
+        self.init(
+            responder: router.buildResponder(),
+            descriptor: descriptor,
+            configuration: configuration,
+            idleGrace: idleGrace,
+            logger: logger
+        )
+    }
+
+    deinit {
+        if unclaimed.withLock({ $0 }) { ListeningSocket.close(descriptor) }
+    }
+
+    /// Serves until a graceful shutdown has let every connection finish, or until cancelled; closes the descriptor.
+    ///
+    /// Throws ``HTTPServerError`` (and closes the descriptor) if the descriptor is not a listening socket, or if the
+    /// server ran before.
+    public func run() async throws {
+        let descriptor = self.descriptor
+        let claimed = unclaimed.withLock { unclaimed in
+            defer { unclaimed = false }
+            return unclaimed
+        }
+        guard claimed else { throw HTTPServerError(code: .alreadyRun, descriptor: descriptor, reason: "") }
+        let backlog: Int32
+        do {
+            backlog = try ListeningSocket.backlog(of: descriptor)
+        } catch {
+            ListeningSocket.close(descriptor)
+            throw error
+        }
+
+        let logger = self.logger
+        let http1 = HTTP1Channel(responder: channelResponder(), configuration: gatedConfiguration())
+        let connections = ConnectionTracker()
+        // From here the server channel owns the descriptor: closing the channel closes it (and only it). SwiftNIO
+        // also closes it if the bootstrap fails past this point; before it, the checks above leave nothing to fail.
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(connections.serverHandlers(for: channel))
+                }
+            }
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try connections.prepare(channel) }
+                    .flatMap { http1.setup(channel: channel, logger: logger) }
+                    .map { connections.setUp($0) }
+            }
+            .withBoundSocket(descriptor)
+            .get()
+        ListeningSocket.restore(backlog: backlog, of: descriptor)
+        logger.info(
+            "serving HTTP/1.1",
+            metadata: ["descriptor": "\(descriptor)", "address": "\(server.localAddress.map { "\($0)" } ?? "unknown")"]
+        )
+
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                // Each connection's handler returns once its connection closed; `next()` ends once all have.
+                await withDiscardingTaskGroup { group in
+                    while let connection = await connections.next() {
+                        group.addTask { await http1.handle(value: connection, logger: logger) }
+                    }
+                }
+            } onGracefulShutdown: {
+                logger.info("graceful shutdown: closing descriptor \(descriptor), finishing the open connections")
+                connections.stopAccepting()
+            }
+        } onCancel: {
+            connections.cancel()
+        }
+        logger.info("stopped serving; descriptor \(descriptor) closed")
+    }
+
+    // Hummingbird's configuration with the gate after any handlers of the caller's, next to Hummingbird's
+    // HTTPConnectionStateHandler, so it counts the requests that handler counts.
+    private func gatedConfiguration() -> HTTP1Channel.Configuration {
+        var configuration = self.configuration
+        let handlers = configuration.additionalChannelHandlers
+        let grace = TimeAmount(idleGrace)
+        configuration.additionalChannelHandlers = { handlers() + [QuiesceGate(grace: grace)] }
+        return configuration
+    }
+
+    // What `Application.run()` hands its HTTP channel: the context, the request's logger, 500 for an error the
+    // responder did not turn into a response, the Date header.
+    private func channelResponder() -> HTTPChannelHandler.Responder {
+        let responder = self.responder
+        let logger = self.logger
+        return { (request, responseWriter: consuming ResponseWriter, channel) in
+            var logger = logger
+            logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
+            let response = try await withLogger(logger) { logger in
+                let context = Responder.Context(source: .init(channel: channel, logger: logger))
+                var response: Response
+                do {
+                    response = try await responder.respond(to: request, context: context)
+                } catch let error as HTTPParserError {
+                    // The request body did not parse: Hummingbird answers 400 and closes.
+                    throw error
+                } catch {
+                    logger.debug("Unrecognised Error", metadata: ["error.type": "\(error)"])
+                    response = Response(status: .internalServerError, body: .init())
+                }
+                response.headers[.date] = HTTPDate.now
+                return response
+            }
+            do {
+                try await responseWriter.write(response: response.head, body: response.body)
+            } catch is HTTPParserError {
+                // A response has begun, so the parser error must not reach Hummingbird's 400: end the connection.
+                throw ParseErrorWhileWritingResponse()
+            }
+        }
+    }
+}
+
+// Thrown for a request body that fails to parse while its response is written (Hummingbird's
+// HTTPChannelError.parseErrorWhileWritingResponse is package-internal): the connection closes without a 400.
+private struct ParseErrorWhileWritingResponse: Error {}

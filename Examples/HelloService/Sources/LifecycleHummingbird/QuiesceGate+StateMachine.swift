@@ -1,0 +1,109 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import HTTPTypes
+import NIOHTTPTypes
+
+extension QuiesceGate {
+    /// When the gate passes the quiesce event on and which response heads announce `Connection: close`.
+    ///
+    /// A value with one mutating function per event; the handler performs the action returned. It counts requests as
+    /// Hummingbird's `HTTPConnectionStateHandler` does (a request head read starts one, a response end written ends
+    /// it), so both agree on whether a request is in progress when the event reaches Hummingbird.
+    struct StateMachine: Equatable {
+        /// Where the connection is in the server's shutdown.
+        enum State: Equatable {
+            /// No quiesce event yet: requests pass untouched.
+            case serving
+            /// The event arrived with no request in progress; it waits for the next request head or the grace.
+            case holding
+            /// The event went on to Hummingbird, which closes the connection once no request is in progress.
+            case released
+        }
+
+        /// What to do with a quiesce event that arrives.
+        enum QuiesceAction: Equatable {
+            /// Pass it on now: a request is in progress, and Hummingbird closes after its response.
+            case release
+            /// Keep it and start the grace timer: nothing is in progress yet.
+            case hold
+            /// Drop it: an earlier event is already held or passed on.
+            case ignore
+        }
+
+        /// What to do with a request part read from the connection.
+        enum ReadAction: Equatable {
+            /// Pass the part on.
+            case forward
+            /// Pass the head on, then the held quiesce event (and cancel the grace timer).
+            case forwardThenRelease
+        }
+
+        /// What to do with a response part written to the connection.
+        enum WriteAction: Equatable {
+            /// Write the part as it is.
+            case forward
+            /// Write the head with `Connection: close`: the connection ends after this response.
+            case announceClose
+        }
+
+        /// Where the connection is in the server's shutdown.
+        private(set) var state = State.serving
+        /// Requests whose head was read and whose response has not ended.
+        private(set) var requestsInProgress = 0
+
+        /// The server asked the connection to finish (`ChannelShouldQuiesceEvent`).
+        mutating func quiesce() -> QuiesceAction {
+            switch state {
+            case .serving where requestsInProgress > 0:
+                state = .released
+                return .release
+            case .serving:
+                state = .holding
+                return .hold
+            case .holding, .released:
+                // A second event for the same shutdown changes nothing: the first already decided.
+                return .ignore
+            }
+        }
+
+        /// A request part was read.
+        mutating func read(_ part: HTTPRequestPart) -> ReadAction {
+            guard case .head = part else { return .forward }
+            requestsInProgress += 1
+            guard state == .holding else { return .forward }
+            state = .released
+            return .forwardThenRelease
+        }
+
+        /// The grace for a connection with nothing in progress ran out; returns whether to pass the event on now.
+        mutating func graceExpired() -> Bool {
+            // Released by a request head in the meantime: the timer was cancelled too late to matter.
+            guard state == .holding else { return false }
+            state = .released
+            return true
+        }
+
+        /// A response part is about to be written.
+        mutating func write(_ part: HTTPResponsePart) -> WriteAction {
+            switch part {
+            case .head(let head):
+                // Only the final response to the last request read says close; an interim (1xx) head is not the
+                // response, and a pipelined earlier response is followed by another on the same connection.
+                let last = requestsInProgress <= 1 && head.status.kind != .informational
+                return state == .released && last ? .announceClose : .forward
+            case .body:
+                return .forward
+            case .end:
+                // Hummingbird's 400 after a parse error ends a response no head was read for: do not go below zero.
+                requestsInProgress = max(0, requestsInProgress - 1)
+                return .forward
+            }
+        }
+    }
+}
