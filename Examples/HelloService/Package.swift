@@ -55,11 +55,14 @@ let package = Package(
         .executableTarget(
             name: "hello-service",
             dependencies: [
+                "LifecycleHummingbird",
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
                 .product(name: "LifecycleServices", package: "LifecycleKit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The example's lifecycle, driven by LifecycleKit's test kit: no systemd, no signals, a clock the test moves.

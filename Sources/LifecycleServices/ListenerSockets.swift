@@ -119,7 +119,14 @@ package enum ListenerSockets {
     /// Whether the open socket serves `listener`: one systemd's configuration decides (a socket unit's) always; one a
     /// process of the service bound only while `listener.address` still names where it listens.
     private static func keeps(_ current: ListenerTable.Listener, for listener: Listener, logger: Logger) -> Bool {
-        if current.origin == .socketUnit || matches(listener.address, current.address) { return true }
+        if matches(listener.address, current.address) { return true }
+        if current.origin == .socketUnit {
+            logger.notice(
+                "listener \(listener.name): serving on \(current.address), the socket unit's; the configured \(listener.address) is not used",
+                metadata: ["lifecycle.listener": .string(listener.name)]
+            )
+            return true
+        }
         logger.info(
             "listener \(listener.name): moving from \(current.address) to \(listener.address)",
             metadata: ["lifecycle.listener": .string(listener.name)]
@@ -158,6 +165,12 @@ package enum ListenerSockets {
             )
             table.add(stale)
             return try claimFresh(listener, replacing: stale, in: application)
+        }
+        if passed.origin == .socketUnit, !matches(listener.address, address) {
+            application.logger.notice(
+                "listener \(listener.name): serving on \(address), the socket unit's; the configured \(listener.address) is not used",
+                metadata: ["lifecycle.listener": .string(listener.name)]
+            )
         }
         let adopted = ListenerTable.Listener(
             name: listener.name,

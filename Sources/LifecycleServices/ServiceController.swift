@@ -63,7 +63,7 @@ open class ServiceController: ViewController {
     /// What the listening sockets do while the application is in the background.
     public let listenerPolicy: ListenerPolicy
 
-    private let factory: (@MainActor ([ListeningSocket]) -> [any Service])?
+    private var factory: (@MainActor ([ListeningSocket]) throws -> [any Service])?
 
     /// Hosts the services `makeServices` returns, made anew for every run; a failure restarts them as
     /// `restartPolicy` says (`RestartPolicy.standard` by default).
@@ -85,16 +85,38 @@ open class ServiceController: ViewController {
     }
 
     /// Hosts the services `makeServices` returns for each run, given the run's listening sockets (in the order of
-    /// `listeners`); in the background the sockets do what `listenerPolicy` says. A socket that cannot be opened
-    /// fails the run, which `restartPolicy` retries.
-    public init(
+    /// `listeners`); in the background the sockets do what `listenerPolicy` says. A socket that cannot be opened, or
+    /// a throw from `makeServices`, fails the run, which `restartPolicy` retries.
+    public convenience init(
         identifier: String? = nil,
         listeners: [Listener],
         listenerPolicy: ListenerPolicy = .pause,
         backgroundPolicy: BackgroundServicePolicy = .drain,
         shutdownTimeout: Duration = .seconds(10),
         restartPolicy: RestartPolicy = .standard,
-        services makeServices: @escaping @MainActor ([ListeningSocket]) -> [any Service]
+        services makeServices: @escaping @MainActor ([ListeningSocket]) throws -> [any Service]
+    ) {
+        self.init(
+            identifier: identifier,
+            listeners: listeners,
+            listenerPolicy: listenerPolicy,
+            backgroundPolicy: backgroundPolicy,
+            shutdownTimeout: shutdownTimeout,
+            restartPolicy: restartPolicy
+        )
+        // Read when a run starts, never before: the controller is in no window yet.
+        factory = makeServices
+    }
+
+    /// A subclass's form: hosts the services its ``makeServices(on:)`` returns for each run, given the run's listening
+    /// sockets (in the order of `listeners`); in the background the sockets do what `listenerPolicy` says.
+    public init(
+        identifier: String? = nil,
+        listeners: [Listener],
+        listenerPolicy: ListenerPolicy = .pause,
+        backgroundPolicy: BackgroundServicePolicy = .drain,
+        shutdownTimeout: Duration = .seconds(10),
+        restartPolicy: RestartPolicy = .standard
     ) {
         precondition(
             Set(listeners.map(\.name)).count == listeners.count,
@@ -105,7 +127,7 @@ open class ServiceController: ViewController {
         self.restartPolicy = restartPolicy
         self.listeners = listeners
         self.listenerPolicy = listenerPolicy
-        self.factory = makeServices
+        self.factory = nil
         super.init(identifier: identifier)
         hostServices()
     }
@@ -125,13 +147,15 @@ open class ServiceController: ViewController {
     /// The services of one run, in start order, for a controller without listeners; by default those of the closure
     /// given to the initializer.
     open func makeServices() -> [any Service] {
-        listeners.isEmpty ? factory?([]) ?? [] : []
+        guard listeners.isEmpty, let factory else { return [] }
+        // The closure of the initializer without listeners, which does not throw.
+        return (try? factory([])) ?? []
     }
 
     /// The services of one run, in start order, given its listening sockets (in the order of ``listeners``); by
-    /// default those of the closure given to the initializer, else ``makeServices()``.
-    open func makeServices(on sockets: [ListeningSocket]) -> [any Service] {
-        factory?(sockets) ?? makeServices()
+    /// default those of the closure given to the initializer, else ``makeServices()``. A throw fails the run.
+    open func makeServices(on sockets: [ListeningSocket]) throws -> [any Service] {
+        try factory?(sockets) ?? makeServices()
     }
 
     private func hostServices() {
@@ -143,7 +167,14 @@ open class ServiceController: ViewController {
             } catch {
                 return LifecycleRun(body: { throw error })
             }
-            let group = ServiceGroup(configuration: groupConfiguration(for: makeServices(on: sockets)))
+            let made: [any Service]
+            do {
+                made = try makeServices(on: sockets)
+            } catch {
+                if let application { for socket in sockets { ListenerSockets.release(socket, in: application) } }
+                return LifecycleRun(body: { throw error })
+            }
+            let group = ServiceGroup(configuration: groupConfiguration(for: made))
             let policy = backgroundPolicy
             let closesListeners = listenerPolicy == .close
             return LifecycleRun(body: { [weak application] in
@@ -204,5 +235,15 @@ open class ServiceController: ViewController {
         // down.
         configuration.maximumGracefulShutdownDuration = shutdownTimeout
         return configuration
+    }
+}
+
+extension Application {
+    /// The listening socket named `name`, as the application holds it now (where it listens, where it came from), or
+    /// nil when no hosted server has opened it. A reload that would move a listener checks where it came from: a
+    /// socket unit's is systemd's to move.
+    public func listener(named name: String) -> ListeningSocket? {
+        guard let listener = listeners[name] else { return nil }
+        return ListeningSocket(name: listener.name, address: listener.address, origin: listener.origin, descriptor: listener.descriptor)
     }
 }

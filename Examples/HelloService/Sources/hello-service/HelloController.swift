@@ -1,0 +1,95 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import Hummingbird
+import LifecycleHummingbird
+import LifecycleKit
+import LifecycleServices
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The server: a Hummingbird router served on the listener "http", while the controller is on screen and the
+/// application in the foreground. It counts the requests it answers, and the count survives restarts and upgrades
+/// as the controller's restorable state.
+final class HelloController: ServiceController {
+    /// The listener's name: hello.socket's `FileDescriptorName=`.
+    static let listenerName = "http"
+
+    /// The port to bind when no socket is passed.
+    let port: Int
+    /// The requests answered so far, across restarts and upgrades.
+    let served = RequestCount()
+
+    init(port: Int) {
+        self.port = port
+        // A server that fails (its port taken) is restarted after 100 ms, 200 ms, …
+        super.init(identifier: "http", listeners: [.tcp(Self.listenerName, port: port)])
+        restorationIdentifier = "http"
+    }
+
+    required init(coder: Coder) throws {
+        port = try coder.decodeInteger(forKey: "port") ?? 8080
+        try super.init(coder: coder)
+        restorationIdentifier = "http"
+    }
+
+    override func makeServices(on sockets: [ListeningSocket]) throws -> [any Service] {
+        let router = Router()
+        let served = served
+        router.get("/") { _, _ in
+            served.add(1)
+            return "hello"
+        }
+        // Answers after ?seconds=N (default 1): something to drain.
+        router.get("/slow") { request, _ in
+            try await Task.sleep(for: .seconds(request.uri.queryParameters.get("seconds", as: Double.self) ?? 1))
+            served.add(1)
+            return "done"
+        }
+        router.get("/count") { _, _ in "\(served.value)" }
+        if let application {
+            // Kubernetes' httpGet probes: 200 when the application says yes, 503 with the reason when it says no.
+            let probes = HealthProbes(application: application)
+            for (path, probe) in [("/readyz", HealthProbe.ready), ("/livez", .live), ("/startupz", .started)] {
+                router.get(RouterPath(path)) { _, _ in
+                    let check = await probes.check(probe)
+                    return Response(
+                        status: check.passed ? .ok : .serviceUnavailable,
+                        headers: [.contentType: "text/plain; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(string: check.reason + "\n"))
+                    )
+                }
+            }
+        }
+        let logger = application?.logger ?? Logger(label: "hello-service")
+        return [HTTPServer(router: router, descriptor: try sockets[0].duplicate(), logger: logger)]
+    }
+
+    override func encodeRestorableState(with coder: StateCoder) {
+        coder.encode(served.value, forKey: "served")
+        coder.encode(port, forKey: "port")
+    }
+
+    override func decodeRestorableState(with coder: StateCoder) {
+        served.add(coder.decodeInteger(forKey: "served") ?? 0)
+    }
+}
+
+/// A count the server's threads add to and the main actor reads.
+final class RequestCount: Sendable {
+    private let count = Atomic(0)
+
+    /// The count now.
+    var value: Int { count.load(ordering: .relaxed) }
+
+    /// Adds `amount`.
+    func add(_ amount: Int) {
+        count.add(amount, ordering: .relaxed)
+    }
+}
