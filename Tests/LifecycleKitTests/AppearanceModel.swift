@@ -878,9 +878,7 @@ struct AppearanceModel {
         moveDepth -= 1
         runPendingEdits()
         endTurn()
-        for layer in layers where controllers[layer] != nil {
-            expectedReleases.append(release(layer, withPresented: false))
-        }
+        releaseLayers(layers, takePresented: false)
         layers = []
         root = nil
         hasWindow = false
@@ -921,11 +919,7 @@ struct AppearanceModel {
         } while !outer && !isRunningRequests && (!didCallbacks.isEmpty || !requestQueue.isEmpty)
         for id in departed where controllers[id] != nil { expectedReleases.append(release(id, withPresented: true)) }
         departed = []
-        for (replaced, takePresented) in replacedLayers {
-            for layer in replaced where controllers[layer] != nil {
-                expectedReleases.append(release(layer, withPresented: takePresented))
-            }
-        }
+        for (replaced, takePresented) in replacedLayers { releaseLayers(replaced, takePresented: takePresented) }
         replacedLayers = []
     }
 
@@ -958,6 +952,27 @@ struct AppearanceModel {
             fire(id, "viewDidLayoutSubviews")
         }
         for child in self[id].shown { layOut(child) }
+    }
+
+    /// Releases a window's layers (or a replaced root's), each graph on its own. Unless the graphs take what they
+    /// present, what is presented goes as a layer of its own, after the others when it is not one yet: presented from
+    /// the content of a window once that window had left the application (during the stop), it joined that window.
+    private mutating func releaseLayers(_ layers: [String], takePresented: Bool) {
+        var queue = layers
+        var index = 0
+        while index < queue.count {
+            let layer = queue[index]
+            index += 1
+            guard controllers[layer] != nil else { continue }
+            if !takePresented {
+                var nodes = [layer]
+                while let node = nodes.popLast() {
+                    nodes += self[node].children
+                    if let presented = self[node].presented, !queue.contains(presented) { queue.append(presented) }
+                }
+            }
+            expectedReleases.append(release(layer, withPresented: takePresented))
+        }
     }
 
     /// A released controller: its `deinit`, then its view's, then its children, then (when it holds it alone) what
