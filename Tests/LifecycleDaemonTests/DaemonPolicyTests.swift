@@ -272,6 +272,27 @@ struct DaemonPolicyTests {
         #expect(harness.stage.notified == [.stopping, .status("inactive"), .status("background"), .status("terminated")])
     }
 
+    // Issue 26: the delegate let go of the window in applicationWillTerminate, and the daemon exited before the root
+    // finished disappearing and was released (its viewDidDisappear and deinit never ran). It exits after them now.
+    @Test func theDaemonExitsOnlyAfterTheTeardownEvenWhenApplicationWillTerminateLetsGoOfTheWindow() {
+        let harness = DaemonHarness()
+        harness.delegate.dropsWindowOnTermination = true
+        harness.launch()
+        let observation = harness.application.trace.observe { [timeline = harness.timeline] event in
+            if event.target == "root" { timeline.append("root \(event.event)") }
+        }
+        defer { observation.cancel() }
+
+        harness.signal(.terminate)
+
+        #expect(
+            harness.timeline.lines.suffix(5) == [
+                "applicationWillTerminate signal:SIGTERM", "root viewWillDisappear", "root viewDidDisappear",
+                "root deinit", "exit 0",
+            ]
+        )
+    }
+
     @Test func backgroundTasksExpireWhenTheBackgroundTimeRunsOutAndTheDaemonKeepsRunning() {
         var configuration = DaemonConfiguration()
         configuration.backgroundTime = .seconds(10)

@@ -106,6 +106,8 @@ final class FakeTimer: ScheduledWork {
 final class BackgroundWorkDelegate: ApplicationDelegate {
     let timeline: Timeline
     var beginsTaskInBackground = false
+    /// Whether `applicationWillTerminate` lets go of the window (`application.window = nil`).
+    var dropsWindowOnTermination = false
     var task = BackgroundTaskIdentifier.invalid
 
     init(timeline: Timeline) { self.timeline = timeline }
@@ -122,6 +124,10 @@ final class BackgroundWorkDelegate: ApplicationDelegate {
             application.endBackgroundTask(task)
         }
         timeline.append("task began")
+    }
+
+    func applicationWillTerminate(_ application: Application) {
+        if dropsWindowOnTermination { application.window = nil }
     }
 
     func endTask(_ application: Application) {

@@ -41,11 +41,18 @@
 /// coalescing and finality rules. Each firing is recorded (``firings``), so the application under test makes the same
 /// operation from the same callback.
 ///
+/// The stop (docs/lifecycle.md §2): termination's application events, `applicationWillTerminate` and the teardown's
+/// disappearance are callbacks like the others, and the teardown's see the tree they are torn down with; during the
+/// stop an armed callback may also replace or remove the window or its root. What joins the tree then goes in the
+/// same teardown (in `applicationWillTerminate` it begins to appear, in the teardown nothing appears), and what left
+/// it finishes disappearing and goes, all before "terminated".
+///
 /// What the model leaves out: the callbacks of plain views and of containment (`willMove(toWindow:)`,
 /// `layoutSubviews`, `draw`, `willMove(toParent:)`…), frames and explicit layout or display marks, edits made from
-/// `loadView`/`viewDidLoad` (the regression tests cover those), launch, `animated: true`, and the order between graphs
-/// released separately in one turn (each graph's own order is checked). The disagreements the model found with
-/// LifecycleKit are fixed, and each has a regression test in PropertyFindings.swift or ReentrancyTests.swift.
+/// `loadView`/`viewDidLoad` (the regression tests cover those), edits made from a `deinit` (WholeTeardownTests covers
+/// the teardown's), launch, `animated: true`, and the order between graphs released separately in one turn (each
+/// graph's own order is checked). The disagreements the model found with LifecycleKit are fixed, and each has a
+/// regression test in PropertyFindings.swift, ReentrancyTests.swift or WholeTeardownTests.swift.
 struct AppearanceModel {
     enum Kind: Equatable {
         case plain
@@ -104,8 +111,12 @@ struct AppearanceModel {
         /// `parent.unembed(child)`: nothing when `child` is no longer `parent`'s child by then.
         case unembed(String, from: String)
         case replaceWindow(NewController)
-        /// `window.rootViewController = …` on the current window.
+        /// `window.rootViewController = …` on the current window; nothing when there is no window.
         case replaceRoot(NewController)
+        /// `application.window = nil` (made during the stop only).
+        case removeWindow
+        /// `window.rootViewController = nil` on the current window (made during the stop only).
+        case removeRoot
         case request(ReferenceModel.Request)
         /// The next time `target` (a controller, or `delegate`) gets `callback`, the operation `code` decodes to then
         /// is made from inside it.
@@ -127,6 +138,8 @@ struct AppearanceModel {
             case .unembed(let id, let parent): "unembed \(id) from \(parent)"
             case .replaceWindow(let new): "application.window = Window(root: \(new))"
             case .replaceRoot(let new): "window.rootViewController = \(new)"
+            case .removeWindow: "application.window = nil"
+            case .removeRoot: "window.rootViewController = nil"
             case .request(.state(let target)): "request \(target)"
             case .request(.terminate): "request termination"
             case .request(.memoryWarning): "memory warning"
@@ -156,6 +169,8 @@ struct AppearanceModel {
     private(set) var isTerminated = false
     /// The current window's root controller.
     private(set) var root: String?
+    /// Whether the application has a window (with a root or not).
+    private(set) var hasWindow = true
     /// The current window's layers: its root, then presented controllers in presentation order.
     private var layers: [String] = []
     private var windowIsShown = true
@@ -203,6 +218,18 @@ struct AppearanceModel {
     private var isInEndOfTurn = false
     /// Termination's teardown runs: edits still apply (to a tree out of the window), until the tree is released.
     private(set) var isTearingDown = false
+    /// Termination runs (its application events, `applicationWillTerminate`, the teardown): the stop's callbacks.
+    var isStopping: Bool { requestInFlight == .terminate }
+    /// Whether an edit that replaces or removes the window waits for a move in progress (an edit of the window's root
+    /// made meanwhile would edit a window on its way out, which the model leaves out).
+    var hasPendingWindowChange: Bool {
+        pendingEdits.contains { edit in
+            switch edit.operation {
+            case .replaceWindow, .removeWindow: true
+            default: false
+            }
+        }
+    }
     /// The presenters of presentations that wait for a move in progress.
     var pendingPresenters: Set<String> {
         Set(pendingEdits.compactMap { if case .present(_, let presenter, _, _) = $0.operation { presenter } else { nil } })
@@ -249,7 +276,8 @@ struct AppearanceModel {
             for child in self[id].children { visit(child) }
             if let presented = self[id].presented { visit(presented) }
         }
-        if let root, !isTerminated { visit(root) }
+        // The teardown's callbacks still see the tree they are torn down with.
+        if let root, !isTerminated || isTearingDown { visit(root) }
         return list
     }
 
@@ -630,28 +658,46 @@ struct AppearanceModel {
             self[id].parent = nil
             dismissPresentations(inSubtreeOf: id)
             departed.append(id)
-        case .replaceWindow(let new), .replaceRoot(let new):
-            // The old content disappears, the new root appears; the old layers go at the end of the turn, each on its
-            // own (the window, or the root's replacement, holds every layer). A replaced root leaves the tree: what
-            // it, or anything below it, presents is undone (the layers are gone with it).
+        case .replaceWindow(let new):
             create(new)
-            let leaving = visibleLayers
-            let isRoot = if case .replaceRoot = operation { true } else { false }
-            if isRoot, let oldRoot = root {
-                for node in closure(oldRoot) {
-                    guard let presented = self[node].presented else { continue }
-                    self[node].presented = nil
-                    self[presented].presenter = nil
-                }
-            }
-            replacedLayers.append((layers, isRoot))
-            root = new.id
-            layers = [new.id]
-            for layer in leaving where self[layer].isLoaded { move(layer, appearing: false) }
-            load(new.id)
-            move(new.id, appearing: true)
+            replaceContent(with: new.id, isRoot: false)
+        case .replaceRoot(let new):
+            // `application.window?.rootViewController = …`: nothing (no controller is made) without a window.
+            guard hasWindow else { return }
+            create(new)
+            replaceContent(with: new.id, isRoot: true)
+        case .removeWindow:
+            replaceContent(with: nil, isRoot: false)
+        case .removeRoot:
+            guard hasWindow else { return }
+            replaceContent(with: nil, isRoot: true)
         case .request, .arm, .scheduleWork:
             preconditionFailure("not a tree edit: \(operation)")
+        }
+    }
+
+    /// The window (or its root) is replaced or removed: the old content disappears, the new root appears if the
+    /// window shows (during the teardown it does not, and the new root is not even loaded); the old layers go at the
+    /// end of the turn, each on its own (the window, or the root's replacement, holds every layer). A replaced root
+    /// leaves the tree: what it, or anything below it, presents is undone (the layers are gone with it).
+    private mutating func replaceContent(with new: String?, isRoot: Bool) {
+        let leaving = visibleLayers
+        if isRoot, let oldRoot = root {
+            for node in closure(oldRoot) {
+                guard let presented = self[node].presented else { continue }
+                self[node].presented = nil
+                self[presented].presenter = nil
+            }
+        }
+        replacedLayers.append((layers, isRoot))
+        root = new
+        layers = new.map { [$0] } ?? []
+        // A window whose root is removed stays, empty.
+        hasWindow = new != nil || isRoot
+        for layer in leaving where self[layer].isLoaded { move(layer, appearing: false) }
+        if let new, windowIsShown {
+            load(new)
+            move(new, appearing: true)
         }
     }
 
@@ -819,11 +865,11 @@ struct AppearanceModel {
     }
 
     /// Termination, after `applicationWillTerminate`: every visible controller disappears (one move: what its
-    /// callbacks edit waits for it, then applies to a tree out of the window), the turn ends, then the window's layers
-    /// are released.
+    /// callbacks edit waits for it, then applies to a tree out of the window, where nothing appears), the turn ends
+    /// (what left the tree during the stop, a window `applicationWillTerminate` let go of included, finishes
+    /// disappearing and goes), then the window's layers are released — all before the host hears "terminated".
     private mutating func tearDown() {
         isTerminated = true
-        guard root != nil else { return }
         isTearingDown = true
         let visible = visibleLayers
         windowIsShown = false
@@ -832,11 +878,10 @@ struct AppearanceModel {
         moveDepth -= 1
         runPendingEdits()
         endTurn()
-        for layer in layers where controllers[layer] != nil {
-            expectedReleases.append(release(layer, withPresented: false))
-        }
+        releaseLayers(layers, takePresented: false)
         layers = []
         root = nil
+        hasWindow = false
         isTearingDown = false
     }
 
@@ -874,11 +919,7 @@ struct AppearanceModel {
         } while !outer && !isRunningRequests && (!didCallbacks.isEmpty || !requestQueue.isEmpty)
         for id in departed where controllers[id] != nil { expectedReleases.append(release(id, withPresented: true)) }
         departed = []
-        for (replaced, takePresented) in replacedLayers {
-            for layer in replaced where controllers[layer] != nil {
-                expectedReleases.append(release(layer, withPresented: takePresented))
-            }
-        }
+        for (replaced, takePresented) in replacedLayers { releaseLayers(replaced, takePresented: takePresented) }
         replacedLayers = []
     }
 
@@ -893,7 +934,7 @@ struct AppearanceModel {
     /// `viewWillLayoutSubviews`/`viewDidLayoutSubviews`), then the views that left in push order, if still marked
     /// and out of the window.
     private mutating func layoutPass() {
-        guard root != nil else { return }
+        // Without a window (termination's delegate let go of it) the views that left in push order are still laid out.
         for layer in visibleLayers { layOut(layer) }
         let leaving = leavingLayouts
         leavingLayouts = []
@@ -911,6 +952,27 @@ struct AppearanceModel {
             fire(id, "viewDidLayoutSubviews")
         }
         for child in self[id].shown { layOut(child) }
+    }
+
+    /// Releases a window's layers (or a replaced root's), each graph on its own. Unless the graphs take what they
+    /// present, what is presented goes as a layer of its own, after the others when it is not one yet: presented from
+    /// the content of a window once that window had left the application (during the stop), it joined that window.
+    private mutating func releaseLayers(_ layers: [String], takePresented: Bool) {
+        var queue = layers
+        var index = 0
+        while index < queue.count {
+            let layer = queue[index]
+            index += 1
+            guard controllers[layer] != nil else { continue }
+            if !takePresented {
+                var nodes = [layer]
+                while let node = nodes.popLast() {
+                    nodes += self[node].children
+                    if let presented = self[node].presented, !queue.contains(presented) { queue.append(presented) }
+                }
+            }
+            expectedReleases.append(release(layer, withPresented: takePresented))
+        }
     }
 
     /// A released controller: its `deinit`, then its view's, then its children, then (when it holds it alone) what

@@ -20,7 +20,11 @@ import LifecycleKitTesting
 // (no reference model of the storyboard update): nothing traps, appearance brackets balance, no controller is
 // visible outside the tree, a controller in the tree is visible exactly when its view is in the window, every
 // presentation in the tree is one of the window's layers, window moves alternate for every view, every request
-// completes once and runs in arrival order; and, when nothing was armed, the tree is the storyboard's.
+// completes once and runs in arrival order; and, when nothing was armed, the tree is the storyboard's. Every play
+// ends in termination, whose callbacks may be armed too (`applicationWillTerminate`, the teardown's disappearance,
+// where the window or its root may also be replaced or removed): once the host hears "terminated", nothing happens
+// after it, and every controller of the tree at termination's start, and every one made since, was released before
+// it, closing every appearance it began.
 
 /// A plain controller of the storyboard property test: it reads its `tag` (a change of tag replaces it) and fires
 /// what the harness armed on its callbacks.
@@ -49,6 +53,7 @@ final class SNode: ViewController {
     override func viewWillLayoutSubviews() { Self.harness?.fire(self, "viewWillLayoutSubviews") }
     override func applicationWillReload() { Self.harness?.fire(self, "applicationWillReload") }
     override func applicationDidReload() { Self.harness?.fire(self, "applicationDidReload") }
+    override func applicationWillTerminate() { Self.harness?.fire(self, "applicationWillTerminate") }
 }
 
 /// The root view of the storyboard property test's controllers: it tells the harness of its window moves.
@@ -76,6 +81,7 @@ final class SNav: NavigationController {
     override func viewWillDisappear(_ animated: Bool) { SNode.harness?.fire(self, "viewWillDisappear") }
     override func viewDidDisappear(_ animated: Bool) { SNode.harness?.fire(self, "viewDidDisappear") }
     override func applicationDidReload() { SNode.harness?.fire(self, "applicationDidReload") }
+    override func applicationWillTerminate() { SNode.harness?.fire(self, "applicationWillTerminate") }
 }
 
 @MainActor
@@ -220,6 +226,19 @@ final class StoryboardHarness {
     private var problems: [String] = []
     var log: [String] = []
 
+    // Termination.
+    private var isStopping = false
+    /// The controllers (and their root views) of the tree when termination began, where the trace was then, and the
+    /// controllers made since.
+    private var treeAtStop: [(name: String, wasVisible: Bool, controller: Weak, view: Weak)] = []
+    private var madeDuringStop: [Weak] = []
+    private var stopStart = 0
+    private var terminatedAt: Int?
+
+    private struct Weak {
+        weak var object: AnyObject?
+    }
+
     init(code: Int) throws {
         app = Application(delegate: SDelegate(), logger: Logger(label: "t", factory: { _ in SwiftLogNoOpLogHandler() }))
         recorder = CallbackRecorder(app)
@@ -228,6 +247,8 @@ final class StoryboardHarness {
         storyboard = generator.subtree(&code, size: 6)
         archive = try StoryboardFormat.parse(storyboard.text(), source: "s")
         try app.loadStoryboard(archive)
+        host.onStopping = { [unowned self] in terminationWillBegin() }
+        host.onTerminated = { [unowned self] in applicationDidTerminate() }
         SNode.harness = self
         app.launch()
         app.runEndOfTurn()
@@ -239,7 +260,7 @@ final class StoryboardHarness {
         let names = storyboard.paths().map { String($0.split(separator: "/").last!) }
         let callbacks = [
             "viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear", "viewWillLayoutSubviews",
-            "applicationWillReload", "applicationDidReload",
+            "applicationWillReload", "applicationDidReload", "applicationWillTerminate",
         ]
         let arm = (names[code % names.count], callbacks[(code / 7) % callbacks.count], code / 53)
         arms.append(arm)
@@ -293,9 +314,9 @@ final class StoryboardHarness {
         if callback.hasPrefix("viewWill") && callback.hasSuffix("ppear") || callback.hasPrefix("viewDid") && callback.hasSuffix("ppear") {
             appearance(controller, callback)
         }
-        guard app.applicationState != .terminated,
-            let index = arms.firstIndex(where: { $0.name == controller.identifier && $0.callback == callback })
-        else { return }
+        guard let index = arms.firstIndex(where: { $0.name == controller.identifier && $0.callback == callback }) else {
+            return
+        }
         let (_, _, code) = arms.remove(at: index)
         firings += 1
         if !app.edits.isInProgress { pendingPresenters = [] }
@@ -303,7 +324,9 @@ final class StoryboardHarness {
         func pick<T>(_ candidates: [T]) -> T? { candidates.isEmpty ? nil : candidates[(code / 13) % candidates.count] }
         func made() -> SNode {
             madeNames += 1
-            return SNode(identifier: "x\(madeNames)")
+            let node = SNode(identifier: "x\(madeNames)")
+            if isStopping { madeDuringStop.append(Weak(object: node)) }
+            return node
         }
         switch code % 11 {
         case 0, 1:
@@ -340,6 +363,24 @@ final class StoryboardHarness {
             else { return }
             log.append("  \(controller.path).\(callback): unembed \(child.path)")
             parent.unembed(child)
+        case 8...10 where isStopping:
+            // During the stop (its requests would be dropped): the window or its root replaced or removed.
+            switch (code / 11) % 4 {
+            case 0:
+                let root = made()
+                log.append("  \(controller.path).\(callback): window.rootViewController = \(root.identifier)")
+                app.window?.rootViewController = root
+            case 1:
+                let root = made()
+                log.append("  \(controller.path).\(callback): application.window = Window(\(root.identifier))")
+                app.window = Window(rootViewController: root)
+            case 2:
+                log.append("  \(controller.path).\(callback): application.window = nil")
+                app.window = nil
+            default:
+                log.append("  \(controller.path).\(callback): window.rootViewController = nil")
+                app.window?.rootViewController = nil
+            }
         default:
             let request = ["background", "foreground", "memory warning", "reload", "inactive", "foreground"][(code / 11) % 6]
             log.append("  \(controller.path).\(callback): request \(request)")
@@ -357,8 +398,53 @@ final class StoryboardHarness {
         case "foreground": app.submit(.becomeActive, cause: cause, completion: completion)
         case "inactive": app.submit(.resignActive, cause: cause, completion: completion)
         case "memory warning": app.submit(.memoryWarning, cause: cause, completion: completion)
+        case "terminate": app.submit(.terminate, cause: cause, completion: completion)
         default: app.submit(.reload, cause: cause, completion: completion)
         }
+    }
+
+    /// Termination began: the tree it must tear down.
+    private func terminationWillBegin() {
+        isStopping = true
+        stopStart = recorder.events.count
+        treeAtStop = app.controllersInTreeOrder().map {
+            ($0.identifier, $0.isVisible, Weak(object: $0), Weak(object: $0.viewIfLoaded))
+        }
+    }
+
+    /// The host heard "terminated": the teardown must be whole by now.
+    private func applicationDidTerminate() {
+        terminatedAt = recorder.events.count
+        let events = recorder.events[stopStart...]
+        for (name, wasVisible, controller, view) in treeAtStop {
+            if controller.object != nil { problems.append("\(name) is alive when the host hears \"terminated\"") }
+            if view.object != nil { problems.append("\(name).view is alive when the host hears \"terminated\"") }
+            let own = events.filter { $0.target.split(separator: "/").last.map(String.init) == name }.map(\.event)
+            guard let release = own.firstIndex(of: "deinit") else {
+                problems.append("\(name) was not released before \"terminated\"")
+                continue
+            }
+            let brackets = own[..<release].filter { $0.hasPrefix("view") && $0.hasSuffix("ppear") }
+            if (wasVisible || !brackets.isEmpty) && brackets.last != "viewDidDisappear" {
+                problems.append("\(name) was released after \(brackets.last ?? "no disappearance")")
+            }
+        }
+        if madeDuringStop.contains(where: { $0.object != nil }) {
+            problems.append("a controller made during the stop is alive when the host hears \"terminated\"")
+        }
+    }
+
+    /// Terminates; returns a description of what does not hold.
+    func terminate() -> String? {
+        log.append("terminate")
+        submit("terminate", cause: "terminate")
+        app.runEndOfTurn()
+        if terminatedAt == nil { problems.append("the host never heard \"terminated\"") }
+        if let terminatedAt, recorder.events.count > terminatedAt {
+            let after = recorder.events[terminatedAt...].map { "\($0.target) \($0.event)" }
+            problems.append("after \"terminated\": " + after.joined(separator: ", "))
+        }
+        return check()
     }
 
     /// The invariants, once the turn is over.
@@ -411,13 +497,14 @@ struct StoryboardReentrancyPropertyTests {
         defer { SNode.harness = nil }
         if let problem = harness.check() { return report(harness, problem) }
         for code in codes.dropFirst() {
-            if harness.app.applicationState == .terminated { break }
             if code % 10 < 4 {
                 harness.arm(code: code / 10)
             } else if let problem = try harness.reload(code: code / 10) {
                 return report(harness, problem)
             }
         }
+        // Every play ends in termination: what is still armed on the stop's callbacks fires.
+        if let problem = harness.terminate() { return report(harness, problem) }
         return nil
     }
 

@@ -421,15 +421,30 @@ public final class Application {
         delegateCallback(self)
     }
 
+    /// Every visible controller disappears, then the tree is released; the host hears "terminated" only after that.
+    ///
+    /// Whatever the stop's callbacks did to the tree is torn down with it (docs/lifecycle.md §2): a window or a root
+    /// `applicationWillTerminate` removed is still disappearing and goes at the end of the turn, and a window set by
+    /// the teardown's own callbacks (a deinit among them) is released in its turn, hidden, until no window is left.
     private func tearDown() {
         defer { listeners.willExit?() }
-        guard let window else { return }
-        window.hide()
-        runEndOfTurn()
-        // Releasing the window's controllers runs their deinits, root first, each view tree after its controller.
-        window.releaseContent()
-        replaceWindowNow(with: nil)
-        runEndOfTurn()
+        // Bounded as an end of turn is: each round only tears down what the previous one's callbacks put in place.
+        for _ in 0..<TurnScheduler.maximumRounds {
+            if let window {
+                window.hide()
+                runEndOfTurn()
+                // Releasing the window's controllers runs their deinits, root first, each view tree after its
+                // controller.
+                window.releaseContent()
+                replaceWindowNow(with: nil)
+            }
+            runEndOfTurn()
+            guard window != nil || turns.hasWork else { break }
+        }
+        if window != nil {
+            let rounds = TurnScheduler.maximumRounds
+            logger.warning("the teardown's callbacks kept setting a new window; after \(rounds) rounds, one is left")
+        }
     }
 
     /// Controller classes that archives may name, by class name (beside what the delegate registers).
@@ -471,19 +486,20 @@ public final class Application {
     /// One layout pass, then one display pass, over what is in the window; views leaving it in push order are laid
     /// out once more after the visible ones.
     private func runPasses() {
-        guard let window else { return }
+        guard window != nil || !leavingLayouts.isEmpty else { return }
         // A pass is a move: what its callbacks (layout, draw) edit waits until it is over, then the turn goes on.
         edits.begin()
         defer { edits.end() }
-        for layer in window.visibleLayers {
+        for layer in window?.visibleLayers ?? [] {
             if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
         }
         if !leavingLayouts.isEmpty {
+            // Even when the window went meanwhile (termination's delegate let go of it): the views are not kept.
             let leaving = leavingLayouts
             leavingLayouts.removeAll()
             for view in leaving where view.window == nil && view.needsLayout { view.layoutPass() }
         }
-        for layer in window.visibleLayers {
+        for layer in window?.visibleLayers ?? [] {
             if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
                 status.isStale = true
             }

@@ -27,7 +27,11 @@ final class FanOut {
 
     /// The tree changed: the next event takes the list again.
     func invalidate() {
+        // Let go of the list only once the write is over: it may hold the last references to controllers that left
+        // the tree (termination's teardown releases the whole tree so), and their deinits may change the tree again.
+        let dropped = cache
         cache = nil
+        withExtendedLifetime(dropped) {}
     }
 
     /// The controllers under `root`, in reverse pre-order, as the next event reaches them: taken when the event starts

@@ -53,6 +53,9 @@ final class StoryboardReloadingHost: ApplicationHost {
     var log: [String] = []
     var change: (old: Archive, new: Archive)?
     var applied: [String] = []
+    /// Run when termination begins (`STOPPING=1`) and when the host hears "terminated".
+    var onStopping: (@MainActor () -> Void)?
+    var onTerminated: (@MainActor () -> Void)?
 
     func applicationReloadConfiguration(_ application: Application) {
         log.append("host reread configuration")
@@ -63,8 +66,14 @@ final class StoryboardReloadingHost: ApplicationHost {
             log.append("host: \(error)")
         }
     }
-    func applicationWillBeginTermination(_ application: Application) { log.append("host stopping") }
-    func applicationDidTerminate(_ application: Application) { log.append("host terminated") }
+    func applicationWillBeginTermination(_ application: Application) {
+        log.append("host stopping")
+        onStopping?()
+    }
+    func applicationDidTerminate(_ application: Application) {
+        log.append("host terminated")
+        onTerminated?()
+    }
 }
 
 /// The controller events of a log, without the events of views (targets with `.view`).
