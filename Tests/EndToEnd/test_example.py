@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import http.client
+import json
 import os
 import signal
 import socket
@@ -112,16 +113,22 @@ def hello_bin() -> ExampleBinary:
     return ExampleBinary()
 
 
+SOCKET_UNIT = "hello.socket"
+EXAMPLE_SOCKET_FILE = EXAMPLE / "hello.socket"
+SOCKET_DROPIN_DIR = f"/etc/systemd/system/{SOCKET_UNIT}.d"
+
+
 @pytest.fixture
 def hello_unit(
     sandbox: Sandbox, hello_bin: ExampleBinary, lifecyclectl_bin: CtlBinary
 ) -> Iterator[Callable[..., int]]:
-    """Installs Examples/HelloService/hello.service as shipped, plus a drop-in that only picks a free port; returns
-    the port. Afterwards the unit is stopped and removed."""
-    installed = False
+    """Installs Examples/HelloService/hello.service and hello.socket as shipped, plus drop-ins that only pick a free
+    port; returns the port. `socket_unit=False` installs the service without its socket unit (the shipped file less
+    its two lines naming hello.socket: a drop-in cannot take dependencies away), so it binds the port itself. Extra
+    arguments are [Service] lines for the service's drop-in. Afterwards the units are stopped and removed."""
+    installed: list[str] = []
 
-    def install(*extra_service_lines: str) -> int:
-        nonlocal installed
+    def install(*extra_service_lines: str, socket_unit: bool = True) -> int:
         assert sandbox.run("readlink", "/proc/1/ns/net").stdout.strip() == os.readlink("/proc/self/ns/net"), (
             "the sandbox has its own network namespace: these tests talk to the service over the machine's loopback"
         )
@@ -129,20 +136,42 @@ def hello_unit(
         # The unit's ExecReload= is lifecyclectl, which waits for the reload's outcome.
         lifecyclectl_bin.install(sandbox)
         port = free_port()
-        sandbox.write_file(f"/etc/systemd/system/{UNIT}", EXAMPLE_UNIT_FILE.read_text())
-        dropin = ["[Service]", "ExecStart=", f"ExecStart={SANDBOX_BIN} --port {port}", "LimitCORE=0"]
+        service = EXAMPLE_UNIT_FILE.read_text()
+        if not socket_unit:
+            service = "\n".join(
+                line for line in service.splitlines() if line not in ("Requires=hello.socket", "After=hello.socket")
+            ) + "\n"
+        sandbox.write_file(f"/etc/systemd/system/{UNIT}", service)
+        dropin = [
+            "[Unit]",
+            # Tests restart the service dozens of times a minute; an operator does not.
+            "StartLimitBurst=1000",
+            "[Service]",
+            "ExecStart=",
+            f"ExecStart={SANDBOX_BIN} --port {port}",
+            "LimitCORE=0",
+        ]
         sandbox.write_file(f"{DROPIN_DIR}/e2e.conf", "\n".join([*dropin, *extra_service_lines]) + "\n")
-        installed = True
+        installed[:] = [UNIT]
+        if socket_unit:
+            sandbox.write_file(f"/etc/systemd/system/{SOCKET_UNIT}", EXAMPLE_SOCKET_FILE.read_text())
+            sandbox.write_file(f"{SOCKET_DROPIN_DIR}/e2e.conf", f"[Socket]\nListenStream=\nListenStream=127.0.0.1:{port}\n")
+            installed.append(SOCKET_UNIT)
         sandbox.daemon_reload()
-        sandbox.systemctl("reset-failed", UNIT, check=False)
+        for unit in installed:
+            sandbox.systemctl("reset-failed", unit, check=False)
         return port
 
     yield install
+    for unit in installed:
+        sandbox.systemctl("kill", "--signal=SIGKILL", unit, check=False)
+        sandbox.systemctl("stop", unit, check=False)
+        sandbox.systemctl("reset-failed", unit, check=False)
     if installed:
-        sandbox.systemctl("kill", "--signal=SIGKILL", UNIT, check=False)
-        sandbox.systemctl("stop", UNIT, check=False)
-        sandbox.systemctl("reset-failed", UNIT, check=False)
-        sandbox.remove(DROPIN_DIR, f"/etc/systemd/system/{UNIT}")
+        sandbox.remove(
+            DROPIN_DIR, f"/etc/systemd/system/{UNIT}", SOCKET_DROPIN_DIR, f"/etc/systemd/system/{SOCKET_UNIT}",
+            "/var/lib/private/hello-service", "/var/lib/hello-service",
+        )
         sandbox.daemon_reload()
 
 
@@ -250,6 +279,30 @@ class SlowRequest:
         return self.response
 
 
+class QueuedRequest:
+    """GET / on a thread of its own, sent at once: while no server accepts, its connection waits in the listening
+    socket's backlog and the request goes unanswered until a server accepts it."""
+
+    def __init__(self, port: int):
+        self.response: tuple[int, str] | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(port,), daemon=True)
+        self._thread.start()
+
+    def _run(self, port: int) -> None:
+        try:
+            self.response = get(port, "/", timeout=60)
+        except BaseException as error:  # reported by result()
+            self.error = error
+
+    def result(self, timeout: float = 30) -> tuple[int, str]:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"the queued request was not answered within {timeout}s"
+        assert self.error is None, f"the queued request failed: {self.error!r}"
+        assert self.response is not None
+        return self.response
+
+
 def events(sandbox: Sandbox, cursor: str) -> list[tuple[str, str]]:
     return pairs(lifecycle_events(sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])))
 
@@ -266,9 +319,11 @@ def start_and_answer(sandbox: Sandbox, port: int) -> tuple[str, dict[str, str]]:
 # Under systemd.
 
 
-def test_the_example_unit_passes_systemd_analyze_verify(sandbox: Sandbox, hello_unit: Callable[..., int]) -> None:
+def test_the_example_units_pass_systemd_analyze_verify(sandbox: Sandbox, hello_unit: Callable[..., int]) -> None:
     hello_unit()
-    done = sandbox.run("systemd-analyze", "verify", f"/etc/systemd/system/{UNIT}", check=False)
+    done = sandbox.run(
+        "systemd-analyze", "verify", f"/etc/systemd/system/{UNIT}", f"/etc/systemd/system/{SOCKET_UNIT}", check=False
+    )
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr
 
 
@@ -279,7 +334,7 @@ def test_after_start_it_answers_200_hello(sandbox: Sandbox, hello_unit: Callable
     assert get(port, "/slow?seconds=0.1") == (200, "done")
 
 
-def test_sigusr1_drains_then_refuses_and_sigusr2_serves_again(
+def test_sigusr1_drains_and_connections_wait_until_sigusr2_serves_them(
     sandbox: Sandbox, hello_unit: Callable[..., int]
 ) -> None:
     port = hello_unit()
@@ -288,16 +343,25 @@ def test_sigusr1_drains_then_refuses_and_sigusr2_serves_again(
 
     slow = SlowRequest(port, seconds=3)
     kill_main(sandbox, UNIT, "SIGUSR1")
-    # Background: the listener closes at once, while the request in flight goes on.
-    wait_for(lambda: not connects(port), timeout=5, message="connections refused after SIGUSR1")
-    assert not slow.done, "the slow request ended before the listener closed"
+    # Background: the server stops accepting while the request in flight goes on; the socket stays open.
+    wait_for(
+        lambda: ("taskWillStop", CONTROLLER) in events(sandbox, cursor),
+        timeout=10,
+        message="the services asked to stop (taskWillStop)",
+    )
+    assert not slow.done, "the slow request ended before the server stopped accepting"
     assert slow.result() == (200, "done")
     wait_for(
         lambda: ("taskDidEnd", CONTROLLER) in events(sandbox, cursor),
         timeout=10,
         message="the services' run to end (taskDidEnd)",
     )
-    assert not connects(port), "it listens again in the background"
+    # A client connecting now is not refused: its connection waits in the listening socket's backlog, unanswered.
+    waiting = QueuedRequest(port)
+    time.sleep(1)
+    assert waiting.response is None and waiting.error is None, (waiting.response, waiting.error)
+    status = json.loads(sandbox.run("lifecyclectl", "status", "-u", "hello", "--json").stdout)
+    assert [(l["name"], l["state"]) for l in status["listeners"]] == [("http", "paused")], status["listeners"]
     trace = lifecycle_events(sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER]))
     stop = [e for e in trace if (e.event, e.target) == ("taskWillStop", CONTROLLER)]
     assert [e.cause for e in stop] == ["signal:SIGUSR1"], trace
@@ -305,9 +369,9 @@ def test_sigusr1_drains_then_refuses_and_sigusr2_serves_again(
 
     cursor = sandbox.cursor()
     kill_main(sandbox, UNIT, "SIGUSR2")
+    # The connection that waited is served first thing.
+    assert waiting.result() == (200, "hello")
     assert wait_for(lambda: answers(port), timeout=10, message="an answer after SIGUSR2") == (200, "hello")
-    # The listener binds on a thread of the server's own, so the first answer may come before the main loop's trace
-    # lines reach journald: wait for them.
     wait_for(
         lambda: ("taskDidStart", CONTROLLER) in events(sandbox, cursor), message="taskDidStart after SIGUSR2"
     )
@@ -326,8 +390,8 @@ def test_stop_finishes_the_request_in_flight_and_exits_0(sandbox: Sandbox, hello
     assert slow.result() == (200, "done")
     # The stop waited for the request: the process exited only once it was answered, at least 2 s after it was sent.
     assert slow.sending is not None and stopped - slow.sending >= 2, (stopped, slow.sending)
+    # (hello.socket still listens: a connection now would start the service again, as socket activation does.)
     assert sandbox.show(UNIT)["ActiveState"] == "inactive"
-    assert not connects(port)
     # systemd unloads the stopped unit at once (show's Result and ExecMainStatus are fresh defaults then); its log
     # says how the process ended: "Deactivated successfully" only for exit status 0 (Result=success).
     records = wait_for(
@@ -350,8 +414,8 @@ def test_its_journal_carries_the_trace_under_its_own_identifier(
 ) -> None:
     port = hello_unit()
     cursor, shown = start_and_answer(sandbox, port)
-    listening = f"Server started and listening on 127.0.0.1:{port}"
-    # Hummingbird logs from a thread of its own, the trace comes from the main loop: wait for both.
+    listening = "serving HTTP/1.1"
+    # The server logs from a thread of its own, the trace comes from the main loop: wait for both.
     records = wait_for(
         lambda: (r := sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER]))
         and any(x.get("LIFECYCLE_EVENT") == "taskDidStart" for x in r)
@@ -372,7 +436,7 @@ def test_its_journal_carries_the_trace_under_its_own_identifier(
         ("taskDidStart", CONTROLLER),
     ]:
         assert expected in order, (expected, order)
-    # Hummingbird's own log line goes the same way.
+    # The server's own log line goes the same way.
     assert any(str(r.get("MESSAGE", "")) == listening for r in own), [r.get("MESSAGE") for r in own]
 
 
@@ -384,7 +448,8 @@ CONFIG = "/run/hello-e2e.conf"
 def test_a_server_whose_port_is_taken_is_restarted_with_backoff_and_serves_once_the_port_is_free(
     sandbox: Sandbox, hello_unit: Callable[..., int]
 ) -> None:
-    port = hello_unit()
+    # Without its socket unit the service binds the port itself.
+    port = hello_unit(socket_unit=False)
     # Someone else holds the port: the server's bind fails, and the ServiceController restarts it after 100 ms,
     # 200 ms, 400 ms ... while the application stays active.
     squatter = socket.socket()
@@ -414,7 +479,7 @@ def test_a_reload_moves_the_server_to_a_new_port_and_refuses_one_it_cannot_liste
 ) -> None:
     first, second = free_port(), free_port()
     sandbox.write_file(CONFIG, f"[Hello]\nPort={first}\n")
-    hello_unit("ExecStart=", f"ExecStart={SANDBOX_BIN} --config {CONFIG}", "LimitCORE=0")
+    hello_unit("ExecStart=", f"ExecStart={SANDBOX_BIN} --config {CONFIG}", "LimitCORE=0", socket_unit=False)
     _, shown = start_and_answer(sandbox, first)
     try:
         # A port somebody else holds: the delegate refuses the reload with the reason, systemctl reload fails, and
@@ -446,10 +511,41 @@ def test_a_reload_moves_the_server_to_a_new_port_and_refuses_one_it_cannot_liste
         sandbox.remove(CONFIG)
 
 
+def test_under_its_socket_unit_a_reload_to_another_port_is_refused_naming_the_socket(
+    sandbox: Sandbox, hello_unit: Callable[..., int]
+) -> None:
+    port = hello_unit()
+    other = free_port()
+    try:
+        # The port of the running service comes from hello.socket; the reload's file names another one.
+        sandbox.write_file(
+            f"{DROPIN_DIR}/e2e.conf",
+            "\n".join(["[Unit]", "StartLimitBurst=1000", "[Service]", "ExecStart=",
+                       f"ExecStart={SANDBOX_BIN} --config {CONFIG}", "LimitCORE=0"]) + "\n",
+        )
+        sandbox.write_file(CONFIG, f"[Hello]\nPort={port}\n")
+        sandbox.daemon_reload()
+        _, shown = start_and_answer(sandbox, port)
+        sandbox.write_file(CONFIG, f"[Hello]\nPort={other}\n")
+        cursor = sandbox.cursor()
+        refused = sandbox.systemctl("reload", UNIT, check=False, timeout=60)
+        assert refused.returncode != 0, refused.stdout + refused.stderr
+        lines = [str(r.get("MESSAGE", "")) for r in sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])]
+        assert any(
+            f"port {other} cannot be listened on (the socket unit passes 127.0.0.1:{port}: change its ListenStream=)"
+            in line
+            for line in lines
+        ), lines
+        assert get(port, "/") == (200, "hello")
+        assert sandbox.show(UNIT)["MainPID"] == shown["MainPID"]
+    finally:
+        sandbox.remove(CONFIG)
+
+
 # In a terminal.
 
 
-def test_ctrl_z_in_a_terminal_drains_then_stops_refusing_connections_and_fg_serves_again(
+def test_ctrl_z_in_a_terminal_drains_then_stops_and_fg_serves_the_connections_that_waited(
     hello_bin: ExampleBinary,
 ) -> None:
     port = free_port()
@@ -458,16 +554,19 @@ def test_ctrl_z_in_a_terminal_drains_then_stops_refusing_connections_and_fg_serv
         wait_for(lambda: answers(port), timeout=15, message="the first answer")
         slow = SlowRequest(port, seconds=2)
         os.kill(terminal.pid, signal.SIGTSTP)  # what the shell's Ctrl-Z sends
-        wait_for(lambda: not connects(port), timeout=5, message="connections refused after Ctrl-Z")
         # The process stops only once the background task that drains the server has ended.
         assert terminal.process_state() not in ("T", "t"), terminal.output
         assert slow.result() == (200, "done")
         wait_for(lambda: terminal.process_state() == "T", timeout=10, message="the process to stop (state T)")
-        assert not connects(port), "a stopped server still accepts connections"
+        # A stopped server refuses nobody: the connection waits in the listening socket's backlog until `fg`.
+        waiting = QueuedRequest(port)
+        time.sleep(1)
+        assert waiting.response is None and waiting.error is None, (waiting.response, waiting.error)
         # Written before the stop; the terminal's reader thread may not have taken it in yet.
         wait_for(lambda: terminal.lines_with("stopped", "SIGTSTP"), timeout=3, message=f"the stop's line in {terminal.output!r}")
 
         os.kill(terminal.pid, signal.SIGCONT)  # what the shell's `fg` sends
+        assert waiting.result() == (200, "hello")
         assert wait_for(lambda: answers(port), timeout=10, message="an answer after fg") == (200, "hello")
 
         os.kill(terminal.pid, signal.SIGTERM)

@@ -20,21 +20,15 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
-from harness import CtlBinary, Sandbox, wait_for
+from harness import Sandbox, wait_for
 from http_load import ConnectionPerRequestLoad, WrkLoad
 from peers import kill_main
-from test_example import EXAMPLE, SANDBOX_BIN, UNIT, ExampleBinary, answers, free_port, get, hello_bin  # noqa: F401 (a fixture)
+from test_example import SANDBOX_BIN, UNIT, answers, get, hello_bin, hello_unit  # noqa: F401 (fixtures)
 
-SOCKET_UNIT = "hello.socket"
-SHIPPED_SOCKET = EXAMPLE / "hello.socket"
-SHIPPED_SERVICE = EXAMPLE / "hello.service"
-SERVICE_DROPIN = f"/etc/systemd/system/{UNIT}.d/e2e.conf"
-SOCKET_DROPIN = f"/etc/systemd/system/{SOCKET_UNIT}.d/e2e.conf"
 # Where the tests keep the real binary while a broken one is at the unit's ExecStart path.
 REAL_BIN = "/usr/local/bin/hello-service.real"
 # How many times each operation runs under load (the issue: at least 20; SIGKILL at least 5).
@@ -43,64 +37,18 @@ KILLS = 5
 
 
 @pytest.fixture
-def hello_service(
-    sandbox: Sandbox, hello_bin: ExampleBinary, lifecyclectl_bin: CtlBinary
-) -> Iterator[Callable[..., int]]:
-    """Installs hello.service as shipped, with hello.socket as shipped (or, `socket_unit=False`, without it: the unit's
-    socket lines taken out), each with a drop-in that only picks a free port; starts them and returns the port."""
-    installed: list[str] = []
+def hello_service(sandbox: Sandbox, hello_unit: Callable[..., int]) -> Iterator[Callable[..., int]]:
+    """The example's units as shipped (test_example's `hello_unit`), started; returns the port. Afterwards the real
+    binary is back at the unit's ExecStart path, if a test put a script there."""
 
     def install(socket_unit: bool = True) -> int:
-        hello_bin.install(sandbox)
-        lifecyclectl_bin.install(sandbox)
-        port = free_port()
-        service = SHIPPED_SERVICE.read_text()
-        if not socket_unit:
-            # Dependencies cannot be reset by a drop-in: the unit without its socket is the shipped one less them.
-            service = "\n".join(
-                line for line in service.splitlines() if line not in ("Requires=hello.socket", "After=hello.socket")
-            ) + "\n"
-            assert "hello.socket" not in [l for l in service.splitlines() if not l.startswith("#")], service
-        sandbox.write_file(f"/etc/systemd/system/{UNIT}", service)
-        sandbox.write_file(
-            SERVICE_DROPIN,
-            "\n".join(
-                [
-                    "[Unit]",
-                    # The tests restart the service dozens of times a minute; an operator does not.
-                    "StartLimitBurst=1000",
-                    "[Service]",
-                    "ExecStart=",
-                    f"ExecStart={SANDBOX_BIN} --port {port}",
-                    "LimitCORE=0",
-                ]
-            )
-            + "\n",
-        )
-        installed.append(UNIT)
-        if socket_unit:
-            sandbox.write_file(f"/etc/systemd/system/{SOCKET_UNIT}", SHIPPED_SOCKET.read_text())
-            sandbox.write_file(SOCKET_DROPIN, f"[Socket]\nListenStream=\nListenStream=127.0.0.1:{port}\n")
-            installed.append(SOCKET_UNIT)
-        sandbox.daemon_reload()
-        for unit in installed:
-            sandbox.systemctl("reset-failed", unit, check=False)
-        sandbox.systemctl("start", *installed)
+        port = hello_unit(socket_unit=socket_unit)
+        sandbox.systemctl("start", UNIT)
         assert wait_for(lambda: answers(port), timeout=15, message="the first answer") == (200, "hello")
         return port
 
     yield install
     sandbox.run("sh", "-c", f"test -e {REAL_BIN} && mv -f {REAL_BIN} {SANDBOX_BIN}; true")
-    for unit in reversed(installed):
-        sandbox.systemctl("kill", "--signal=SIGKILL", unit, check=False)
-        sandbox.systemctl("stop", unit, check=False)
-        sandbox.systemctl("reset-failed", unit, check=False)
-    sandbox.remove(
-        f"/etc/systemd/system/{UNIT}", f"/etc/systemd/system/{UNIT}.d",
-        f"/etc/systemd/system/{SOCKET_UNIT}", f"/etc/systemd/system/{SOCKET_UNIT}.d",
-        "/var/lib/private/hello-service", "/var/lib/hello-service",
-    )
-    sandbox.daemon_reload()
 
 
 def main_pid(sandbox: Sandbox) -> str:
@@ -202,9 +150,14 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
         assert code == 1 and "was not ready within 3 s" in output, output
         assert main_pid(sandbox) == pid
         load.wait_for_requests(100)
+        failed_upgrades_end = time.monotonic()
         result = load.stop()
 
     print(f"\nnew connection per request: {result.summary()}")
+    phases = {"restarts": restarts, "round trips": round_trips, "upgrades": upgrades, "failed upgrades": (upgrades[1], failed_upgrades_end)}
+    for failure in result.failures:
+        during = [name for name, (start, end) in phases.items() if start <= failure.at <= end]
+        print(f"  failed at {failure.at:.3f} ({during or 'between phases'}): {failure.kind} {failure.detail}")
     for name, (start, end) in (("restarts", restarts), ("round trips", round_trips), ("upgrades", upgrades)):
         figures[name] = len(result.failures_between(start, end))
         print(f"  {ROUNDS} {name} in {end - start:.1f} s: {figures[name]} failed")
