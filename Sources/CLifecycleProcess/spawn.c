@@ -57,6 +57,34 @@ static int read_all(int fd, void *bytes, size_t size) {
     return 0;
 }
 
+// Closes the descriptors `first`...`last` (async-signal-safe: close_range(2), or close(2) one by one where the kernel
+// lacks it).
+static void close_descriptors(unsigned int first, unsigned int last) {
+    if (first > last || syscall(SYS_close_range, first, last, 0U) == 0) return;
+    unsigned int end = last > 65535 ? 65535 : last;
+    for (unsigned int fd = first; fd <= end; fd++) close((int)fd);
+}
+
+// Closes every descriptor from `from` on but those in `keep` (sorted here, in place). Other libraries do not always ask
+// for close-on-exec: SwiftNIO accepts connections without it, and a connection open in the running process at the
+// fork must not stay open in the new one (its client would wait for an end of file that never comes).
+static void close_all_from(int from, int *keep, int keep_count) {
+    for (int i = 1; i < keep_count; i++) {
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int swap = keep[j - 1];
+            keep[j - 1] = keep[j];
+            keep[j] = swap;
+        }
+    }
+    int next = from;
+    for (int i = 0; i < keep_count; i++) {
+        if (keep[i] < next) continue;
+        if (keep[i] > next) close_descriptors((unsigned int)next, (unsigned int)(keep[i] - 1));
+        next = keep[i] + 1;
+    }
+    close_descriptors((unsigned int)next, ~0U);
+}
+
 static int exit_code_of(int status) {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -86,6 +114,8 @@ static void become_program(
         if (signal_number != SIGKILL && signal_number != SIGSTOP) sigaction(signal_number, &standard, NULL);
     }
     sigprocmask(SIG_SETMASK, &none, NULL);
+    // The report pipe may sit where a passed descriptor goes: move it above them first.
+    if (exec_report < 3 + fd_count) exec_report = fcntl(exec_report, F_DUPFD_CLOEXEC, 3 + fd_count);
     for (int i = 0; i < fd_count; i++) {
         if (dup2(high[i], 3 + i) < 0) {
             int error = errno;
@@ -93,6 +123,9 @@ static void become_program(
             _exit(127);
         }
     }
+    // Nothing but what was passed and the exec report (close-on-exec itself) reaches the new program.
+    int keep[1] = {exec_report};
+    close_all_from(3 + fd_count, keep, 1);
     long own = (long)getpid();
     int count = 0;
     for (int i = 0; i < envp_count; i++) {
@@ -131,8 +164,11 @@ int clifecycle_spawn_kept(
     char **assignments = calloc((size_t)(pid_name_count > 0 ? pid_name_count : 1), sizeof(char *));
     size_t *prefix_lengths = calloc((size_t)(pid_name_count > 0 ? pid_name_count : 1), sizeof(size_t));
     int *high = calloc((size_t)(fd_count > 0 ? fd_count : 1), sizeof(int));
+    int *keeper_keeps = calloc((size_t)(fd_count + 3), sizeof(int));
     int result = 0;
-    if (child_envp == NULL || assignments == NULL || prefix_lengths == NULL || high == NULL) result = -ENOMEM;
+    if (child_envp == NULL || assignments == NULL || prefix_lengths == NULL || high == NULL || keeper_keeps == NULL) {
+        result = -ENOMEM;
+    }
     for (int i = 0; result == 0 && i < pid_name_count; i++) {
         size_t name_length = strlen(pid_names[i]);
         prefix_lengths[i] = name_length + 1;
@@ -168,6 +204,13 @@ int clifecycle_spawn_kept(
         close(release[1]);
         close(status[0]);
         close(exec_report[0]);
+        // The keeper holds nothing of the running process but what it passes on and its own pipes (the list was
+        // allocated before the fork).
+        keeper_keeps[0] = release[0];
+        keeper_keeps[1] = status[1];
+        keeper_keeps[2] = exec_report[1];
+        for (int i = 0; i < fd_count; i++) keeper_keeps[3 + i] = high[i];
+        close_all_from(3, keeper_keeps, 3 + fd_count);
         pid_t program = fork();
         if (program == 0) {
             close(status[1]);
@@ -241,6 +284,7 @@ int clifecycle_spawn_kept(
     free(assignments);
     free(prefix_lengths);
     free(high);
+    free(keeper_keeps);
     free(child_envp);
     return result;
 }

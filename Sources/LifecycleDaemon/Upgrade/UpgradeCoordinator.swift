@@ -38,7 +38,7 @@ final class UpgradeCoordinator {
     private let logger: Logger
     private let timeout: Duration
     private var completion: ((Result<HandOver, UpgradeFailure>) -> Void)?
-    private var child: ChildProcess?
+    private var child: KeptProcess?
     private var channel: Int32 = -1
     private var channelSource: MainLoop.Source?
     private var exitSource: MainLoop.Source?
@@ -124,7 +124,7 @@ final class UpgradeCoordinator {
         )
         startedAt = .now
         do {
-            child = try ChildProcess(
+            child = try KeptProcess(
                 path: executable,
                 arguments: CommandLine.arguments,
                 environment: environment,

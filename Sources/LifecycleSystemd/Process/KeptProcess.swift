@@ -17,7 +17,7 @@ import Glibc
 /// A program this process started beside itself (the next process of the service, in an upgrade), under a keeper
 /// process until it is released: then the keeper exits, and the program becomes the child of the service manager,
 /// which supervises it fully as its main process only if it is its child.
-package final class ChildProcess {
+package final class KeptProcess {
     /// The program's pid.
     package let pid: Int32
     /// Readable when the program has exited before it was released (its status comes), or once the keeper has gone.
