@@ -10,8 +10,12 @@
 import Glibc
 #endif
 
-/// One accepted connection: its input framing, its output backlog, the call in progress.
+/// One accepted connection: its input framing, its output backlog, its descriptor's source on the loop. Which call it
+/// serves, whether it reads, its dispatch and budget, and its close are its state machine's
+/// (VarlinkConnection+StateMachine.swift); the connection reads, writes and watches the descriptor and performs the
+/// machine's actions.
 final class VarlinkConnection {
+    /// Why a connection was closed (the server counts some).
     enum CloseReason {
         case peer
         case error
@@ -25,29 +29,28 @@ final class VarlinkConnection {
     let fd: Int32
     let peer: PeerCredentials
     var source: (any EventLoopSource)?
-    private(set) var isOpen = true
-    /// When an idle connection (no call in progress) is closed.
-    private(set) var idleDeadline: ContinuousClock.Instant?
 
+    private var machine: StateMachine<VarlinkRequest>
     private unowned let server: VarlinkServer
     private var framer: VarlinkFramer
     private var output: [UInt8] = []
     private var outputStart = 0
-    private var current: VarlinkRequest?
-    private var isProcessing = false
-    private var continuationScheduled = false
-    private var inputEnded = false
-    /// Reply bytes sent during the dispatch in progress (``VarlinkServer/Limits/replyBytesPerDispatch``).
-    private var repliedThisDispatch = 0
-    /// The last dispatch used up its budget: input is not read until the continuation has run.
-    private var overBudget = false
+    /// The events the source waits for now.
+    private var watched: IOEvents = [.readable, .readHangup]
 
     init(server: VarlinkServer, fd: Int32, peer: PeerCredentials) {
         self.server = server
         self.fd = fd
         self.peer = peer
         self.framer = VarlinkFramer(maximumMessageSize: server.limits.maximumMessageSize)
+        self.machine = StateMachine(limits: server.limits)
     }
+
+    /// Whether the descriptor is open.
+    var isOpen: Bool { machine.isOpen }
+
+    /// When an idle connection (no call in progress) is closed.
+    var idleDeadline: ContinuousClock.Instant? { machine.idleDeadline }
 
     /// Reply bytes not yet taken by the peer.
     var pendingOutput: Int { output.count - outputStart }
@@ -61,14 +64,15 @@ final class VarlinkConnection {
 
     /// Work done for a call of this connection, in reply bytes (``VarlinkRequest/charge(_:)``).
     func charge(_ cost: Int) {
-        if isProcessing { repliedThisDispatch += max(0, cost) }
+        machine.charge(cost)
     }
 
-    /// Whether input is read now: not while the calls that wait hold more than a message's worth (up to it, one more
-    /// read shows whether a message without its NUL is over the limit), nor while a dispatch that used up its budget
-    /// waits for its continuation.
-    private var readsInput: Bool {
-        !inputEnded && !overBudget && framer.pendingByteCount <= server.limits.maximumMessageSize
+    /// Whether input is read now (``StateMachine/readsInput(pendingInput:)``).
+    private var readsInput: Bool { machine.readsInput(pendingInput: framer.pendingByteCount) }
+
+    /// The server accepted the connection and watches it: the first message is due within the idle timeout.
+    func accepted() {
+        server.scheduleSweep(at: machine.accepted(now: .now))
     }
 
     // MARK: Events
@@ -77,17 +81,19 @@ final class VarlinkConnection {
         guard isOpen else { return }
         if !events.isDisjoint(with: [.writable, .error, .hangup]) { flush() }
         guard isOpen else { return }
-        if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]), !inputEnded { readInput() }
+        if !events.isDisjoint(with: [.readable, .readHangup, .hangup, .error]), !machine.inputEnded { readInput() }
         guard isOpen else { return }
-        if events.contains(.error) || (events.contains(.hangup) && inputEnded) {
+        let error = events.contains(.error)
+        switch machine.peerEvents(error: error, hangup: events.contains(.hangup), pendingInput: framer.pendingByteCount) {
+        case .close:
             close(reason: .peer)
             return
-        }
-        if events.contains(.hangup), !readsInput {
-            // The peer is gone but what it sent waits unread: epoll reports a hang-up whatever events are asked for,
-            // so stop watching until the calls that wait are handled and reading resumes (updateInterest).
+        case .stopWatchingAndDispatch:
+            // Watched again once reading resumes (updateInterest).
             source?.cancel()
             source = nil
+        case .dispatch:
+            break
         }
         process()
     }
@@ -109,7 +115,7 @@ final class VarlinkConnection {
             }
             if count == 0 {
                 // The peer will send nothing more; what it sent is still answered, then the connection closes.
-                inputEnded = true
+                machine.inputDidEnd()
                 updateInterest()
                 return
             }
@@ -125,55 +131,43 @@ final class VarlinkConnection {
 
     /// Handles the complete calls that wait, one at a time, a bounded number and a bounded reply size per dispatch.
     private func process() {
-        // Over budget, only the continuation goes on (after the end of the turn).
-        guard isOpen, !isProcessing, !overBudget else { return }
-        isProcessing = true
-        repliedThisDispatch = 0
-        defer {
-            isProcessing = false
-            updateInterest()
-        }
-        var handled = 0
-        while isOpen, current == nil {
-            if handled >= server.limits.callsPerDispatch || repliedThisDispatch >= server.limits.replyBytesPerDispatch {
-                // The rest after the end of the turn: reading waits too, or the readable socket would bring this
-                // connection back before the loop's end-of-turn work.
-                overBudget = true
-                scheduleContinuation()
+        guard machine.startDispatch() else { return }
+        defer { updateInterest() }
+        dispatching: while true {
+            switch machine.nextCall() {
+            case .readMessage:
+                let message: ArraySlice<UInt8>?
+                do {
+                    message = try framer.next()
+                } catch {
+                    server.debug("control connection from \(peer): \(error); closing")
+                    close(reason: .oversized)
+                    return
+                }
+                guard let message else { break dispatching }
+                machine.messageReceived()
+                handle(message)
+            case .stop:
+                break dispatching
+            case .yield(let scheduleContinuation):
+                if scheduleContinuation { self.scheduleContinuation() }
                 return
             }
-            let message: ArraySlice<UInt8>?
-            do {
-                message = try framer.next()
-            } catch {
-                server.debug("control connection from \(peer): \(error); closing")
-                close(reason: .oversized)
-                return
-            }
-            guard let message else { break }
-            handled += 1
-            handle(message)
         }
-        guard isOpen else { return }
-        // Reading stops past a message's worth: behind a call that may never end, the connection goes then.
-        if current != nil, framer.pendingByteCount > server.limits.maximumMessageSize {
+        switch machine.endDispatch(pendingInput: framer.pendingByteCount, now: .now) {
+        case .none:
+            break
+        case .closeOversized:
             server.debug("control connection from \(peer): more than \(server.limits.maximumMessageSize) bytes ahead of its replies; closing")
             close(reason: .oversized)
-            return
-        }
-        if current == nil {
-            if inputEnded {
-                closeWhenFlushed()
-            } else if idleDeadline == nil {
-                // The deadline runs from the end of the last message (or the acceptance), not from the last byte.
-                becameIdle()
-            }
+        case .closeWhenFlushed:
+            if pendingOutput == 0 { close(reason: .peer) }
+        case .becameIdle(let deadline):
+            server.scheduleSweep(at: deadline)
         }
     }
 
     private func handle(_ message: ArraySlice<UInt8>) {
-        // A complete message, answered or refused: the next one gets a deadline of its own.
-        idleDeadline = nil
         let call: VarlinkCall
         do {
             call = try VarlinkCall.decode(message)
@@ -183,37 +177,29 @@ final class VarlinkConnection {
                 server.debug("control connection from \(peer): \(reason); closing")
                 close(reason: .malformed)
             case .invalid(let varlinkError):
+                // Answered at once by a request that stands in for the call; it never becomes the connection's.
                 server.replyWithError(varlinkError, to: VarlinkRequest(call: VarlinkCall(method: ""), peer: peer, connection: self))
             }
             return
         }
-        current = server.dispatch(call, from: self)
+        if let request = server.dispatch(call, from: self) { machine.callStarted(request) }
     }
 
     private func scheduleContinuation() {
-        guard !continuationScheduled else { return }
-        continuationScheduled = true
         server.later { [weak self] in
             guard let self else { return }
-            continuationScheduled = false
-            overBudget = false
+            machine.continuationRan()
             process()
         }
     }
 
-    /// A call's final reply was sent: the next waiting call may run, in a later loop iteration (the reply may have
-    /// come from deep inside other work).
+    /// A call's final reply was sent: the next waiting call may run, in the dispatch running or in a later loop
+    /// iteration (the reply may have come from deep inside other work).
     func requestFinished(_ request: VarlinkRequest) {
-        guard current === request else { return }
-        current = nil
-        if isProcessing { return }
-        scheduleContinuation()
-    }
-
-    func becameIdle() {
-        let deadline = ContinuousClock.now + server.limits.idleTimeout
-        idleDeadline = deadline
-        server.scheduleSweep(at: deadline)
+        switch machine.callFinished(request) {
+        case .none: break
+        case .scheduleContinuation: scheduleContinuation()
+        }
     }
 
     // MARK: Output
@@ -233,7 +219,7 @@ final class VarlinkConnection {
         }
         output.append(contentsOf: message)
         server.outputChanged(by: message.count)
-        if isProcessing { repliedThisDispatch += message.count }
+        machine.charge(message.count)
         flush()
     }
 
@@ -260,14 +246,7 @@ final class VarlinkConnection {
             outputStart = 0
         }
         updateInterest()
-        if closeAfterFlush, pendingOutput == 0 { close(reason: .peer) }
-    }
-
-    private var closeAfterFlush = false
-
-    private func closeWhenFlushed() {
-        closeAfterFlush = true
-        if pendingOutput == 0 { close(reason: .peer) }
+        if machine.closesWhenFlushed, pendingOutput == 0 { close(reason: .peer) }
     }
 
     private func updateInterest() {
@@ -296,14 +275,10 @@ final class VarlinkConnection {
         }
     }
 
-    /// The events the source waits for now.
-    private var watched: IOEvents = [.readable, .readHangup]
-
     // MARK: Closing
 
     func close(reason: CloseReason = .server) {
-        guard isOpen else { return }
-        isOpen = false
+        guard case .close(let request) = machine.close() else { return }
         server.count(reason)
         server.outputChanged(by: -pendingOutput)
         output = []
@@ -312,8 +287,6 @@ final class VarlinkConnection {
         source = nil
         Glibc.close(fd)
         server.connectionClosed(self)
-        let request = current
-        current = nil
         request?.disconnected()
     }
 }

@@ -355,7 +355,7 @@ import Glibc
         }
         statistics.accepted += 1
         connections[ObjectIdentifier(connection)] = connection
-        connection.becameIdle()
+        connection.accepted()
     }
 
     /// An io source for a connection, at the server's priority.
