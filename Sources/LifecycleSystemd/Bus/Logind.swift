@@ -105,19 +105,16 @@ package final class Logind {
     /// logind's `InhibitDelayMaxUSec`: how long it waits for delay inhibitors; nil until read (or unreadable).
     package private(set) var inhibitDelayMax: Duration?
     /// The unique name of the connection that owns `org.freedesktop.login1`; nil when unknown or unowned.
-    package var owner: String? {
-        if case .known(let owner) = ownerState { return owner }
-        return nil
-    }
+    package var owner: String? { machine.owner }
     /// The lock types whose delay inhibitor is held now.
-    package var heldLocks: Set<LockType> { Set(LockType.allCases.filter { inhibitors[$0].descriptor >= 0 }) }
+    package var heldLocks: Set<LockType> { machine.heldLocks }
     /// Whether both delay inhibitors, sleep and shutdown, are held now.
     package var holdsInhibitors: Bool { heldLocks.count == LockType.allCases.count }
     /// This connection's unique name on the bus, once connected.
     package var uniqueName: String? { bus?.uniqueName }
     /// Whether logind or the bus is away and the client waits for it (or reconnects to the bus) to hold its inhibitors
     /// again.
-    package var isRecovering: Bool { outage != nil }
+    package var isRecovering: Bool { machine.isRecovering }
     /// How many times the client connected to the bus again after losing its connection.
     package private(set) var reconnections = 0
     /// Signals dropped because they did not come from the bus driver or logind, or were addressed to this
@@ -128,19 +125,7 @@ package final class Logind {
     /// it wants are answered: the subscriptions, the owner of logind's name, each inhibitor asked for. Empty once all
     /// are in place (an inhibitor refused counts as answered), and whenever waiting could not help: logind has no owner,
     /// or the connection is closed.
-    package var awaiting: [String] {
-        guard bus != nil, !busLost else { return [] }
-        var missing = Self.subscriptions.filter { !answeredSubscriptions.contains($0) }.map { "the subscription to \($0)" }
-        switch ownerState {
-        case .unknown: missing.append("the owner of \(Self.busName)")
-        case .known(nil): return missing
-        case .known: break
-        }
-        if wantsInhibitors {
-            missing += LockType.allCases.filter { inhibitors[$0].call != nil }.map { "the \($0) delay inhibitor" }
-        }
-        return missing
-    }
+    package var awaiting: [String] { machine.awaiting }
     /// Called on the loop's thread whenever something ``awaiting`` lists may have arrived.
     package var onSetupProgress: () -> Void = {}
 
@@ -161,90 +146,22 @@ package final class Logind {
         .milliseconds(3200), .seconds(5),
     ]
 
-    private enum OwnerState {
-        // GetNameOwner has not answered: announcements wait, so that none is judged against a guess.
-        case unknown(waiting: [(sender: String?, event: Event)])
-        case known(String?)
-    }
-
+    // The state (the connection's progress, the outage, the inhibitors, what was reported once) is the machine's
+    // (Logind+StateMachine.swift); the client keeps what does I/O (the connection, its subscriptions and calls, the
+    // timer) and performs the machine's actions.
+    private var machine = StateMachine()
     private let loop: MainLoop
     private let logger: Logger
     private var address: String?
     private var bus: SdBus?
-    /// The current connection was lost; it is torn down from the loop, not inside sd-bus's dispatch of it.
-    private var busLost = false
-    /// The bus answered on the current connection (its `Hello` is done).
-    private var busUp = false
-    /// Some connection of this client came up: losing one later is an outage, not a refusal.
-    private var everConnected = false
-    private var outage: Outage?
     private var reconnection: MainLoop.Source?
     private var matchSlots: [SdBus.Slot] = []
     private var ownerQuery: SdBus.Slot?
     private var propertyQuery: SdBus.Slot?
-    private var inhibitors = Inhibitors()
-    private var wantsInhibitors = false
-    private var ownerState = OwnerState.unknown(waiting: [])
-    private var unavailabilityReported = false
-    private var connectionLossReported = false
-    // Refusals wait for the other lock type's answer, so that one warning names both; each type is reported once
-    // until it is granted.
-    private var pendingRefusals: [(type: LockType, failure: SdBus.ErrorReply)] = []
-    private var reportedRefusals: Set<LockType> = []
+    /// The pending `Inhibit` calls: one for each lock type the machine has `requested`.
+    private var inhibitCalls: [LockType: SdBus.Slot] = [:]
     private var strangerReports = RateLimiter(minimumInterval: Logind.strangerReportInterval)
-    /// The subscriptions the bus answered on the current connection (accepted or refused).
-    private var answeredSubscriptions: Set<String> = []
     private let clockOrigin = ContinuousClock.now
-
-    /// From the loss of logind (or of the bus) until logind owns its name again and every inhibitor the application
-    /// wants was answered.
-    private struct Outage {
-        enum Cause: CustomStringConvertible {
-            case logindLeft
-            case busClosed
-
-            var description: String {
-                switch self {
-                case .logindLeft: "logind left the system bus"
-                case .busClosed: "the system bus closed the connection"
-                }
-            }
-        }
-
-        let cause: Cause
-        let began: ContinuousClock.Instant
-        /// Connection attempts since the bus closed the connection.
-        var attempts = 0
-        var busClosed: Bool
-    }
-
-    /// One lock type's inhibitor: its descriptor once granted, its pending `Inhibit` call until then.
-    private struct Inhibitor {
-        var descriptor: Int32 = -1
-        var call: SdBus.Slot?
-    }
-
-    private struct Inhibitors {
-        var sleep = Inhibitor()
-        var shutdown = Inhibitor()
-
-        subscript(type: LockType) -> Inhibitor {
-            get {
-                switch type {
-                case .sleep: sleep
-                case .shutdown: shutdown
-                }
-            }
-            set {
-                switch type {
-                case .sleep: sleep = newValue
-                case .shutdown: shutdown = newValue
-                }
-            }
-        }
-
-        var anyCallPending: Bool { sleep.call != nil || shutdown.call != nil }
-    }
 
     /// Creates a client; ``connect(address:)`` attaches it to the bus.
     package init(
@@ -273,7 +190,7 @@ package final class Logind {
     /// Throws when there is no bus to connect to; a bus without logind is not an error here (the first
     /// ``takeInhibitors()`` reports it, once, and the client waits for logind to appear).
     package func connect(address: String? = nil) throws(SystemCallError) {
-        precondition(bus == nil && reconnection == nil, "Logind.connect called twice")
+        machine.connect()
         self.address = address
         do {
             try attach(SdBus(address: address, description: "logind", loop: loop))
@@ -286,10 +203,6 @@ package final class Logind {
     /// Subscribes on a new connection and asks who owns logind's name; the inhibitors follow once that is known.
     private func attach(_ connection: SdBus) throws(SystemCallError) {
         bus = connection
-        busLost = false
-        busUp = false
-        ownerState = .unknown(waiting: [])
-        answeredSubscriptions = []
         let id = ObjectIdentifier(connection)
         matchSlots.append(try connection.matchDisconnected { [unowned self] in disconnected(id) })
         // Matches go first: the bus handles one connection's messages in order, so once GetNameOwner answers,
@@ -305,9 +218,7 @@ package final class Logind {
     package func close() {
         reconnection?.cancel()
         reconnection = nil
-        outage = nil
-        releaseInhibitors()
-        detach()
+        perform(machine.close())
     }
 
     /// Drops every subscription and pending call of the connection, and the connection.
@@ -316,13 +227,13 @@ package final class Logind {
         matchSlots.removeAll()
         ownerQuery = nil
         propertyQuery = nil
-        inhibitors.sleep.call = nil
-        inhibitors.shutdown.call = nil
+        inhibitCalls.removeAll()
         bus?.close()
         bus = nil
-        busLost = false
-        busUp = false
     }
+
+    /// Whether the connection is still open: a call that failed on a closed one is the connection's loss.
+    private var busIsOpen: Bool { bus?.isOpen == true }
 
     // MARK: Inhibitors
 
@@ -332,155 +243,43 @@ package final class Logind {
     /// A lock type that logind refuses (an error reply from logind itself, such as polkit's `AccessDenied`) is
     /// reported in one warning and asked for again only on the next call or when logind restarts.
     package func takeInhibitors() {
-        wantsInhibitors = true
-        requestInhibitorsIfNeeded()
+        perform(machine.takeInhibitors())
     }
 
     /// Closes both inhibitors' descriptors (logind then lets the sleep or shutdown proceed), and cancels the
     /// requests still pending.
     package func releaseInhibitors() {
-        wantsInhibitors = false
-        dropInhibitors(released: true)
+        perform(machine.releaseInhibitors())
     }
 
-    /// Cancels both `Inhibit` calls still pending and closes both descriptors held, telling ``onInhibitorChange``
-    /// of each lock lost; `released` says the application let go (logged), rather than logind leaving with them.
-    private func dropInhibitors(released: Bool) {
-        for type in LockType.allCases {
-            // Dropping the pending call drops its reply, and with it the descriptor logind may already have sent.
-            inhibitors[type].call = nil
-            if inhibitors[type].descriptor >= 0 {
-                Glibc.close(inhibitors[type].descriptor)
-                inhibitors[type].descriptor = -1
-                if released { logger.debug("released the logind delay inhibitor for \(type)") }
-                onInhibitorChange(type, false)
-            }
-        }
-        // A refusal waiting for the other answer, which will not come now.
-        reportRefusals()
-    }
-
-    private func requestInhibitorsIfNeeded() {
-        guard wantsInhibitors, let bus, !busLost else { return }
-        let missing = LockType.allCases.filter { inhibitors[$0].descriptor < 0 && inhibitors[$0].call == nil }
-        guard !missing.isEmpty else { return }
-        if case .known(nil) = ownerState {
-            // Nobody owns the name: calling would only ask the bus to activate logind.
-            reportUnavailable("\(Self.busName) has no owner on the system bus")
-            return
-        }
-        for type in missing {
-            do {
-                inhibitors[type].call = try bus.callAsync(
-                    destination: Self.busName,
-                    path: Self.objectPath,
-                    interface: Self.managerInterface,
-                    member: "Inhibit",
-                    arguments: [type.rawValue, who, why, "delay"]
-                ) { [unowned self] reply in inhibitReplied(type, reply) }
-            } catch {
-                reportUnavailable("\(error)")
-            }
+    private func requestInhibitor(_ type: LockType) {
+        guard let bus else { preconditionFailure("the logind client asks for an inhibitor without a connection") }
+        do {
+            inhibitCalls[type] = try bus.callAsync(
+                destination: Self.busName,
+                path: Self.objectPath,
+                interface: Self.managerInterface,
+                member: "Inhibit",
+                arguments: [type.rawValue, who, why, "delay"]
+            ) { [unowned self] reply in inhibitReplied(type, reply) }
+        } catch {
+            perform(machine.inhibitRequestFailed(type, reason: "\(error)"))
         }
     }
 
     private func inhibitReplied(_ type: LockType, _ reply: SdBus.Message) {
-        inhibitors[type].call = nil
-        defer { onSetupProgress() }
+        inhibitCalls[type] = nil
+        let answer: StateMachine.InhibitAnswer
         if let failure = reply.errorReply {
-            if reportIfConnectionLost(failure.text) {
-                // Every other call fails the same way; nothing is waiting to be reported with this one.
-                return
-            } else if failure.isRefusal {
-                refused(type, failure)
-            } else {
-                reportUnavailable(failure.text)
-            }
-            reportRefusals()
-            recoveryCheck()
-            return
+            answer = .failed(failure)
+        } else if let received = reply.readFileDescriptor() {
+            // The reply owns its descriptor and closes it when freed: keep a duplicate.
+            let descriptor = fcntl(received, F_DUPFD_CLOEXEC, 3)
+            answer = descriptor >= 0 ? .granted(descriptor: descriptor) : .descriptorNotKept(Errno(rawValue: errno))
+        } else {
+            answer = .noDescriptor
         }
-        defer {
-            reportRefusals()
-            recoveryCheck()
-        }
-        guard let received = reply.readFileDescriptor() else {
-            logger.warning("logind answered Inhibit(\"\(type)\") without a file descriptor; no \(type) lock is held")
-            return
-        }
-        // The reply owns its descriptor and closes it when freed: keep a duplicate.
-        let descriptor = fcntl(received, F_DUPFD_CLOEXEC, 3)
-        guard descriptor >= 0 else {
-            logger.warning("cannot keep the logind \(type) inhibitor: \(Errno(rawValue: errno).description)")
-            return
-        }
-        guard wantsInhibitors else {
-            Glibc.close(descriptor)
-            return
-        }
-        inhibitors[type].descriptor = descriptor
-        unavailabilityReported = false
-        reportedRefusals.remove(type)
-        logger.debug(
-            "holding a logind delay inhibitor for \(type)",
-            metadata: ["lifecycle.inhibit_what": "\(type)", "lifecycle.inhibit_fd": "\(descriptor)"]
-        )
-        onInhibitorChange(type, true)
-    }
-
-    /// Notes a refusal for the warning ``reportRefusals()`` gives once the other lock type has its answer too.
-    private func refused(_ type: LockType, _ failure: SdBus.ErrorReply) {
-        guard !reportedRefusals.contains(type) else {
-            logger.debug("\(failure.refuser) refused the \(type) delay inhibitor again: \(failure.text)")
-            return
-        }
-        reportedRefusals.insert(type)
-        pendingRefusals.append((type, failure))
-    }
-
-    /// One warning for the refusals noted, once no `Inhibit` call is pending. Asking again would only be refused
-    /// again, so it says what the system no longer waits for and which polkit action decides it.
-    private func reportRefusals() {
-        guard !pendingRefusals.isEmpty, !inhibitors.anyCallPending else { return }
-        let refusals = pendingRefusals
-        pendingRefusals.removeAll()
-        // The bus's own policy can refuse the call too (it never reaches logind then).
-        let refuser = refusals.allSatisfy(\.failure.fromBusDriver) ? "the system bus" : "logind"
-        let locks = refusals.map { "\"\($0.type)\" (\($0.failure.text))" }.joined(separator: " and ")
-        let noun = refusals.count == 1 ? "delay inhibitor" : "delay inhibitors"
-        let announcements = refusals.map(\.type.announcement).joined(separator: " and ")
-        let verb = refusals.count == 1 ? "reaches" : "reach"
-        let actions = refusals.map(\.type.polkitAction).joined(separator: ", ")
-        logger.warning(
-            """
-            \(refuser) refused the \(noun) for \(locks): \(announcements) still \(verb) the application, but the \
-            system does not wait for it to enter the background (polkit: \(actions))
-            """,
-            metadata: ["lifecycle.inhibit_what": "\(refusals.map(\.type.rawValue).joined(separator: ","))"]
-        )
-    }
-
-    /// One warning per absence of logind; repeats, and an absence inside an outage already reported, are debug lines.
-    private func reportUnavailable(_ reason: String) {
-        if unavailabilityReported || connectionLossReported || outage != nil {
-            logger.debug("logind still unavailable: \(reason)")
-            return
-        }
-        unavailabilityReported = true
-        logger.warning(
-            """
-            logind is not available (\(reason)); sleep and shutdown are not announced to the application until \
-            \(Self.busName) appears on the system bus
-            """
-        )
-    }
-
-    /// Handles a call that failed because the connection is gone (``connectionLost(_:)``); every other call then
-    /// fails the same way. Returns whether that is what happened.
-    private func reportIfConnectionLost(_ failure: String) -> Bool {
-        guard let bus, !bus.isOpen else { return false }
-        connectionLost(failure)
-        return true
+        perform(machine.inhibitorAnswered(type, answer, busOpen: busIsOpen, now: .now))
     }
 
     // MARK: Outages
@@ -490,49 +289,7 @@ package final class Logind {
         // sd-bus makes this signal up itself once the connection is closed (the bus refuses the Local interface from
         // peers); a connection still open has not been lost.
         guard let bus, ObjectIdentifier(bus) == connection, !bus.isOpen else { return }
-        connectionLost("org.freedesktop.DBus.Local.Disconnected")
-    }
-
-    /// The current connection is closed. One that never came up is the bus refusing this client: one warning, and
-    /// nothing more. One that was up is an outage: the inhibitors are gone with it, and the client reconnects.
-    private func connectionLost(_ failure: String) {
-        guard bus != nil, !busLost else { return }
-        busLost = true
-        defer { onSetupProgress() }
-        guard everConnected else {
-            if !connectionLossReported {
-                connectionLossReported = true
-                // Seen with dbus-daemon under systemd 252: it runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a
-                // DynamicUser= uid, and drops the connection right after authentication.
-                logger.warning(
-                    """
-                    logind is not watched: the system bus closed the connection (\(failure)); dbus-daemon drops \
-                    clients whose user it cannot resolve, such as a DynamicUser= one. Sleep and shutdown are not \
-                    announced to the application.
-                    """
-                )
-            }
-            scheduleReconnection(after: .zero, connecting: false)
-            return
-        }
-        if outage == nil {
-            outage = Outage(cause: .busClosed, began: .now, busClosed: true)
-            logger.warning(
-                """
-                the system bus closed the connection (\(failure)): dbus-daemon stopped or is restarting. logind's \
-                announcements do not reach the application and its delay inhibitors are gone until the bus and \
-                logind are back; reconnecting
-                """
-            )
-        } else {
-            outage?.busClosed = true
-            logger.debug("the connection to the system bus closed (\(failure)); reconnecting")
-        }
-        dropInhibitors(released: false)
-        // Announcements waiting for an owner that will not answer now.
-        ownerState = .unknown(waiting: [])
-        let attempts = outage?.attempts ?? 0
-        scheduleReconnection(after: attempts == 0 ? .zero : Self.reconnectDelay(afterAttempt: attempts), connecting: true)
+        perform(machine.connectionClosed("org.freedesktop.DBus.Local.Disconnected", now: .now))
     }
 
     /// The delay before the next attempt, after `attempt` attempts failed.
@@ -540,15 +297,14 @@ package final class Logind {
         reconnectDelays[min(max(attempt, 1), reconnectDelays.count) - 1]
     }
 
-    /// Drops the lost connection from the loop (never inside sd-bus's dispatch of it) and, when `connecting`, tries a
-    /// new one.
-    private func scheduleReconnection(after delay: Duration, connecting: Bool) {
+    /// Arms the timer that drops the lost connection from the loop (never inside sd-bus's dispatch of it) and, unless
+    /// the bus refused this client, tries a new one.
+    private func armTimer(after delay: Duration) {
         reconnection?.cancel()
         do {
             reconnection = try loop.addTimer(after: delay) { [unowned self] in
                 reconnection = nil
-                detach()
-                if connecting { reconnect() }
+                perform(machine.timerFired())
             }
         } catch {
             reconnection = nil
@@ -558,77 +314,19 @@ package final class Logind {
 
     /// One attempt: connecting is asynchronous (the socket connects at once, or fails at once; the authentication and
     /// `Hello` run on the loop), so it never blocks. A failure tries again later; a connection that the bus closes
-    /// again before it comes up comes back through ``connectionLost(_:)``.
-    private func reconnect() {
-        guard outage != nil else { return }
-        outage?.attempts += 1
-        let attempt = outage?.attempts ?? 1
+    /// again before it comes up comes back through the machine's loss of it.
+    private func reconnect(attempt: Int) {
         do {
             try attach(SdBus(address: address, description: "logind", loop: loop))
             logger.debug("connecting to the system bus again (attempt \(attempt))")
         } catch {
             detach()
-            let delay = Self.reconnectDelay(afterAttempt: attempt)
-            logger.debug("cannot connect to the system bus (attempt \(attempt)): \(error); trying again in \(delay)")
-            scheduleReconnection(after: delay, connecting: true)
-        }
-    }
-
-    /// The bus answered on the current connection.
-    private func connectionUp() {
-        guard !busUp, let bus, bus.isOpen else { return }
-        busUp = true
-        if everConnected, let outage, outage.busClosed {
-            reconnections += 1
+            let retry = machine.reconnectFailed()
             logger.debug(
-                "connected to the system bus again \((ContinuousClock.now - outage.began).wholeMilliseconds) ms after \(outage.cause) (attempt \(outage.attempts))"
+                "cannot connect to the system bus (attempt \(retry.attempt)): \(error); trying again in \(retry.delay)"
             )
+            armTimer(after: retry.delay)
         }
-        everConnected = true
-    }
-
-    /// logind left the bus: its inhibitors went with it (it closed its ends of their descriptors).
-    private func logindLeft() {
-        if outage == nil {
-            outage = Outage(cause: .logindLeft, began: .now, busClosed: false)
-            logger.warning(
-                """
-                logind left the system bus (it stopped or is restarting): its delay inhibitors went with it, so sleep \
-                and shutdown do not wait for the application until logind is back; they are taken again then
-                """
-            )
-        } else {
-            logger.debug("logind left the system bus")
-        }
-        dropInhibitors(released: false)
-    }
-
-    /// Ends the outage once logind owns its name again on a working connection and every inhibitor the application
-    /// wants has been answered (granted, or refused: a refusal has its own warning).
-    private func recoveryCheck() {
-        guard let outage, busUp, !busLost, case .known(let owner?) = ownerState else { return }
-        if wantsInhibitors {
-            let missing = LockType.allCases.filter { inhibitors[$0].descriptor < 0 }
-            guard !inhibitors.anyCallPending, missing.count < LockType.allCases.count || !reportedRefusals.isEmpty
-            else { return }
-        }
-        self.outage = nil
-        let elapsed = ContinuousClock.now - outage.began
-        let held = LockType.allCases.filter { inhibitors[$0].descriptor >= 0 }
-        let state =
-            !wantsInhibitors
-            ? "the delay inhibitors stay released until the resume"
-            : held.isEmpty
-                ? "no delay inhibitor was granted"
-                : "holding the delay \(held.count == 1 ? "inhibitor" : "inhibitors") for \(held.map(\.rawValue).joined(separator: " and ")) again"
-        let reconnected = outage.busClosed ? " (reconnected to the system bus, attempt \(outage.attempts))" : ""
-        logger.notice(
-            "logind is back as \(owner), \(elapsed.wholeMilliseconds) ms after \(outage.cause)\(reconnected): \(state)",
-            metadata: [
-                "lifecycle.outage_ms": "\(elapsed.wholeMilliseconds)",
-                "lifecycle.outage_cause": "\(outage.busClosed ? "bus" : "logind")",
-            ]
-        )
     }
 
     // MARK: Announcements
@@ -660,14 +358,7 @@ package final class Logind {
     }
 
     private func matchInstalled(_ reply: SdBus.Message, _ member: String) {
-        answeredSubscriptions.insert(member)
-        defer { onSetupProgress() }
-        guard let failure = reply.errorReply?.text else {
-            connectionUp()
-            return
-        }
-        guard !reportIfConnectionLost(failure) else { return }
-        logger.warning("the system bus refused a subscription to logind's announcements: \(failure)")
+        perform(machine.subscriptionAnswered(member, failure: reply.errorReply?.text, busOpen: busIsOpen, now: .now))
     }
 
     private func signalReceived(_ message: SdBus.Message) {
@@ -681,43 +372,12 @@ package final class Logind {
         } else {
             return
         }
-        guard message.isBroadcast else {
-            ignore(
-                "\(event)",
-                from: message.sender,
-                because: "it was addressed to this connection, and logind broadcasts its announcements"
-            )
-            return
-        }
-        judge(event, from: message.sender)
-    }
-
-    private func judge(_ event: Event, from sender: String?) {
-        switch ownerState {
-        case .unknown(var waiting):
-            guard waiting.count < Self.maximumWaitingAnnouncements else {
-                ignore("\(event)", from: sender, because: "the owner of \(Self.busName) is not known yet")
-                return
-            }
-            waiting.append((sender, event))
-            ownerState = .unknown(waiting: waiting)
-        case .known(let owner):
-            guard let sender, let owner, sender == owner else {
-                ignore(
-                    "\(event)",
-                    from: sender,
-                    because: "it does not own \(Self.busName) (\(owner.map { "\($0) does" } ?? "nobody does"))"
-                )
-                return
-            }
-            logger.debug("logind announced \(event)")
-            onEvent(event)
-        }
+        perform(machine.announcementReceived(event, from: message.sender, isBroadcast: message.isBroadcast))
     }
 
     /// Drops a signal that did not come from where it must, counts it, and reports it at a bounded rate: any local
     /// user can send signals to this connection, and a flood of them must not flood the journal.
-    private func ignore(_ what: String, from sender: String?, because reason: String) {
+    private func ignore(_ what: String, from sender: String?, because reason: StateMachine.IgnoreReason) {
         ignoredSignals += 1
         guard let heldBack = strangerReports.admitCountingRefused(at: clockOrigin.duration(to: .now)) else { return }
         let more =
@@ -727,15 +387,6 @@ package final class Logind {
             "ignored \(what) from \(sender ?? "an unknown sender"): \(reason)\(more)",
             metadata: ["lifecycle.ignored_signals": "\(ignoredSignals)"]
         )
-    }
-
-    private func settleOwner(_ owner: String?) {
-        let previous = ownerState
-        ownerState = .known(owner)
-        defer { onSetupProgress() }
-        if case .unknown(let waiting) = previous {
-            for (sender, event) in waiting { judge(event, from: sender) }
-        }
     }
 
     // MARK: The owner of org.freedesktop.login1
@@ -752,60 +403,37 @@ package final class Logind {
 
     private func ownerReplied(_ reply: SdBus.Message) {
         ownerQuery = nil
-        defer { onSetupProgress() }
+        let answer: StateMachine.OwnerAnswer
         if let failure = reply.errorReply?.text {
-            guard !reportIfConnectionLost(failure) else { return }
-            // org.freedesktop.DBus.Error.NameHasNoOwner: logind is not running (yet).
-            connectionUp()
-            logger.debug("\(Self.busName) has no owner: \(failure)")
-            settleOwner(nil)
-            requestInhibitorsIfNeeded()
-            return
+            answer = .failed(failure)
+        } else if let owner = reply.readString() {
+            answer = .owner(owner)
+        } else {
+            answer = .unreadable
         }
-        connectionUp()
-        guard let owner = reply.readString() else {
-            settleOwner(nil)
-            return
-        }
-        logger.debug("\(Self.busName) is owned by \(owner)")
-        settleOwner(owner)
-        // After an outage the inhibitors are asked for again here: logind is there (the first connection asks in
-        // takeInhibitors, which the application calls at once).
-        requestInhibitorsIfNeeded()
-        recoveryCheck()
+        perform(machine.ownerAnswered(answer, busOpen: busIsOpen, now: .now))
     }
 
     private func ownerChanged(_ message: SdBus.Message) {
-        // Only the bus driver knows who owns a name, and it broadcasts the change: a NameOwnerChanged from a peer, or
-        // one addressed to this connection, would let that peer name itself logind.
-        guard message.sender == SdBus.driverName, message.isBroadcast else {
-            ignore(
-                "\(message.name)",
-                from: message.sender,
-                because: message.sender == SdBus.driverName
-                    ? "it was addressed to this connection, and the bus driver broadcasts it"
-                    : "only the bus driver (\(SdBus.driverName)) tells who owns \(Self.busName)"
-            )
-            return
-        }
-        // NameOwnerChanged(name, old owner, new owner); an empty owner is none.
+        // NameOwnerChanged(name, old owner, new owner); an empty owner is none. The machine takes it only from the
+        // bus driver.
         var strings: [String] = []
         for _ in 0..<3 {
-            guard let value = message.readString() else { return }
+            guard let value = message.readString() else { break }
             strings.append(value)
         }
-        guard strings[0] == Self.busName else { return }
-        let newOwner = strings[2].isEmpty ? nil : strings[2]
-        settleOwner(newOwner)
-        if let newOwner {
-            logger.info("logind is on the system bus as \(newOwner)")
-            unavailabilityReported = false
-            if let bus { try? queryInhibitDelayMax(on: bus) }
-            requestInhibitorsIfNeeded()
-            recoveryCheck()
-        } else {
-            logindLeft()
-        }
+        let change =
+            strings.count == 3
+            ? StateMachine.OwnerChange(name: strings[0], newOwner: strings[2].isEmpty ? nil : strings[2]) : nil
+        perform(
+            machine.nameOwnerChanged(
+                member: message.name,
+                from: message.sender,
+                isBroadcast: message.isBroadcast,
+                change: change,
+                now: .now
+            )
+        )
     }
 
     // MARK: InhibitDelayMaxUSec
@@ -836,27 +464,152 @@ package final class Logind {
         inhibitDelayMax = .microseconds(Int64(clamping: usec))
         logger.debug("logind waits up to \(usec) µs for delay inhibitors")
     }
+
+    // MARK: Performing the machine's actions
+
+    private func perform(_ actions: [StateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .requestInhibitor(let type):
+                requestInhibitor(type)
+            case .cancelInhibitorRequest(let type):
+                inhibitCalls[type] = nil
+            case .closeInhibitor(let type, let descriptor, let released):
+                Glibc.close(descriptor)
+                if released { logger.debug("released the logind delay inhibitor for \(type)") }
+                onInhibitorChange(type, false)
+            case .inhibitorHeld(let type, let descriptor):
+                logger.debug(
+                    "holding a logind delay inhibitor for \(type)",
+                    metadata: ["lifecycle.inhibit_what": "\(type)", "lifecycle.inhibit_fd": "\(descriptor)"]
+                )
+                onInhibitorChange(type, true)
+            case .queryInhibitDelayMax:
+                if let bus { try? queryInhibitDelayMax(on: bus) }
+            case .armTimer(let delay):
+                armTimer(after: delay)
+            case .detach:
+                detach()
+            case .reconnect(let attempt):
+                reconnect(attempt: attempt)
+            case .deliver(let event):
+                logger.debug("logind announced \(event)")
+                onEvent(event)
+            case .setupProgressed:
+                onSetupProgress()
+            case .then(let continuation):
+                perform(machine.resume(continuation))
+            case .report(let report):
+                log(report)
+            }
+        }
+    }
+
+    private func log(_ report: StateMachine.Report) {
+        switch report {
+        case .ignored(let what, let sender, let reason):
+            ignore(what, from: sender, because: reason)
+        case .subscriptionRefused(let failure):
+            logger.warning("the system bus refused a subscription to logind's announcements: \(failure)")
+        case .ownerAbsent(let failure):
+            logger.debug("\(Self.busName) has no owner: \(failure)")
+        case .ownerNamed(let owner):
+            logger.debug("\(Self.busName) is owned by \(owner)")
+        case .logindAppeared(let owner):
+            logger.info("logind is on the system bus as \(owner)")
+        case .logindLeft(first: true):
+            logger.warning(
+                """
+                logind left the system bus (it stopped or is restarting): its delay inhibitors went with it, so sleep \
+                and shutdown do not wait for the application until logind is back; they are taken again then
+                """
+            )
+        case .logindLeft(first: false):
+            logger.debug("logind left the system bus")
+        case .busClosed(let failure, first: true):
+            logger.warning(
+                """
+                the system bus closed the connection (\(failure)): dbus-daemon stopped or is restarting. logind's \
+                announcements do not reach the application and its delay inhibitors are gone until the bus and \
+                logind are back; reconnecting
+                """
+            )
+        case .busClosed(let failure, first: false):
+            logger.debug("the connection to the system bus closed (\(failure)); reconnecting")
+        case .busRefusedClient(let failure):
+            // Seen with dbus-daemon under systemd 252: it runs with SYSTEMD_NSS_DYNAMIC_BYPASS=1, cannot resolve a
+            // DynamicUser= uid, and drops the connection right after authentication.
+            logger.warning(
+                """
+                logind is not watched: the system bus closed the connection (\(failure)); dbus-daemon drops \
+                clients whose user it cannot resolve, such as a DynamicUser= one. Sleep and shutdown are not \
+                announced to the application.
+                """
+            )
+        case .reconnected(let outage):
+            reconnections += 1
+            logger.debug(
+                "connected to the system bus again \((ContinuousClock.now - outage.began).wholeMilliseconds) ms after \(outage.cause) (attempt \(outage.attempts))"
+            )
+        case .recovered(let outage, let owner, let held, let wanted):
+            let elapsed = ContinuousClock.now - outage.began
+            let state =
+                !wanted
+                ? "the delay inhibitors stay released until the resume"
+                : held.isEmpty
+                    ? "no delay inhibitor was granted"
+                    : "holding the delay \(held.count == 1 ? "inhibitor" : "inhibitors") for \(held.map(\.rawValue).joined(separator: " and ")) again"
+            let reconnected = outage.busClosed ? " (reconnected to the system bus, attempt \(outage.attempts))" : ""
+            logger.notice(
+                "logind is back as \(owner), \(elapsed.wholeMilliseconds) ms after \(outage.cause)\(reconnected): \(state)",
+                metadata: [
+                    "lifecycle.outage_ms": "\(elapsed.wholeMilliseconds)",
+                    "lifecycle.outage_cause": "\(outage.busClosed ? "bus" : "logind")",
+                ]
+            )
+        case .unavailable(let reason, first: true):
+            logger.warning(
+                """
+                logind is not available (\(reason)); sleep and shutdown are not announced to the application until \
+                \(Self.busName) appears on the system bus
+                """
+            )
+        case .unavailable(let reason, first: false):
+            logger.debug("logind still unavailable: \(reason)")
+        case .refusedAgain(let refusal):
+            logger.debug(
+                "\(refusal.failure.refuser) refused the \(refusal.type) delay inhibitor again: \(refusal.failure.text)"
+            )
+        case .refused(let refusals):
+            reportRefusals(refusals)
+        case .noDescriptor(let type):
+            logger.warning("logind answered Inhibit(\"\(type)\") without a file descriptor; no \(type) lock is held")
+        case .descriptorNotKept(let type, let error):
+            logger.warning("cannot keep the logind \(type) inhibitor: \(error.description)")
+        }
+    }
+
+    /// One warning for the refusals of both lock types. Asking again would only be refused again, so it says what the
+    /// system no longer waits for and which polkit action decides it.
+    private func reportRefusals(_ refusals: [StateMachine.Refusal]) {
+        // The bus's own policy can refuse the call too (it never reaches logind then).
+        let refuser = refusals.allSatisfy(\.failure.fromBusDriver) ? "the system bus" : "logind"
+        let locks = refusals.map { "\"\($0.type)\" (\($0.failure.text))" }.joined(separator: " and ")
+        let noun = refusals.count == 1 ? "delay inhibitor" : "delay inhibitors"
+        let announcements = refusals.map(\.type.announcement).joined(separator: " and ")
+        let verb = refusals.count == 1 ? "reaches" : "reach"
+        let actions = refusals.map(\.type.polkitAction).joined(separator: ", ")
+        logger.warning(
+            """
+            \(refuser) refused the \(noun) for \(locks): \(announcements) still \(verb) the application, but the \
+            system does not wait for it to enter the background (polkit: \(actions))
+            """,
+            metadata: ["lifecycle.inhibit_what": "\(refusals.map(\.type.rawValue).joined(separator: ","))"]
+        )
+    }
 }
 
 extension SdBus.ErrorReply {
-    // What an absent, starting or hung logind (or a closed connection) looks like: the bus driver's answers for a
-    // name without owner, and the errors sd-bus makes up itself for a call that got no reply.
-    private static let absence: Set<String> = [
-        "org.freedesktop.DBus.Error.ServiceUnknown",
-        "org.freedesktop.DBus.Error.NameHasNoOwner",
-        "org.freedesktop.DBus.Error.NoReply",
-        "org.freedesktop.DBus.Error.Timeout",
-        "org.freedesktop.DBus.Error.Disconnected",
-    ]
-
     /// Who answered an `Inhibit` call: the bus driver or logind.
     fileprivate var refuser: String { fromBusDriver ? "the system bus" : "logind" }
-
-    /// Whether asking logind again would get the same answer: an error from logind itself (polkit's `AccessDenied`,
-    /// an invalid argument), or the bus's policy denying the call. Anything else from the bus driver (no owner, a
-    /// failed activation) means logind is not there.
-    fileprivate var isRefusal: Bool {
-        guard !Self.absence.contains(name) else { return false }
-        return !fromBusDriver || name == "org.freedesktop.DBus.Error.AccessDenied"
-    }
 }

@@ -358,7 +358,7 @@ final class SdBus {
 
     /// An error reply: its D-Bus error name, `name: message`, and whether it came from the bus driver (or sd-bus)
     /// rather than from the peer called.
-    struct ErrorReply {
+    struct ErrorReply: Equatable {
         /// The D-Bus error name, e.g. `org.freedesktop.DBus.Error.AccessDenied`.
         let name: String
         /// `name: message`, for logs.
