@@ -330,24 +330,16 @@ package enum ListenerSockets {
         }
         guard status == 0 else { return nil }
         switch Int32(storage.ss_family) {
-        case AF_INET:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                    var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-                    var raw = address.pointee.sin_addr
-                    inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
-                    return "\(string(text)):\(UInt16(bigEndian: address.pointee.sin_port))"
+        case AF_INET, AF_INET6:
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            var port = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+            let named = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    getnameinfo($0, length, &host, socklen_t(host.count), &port, socklen_t(port.count), NI_NUMERICHOST | NI_NUMERICSERV)
                 }
             }
-        case AF_INET6:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-                    var raw = address.pointee.sin6_addr
-                    inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
-                    return "[\(string(text))]:\(UInt16(bigEndian: address.pointee.sin6_port))"
-                }
-            }
+            guard named == 0 else { return nil }
+            return Int32(storage.ss_family) == AF_INET6 ? "[\(string(host))]:\(string(port))" : "\(string(host)):\(string(port))"
         case AF_UNIX:
             return withUnsafePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { address in

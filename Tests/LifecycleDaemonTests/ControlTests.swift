@@ -396,6 +396,9 @@ struct ControlSettingsTests {
         let passed = [SocketActivation.Socket(name: "other", descriptor: 3), SocketActivation.Socket(name: "control", descriptor: 4)]
         #expect(resolve(inherited: passed) == .inherited(descriptor: 4, name: "control"))
         #expect(resolve(inherited: [.init(name: "lifecycled-control.socket", descriptor: 3)]) == .inherited(descriptor: 3, name: "lifecycled-control.socket"))
+        #expect(resolve(inherited: [.init(name: "unknown", descriptor: 3)]) == .inherited(descriptor: 3, name: "unknown"))
+        // A socket named for a server's listener (hello.socket's FileDescriptorName=http) is the server's.
+        #expect(resolve(inherited: [.init(name: "http", descriptor: 3)]) == .none("no RUNTIME_DIRECTORY or XDG_RUNTIME_DIR to put it in; set [Control] Socket="))
         #expect(resolve(configured, env: ["RUNTIME_DIRECTORY": "/run/lifecycled"]) == .path("/srv/control", directoryMode: nil))
         #expect(resolve(env: ["RUNTIME_DIRECTORY": "/run/lifecycled:/run/other", "XDG_RUNTIME_DIR": "/run/user/1000"]) == .path("/run/lifecycled/control", directoryMode: nil))
         #expect(resolve(env: ["XDG_RUNTIME_DIR": "/run/user/1000"]) == .path("/run/user/1000/lifecycled/control", directoryMode: 0o700))

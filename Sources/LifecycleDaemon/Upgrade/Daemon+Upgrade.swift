@@ -41,7 +41,6 @@ extension Daemon {
         timeout: Duration?,
         completion: @escaping (Result<UpgradeCoordinator.HandOver, UpgradeFailure>) -> Void
     ) {
-        guard let loop else { return completion(.failure(UpgradeFailure(reason: "this daemon has no main loop"))) }
         if let upgrade, !upgrade.isFinished {
             return completion(.failure(UpgradeFailure(reason: "an upgrade is already in progress")))
         }
@@ -60,6 +59,7 @@ extension Daemon {
                 .failure(UpgradeFailure(reason: "an upgrade needs systemd (a Type=notify unit): no NOTIFY_SOCKET"))
             )
         }
+        guard let loop else { return completion(.failure(UpgradeFailure(reason: "this daemon has no main loop"))) }
         upgrade = UpgradeCoordinator.start(
             daemon: self,
             loop: loop,

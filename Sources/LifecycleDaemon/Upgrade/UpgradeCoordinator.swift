@@ -209,7 +209,7 @@ final class UpgradeCoordinator {
         deadline?.cancel()
         deadline = nil
         logger.info(
-            "upgrade: pid \(child.pid) serves after \(readyAfter.formattedForLog); making it the main process",
+            "upgrade: pid \(child.pid) serves after \(readyAfter.wholeMilliseconds) ms; making it the main process",
             metadata: ["lifecycle.upgrade": "ready"]
         )
         // No longer this process's grandchild but the service manager's child: systemd supervises a main process fully
