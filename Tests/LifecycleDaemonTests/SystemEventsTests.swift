@@ -522,6 +522,22 @@ final class HostForwarder: ApplicationHost {
         #expect(harness.log.messages(.warning).isEmpty)
     }
 
+    /// Once termination began every request is dropped, a memory warning too: the trigger is let go at once (its
+    /// close overlaps the rest of termination), the inhibitors are kept until the end.
+    @Test func terminationLetsGoOfTheMemoryPressureWatchAtOnceAndKeepsTheInhibitors() throws {
+        let harness = SystemEventsHarness()
+        harness.launch()
+        let watch = try #require(harness.memoryPressure.first)
+        harness.events.terminationDidBegin()
+        #expect(watch.stopped)
+        #expect(!harness.events.isWatchingMemoryPressure)
+        #expect(harness.events.holdsInhibitors)
+        #expect(harness.log.messages(.debug).contains("memory pressure is no longer watched: termination began"))
+        harness.events.stop()
+        #expect(harness.timeline.lines.suffix(1) == ["logind close"])
+        #expect(harness.memoryPressure.count == 1)
+    }
+
     @Test func aReloadStartsStopsAndRetunesTheSources() {
         let harness = SystemEventsHarness()
         harness.launch()

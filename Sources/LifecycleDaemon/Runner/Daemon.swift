@@ -375,6 +375,8 @@ package final class Daemon: ApplicationHost {
     }
 
     package func applicationWillBeginTermination(_ application: Application) {
+        // First: the memory pressure trigger's close, the slowest step of an exit, overlaps everything after it.
+        systemEvents?.terminationDidBegin()
         jobControl.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: configuration.backgroundTaskBudget)
