@@ -18,6 +18,17 @@ import SystemPackage
 import Glibc
 #endif
 
+extension CgroupLayout {
+    /// The layout of this mount namespace: two statfs(2) calls, as systemd makes them (reading /proc/self/mountinfo
+    /// instead had the kernel format every mount and the daemon split every line, at each start).
+    package static func detect() -> CgroupLayout {
+        detect { path in
+            let type = csystemd_file_system_type(path)
+            return type < 0 ? nil : UInt(type)
+        }
+    }
+}
+
 /// Watches memory pressure with a PSI trigger polled by the main loop (`EPOLLPRI`, no timer), and calls a handler,
 /// at most once per minimum interval.
 ///
