@@ -205,7 +205,7 @@ final class Stage {
                 exits.append(code)
                 timeline.append("exit \(code)")
             },
-            connectLogind: { [unowned self] onEvent in
+            connectLogind: { [unowned self] onEvent throws(SystemCallError) in
                 if let logindUnavailable { throw logindUnavailable }
                 let fake = FakeLogind(timeline: timeline)
                 fake.inhibitDelayMax = inhibitDelayMax
