@@ -132,13 +132,14 @@ api-check: deps
 docs: deps
 	scripts/docs
 
-# The installed binary links the Swift runtime statically: it runs without a toolchain on the machine, starts
-# faster and maps fewer pages (docs/benchmarks.md).
+# The installed binary links the Swift runtime and libstdc++ statically: it runs without a toolchain on the machine,
+# starts faster and maps fewer pages (scripts/build-release says how, docs/benchmarks.md how much).
+RELEASE_BUILD = SWIFT="$(SWIFT)" scripts/build-release .build-release-static
 install:
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --product lifecycled
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --product lifecyclectl
-	$(SUDO) install -D -m 0755 "$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
-	bin="$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-release-static --show-bin-path)"; \
+	$(RELEASE_BUILD) --product lifecycled
+	$(RELEASE_BUILD) --product lifecyclectl
+	$(SUDO) install -D -m 0755 "$$($(RELEASE_BUILD) --show-bin-path)/lifecycled" $(DESTDIR)$(PREFIX)/bin/lifecycled
+	bin="$$($(RELEASE_BUILD) --show-bin-path)"; \
 	$(SUDO) install -D -m 0755 "$$bin/lifecyclectl" $(DESTDIR)$(PREFIX)/bin/lifecyclectl; \
 	$(SUDO) install -D -m 0644 docs/man/lifecyclectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/lifecyclectl.1; \
 	"$$bin/lifecyclectl" --generate-completion-script bash | $(SUDO) install -D -m 0644 /dev/stdin $(DESTDIR)$(PREFIX)/share/bash-completion/completions/lifecyclectl; \

@@ -19,6 +19,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -31,6 +32,14 @@
 // its argument is a Mach message on Darwin and ignored here.
 extern int _dispatch_get_main_queue_handle_4CF(void);
 extern void _dispatch_main_queue_callback_4CF(void *msg);
+
+// The file system type statfs(2) reports for a path (a *_SUPER_MAGIC), or -errno: Swift's Glibc module does not
+// import <sys/statfs.h>.
+static inline long csystemd_file_system_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -errno;
+    return (long)info.f_type;
+}
 
 // glibc declares gettid() only under _GNU_SOURCE, which Swift's Glibc module does not define, and syscall() is
 // variadic, so Swift cannot call either directly.

@@ -211,7 +211,7 @@ final class Stage {
                 exits.append(code)
                 timeline.append("exit \(code)")
             },
-            connectLogind: { [unowned self] onEvent in
+            connectLogind: { [unowned self] onEvent throws(SystemCallError) in
                 if let logindUnavailable { throw logindUnavailable }
                 let fake = FakeLogind(timeline: timeline)
                 fake.inhibitDelayMax = inhibitDelayMax
@@ -529,6 +529,22 @@ final class HostForwarder: ApplicationHost {
         #expect(harness.logind == nil)
         #expect(harness.memoryPressure.isEmpty)
         #expect(harness.log.messages(.warning).isEmpty)
+    }
+
+    /// Once termination began every request is dropped, a memory warning too: the trigger is let go at once (its
+    /// close overlaps the rest of termination), the inhibitors are kept until the end.
+    @Test func terminationLetsGoOfTheMemoryPressureWatchAtOnceAndKeepsTheInhibitors() throws {
+        let harness = SystemEventsHarness()
+        harness.launch()
+        let watch = try #require(harness.memoryPressure.first)
+        harness.events.terminationDidBegin()
+        #expect(watch.stopped)
+        #expect(!harness.events.isWatchingMemoryPressure)
+        #expect(harness.events.holdsInhibitors)
+        #expect(harness.log.messages(.debug).contains("memory pressure is no longer watched: termination began"))
+        harness.events.stop()
+        #expect(harness.timeline.lines.suffix(1) == ["logind close"])
+        #expect(harness.memoryPressure.count == 1)
     }
 
     @Test func aReloadStartsStopsAndRetunesTheSources() {

@@ -50,17 +50,31 @@ import Testing
     }
 
     @Test func theLayoutComesFromWhereCgroup2IsMounted() {
-        let hybrid = """
-            25 1 0:22 / /sys/fs/cgroup ro,nosuid shared:9 - tmpfs tmpfs ro,mode=755
-            26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate
-            27 25 0:24 / /sys/fs/cgroup/memory rw,nosuid shared:11 - cgroup cgroup rw,memory
-            """
-        let unified = "30 1 0:26 / /sys/fs/cgroup rw,nosuid,nodev shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
-        let legacy = "27 25 0:24 / /sys/fs/cgroup/memory rw,nosuid shared:11 - cgroup cgroup rw,memory\n"
-        #expect(CgroupLayout.detect(mountinfo: hybrid) == .hybrid)
-        #expect(CgroupLayout.detect(mountinfo: unified) == .unified)
-        #expect(CgroupLayout.detect(mountinfo: legacy) == .legacy)
-        #expect(CgroupLayout.detect(mountinfo: "") == .legacy)
+        let tmpfs: UInt = 0x0102_1994
+        let cgroup1: UInt = 0x0027_e0eb
+        let cgroup2 = CgroupLayout.cgroup2FileSystemType
+        func layout(_ mounts: [String: UInt]) -> CgroupLayout { CgroupLayout.detect { mounts[$0] } }
+        #expect(layout(["/sys/fs/cgroup": tmpfs, "/sys/fs/cgroup/unified": cgroup2]) == .hybrid)
+        #expect(layout(["/sys/fs/cgroup": cgroup2]) == .unified)
+        // A path under a cgroup2 root reports the root's type too: the first answer decides.
+        #expect(layout(["/sys/fs/cgroup": cgroup2, "/sys/fs/cgroup/unified": cgroup2]) == .unified)
+        #expect(layout(["/sys/fs/cgroup": tmpfs, "/sys/fs/cgroup/memory": cgroup1]) == .legacy)
+        #expect(layout([:]) == .legacy)
+    }
+
+    @Test func thisMachinesLayoutIsTheOneItsMountTableNames() throws {
+        // The same answer as the mount table gives, whatever the machine (the tests never assume a layout).
+        let mountinfo = try SystemFiles.readText("/proc/self/mountinfo")
+        var cgroup2MountPoints: Set<Substring> = []
+        for line in mountinfo.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count, fields.count > 4 else { continue }
+            if fields[dash + 1] == "cgroup2" { cgroup2MountPoints.insert(fields[4]) }
+        }
+        let expected: CgroupLayout =
+            cgroup2MountPoints.contains("/sys/fs/cgroup")
+            ? .unified : cgroup2MountPoints.contains("/sys/fs/cgroup/unified") ? .hybrid : .legacy
+        #expect(CgroupLayout.detect() == expected)
     }
 
     @Test func withoutTheEnvironmentTheCgroupFileComesFirstThenTheSystemWideOne() throws {

@@ -459,6 +459,8 @@ package final class Daemon: ApplicationHost {
     }
 
     package func applicationWillBeginTermination(_ application: Application) {
+        // First: the memory pressure trigger's close, the slowest step of an exit, overlaps everything after it.
+        systemEvents?.terminationDidBegin()
         // Stopped while an upgrade was under way: the new process is not the service's yet; it is stopped with it.
         upgrade?.cancel(because: "this process began to terminate before the new one was ready")
         jobControl.terminationDidBegin()

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 import Logging
@@ -34,12 +35,16 @@ struct DaemonEffects {
     /// Ends the main loop with an exit code.
     var exit: @MainActor (Int32) -> Void
     /// Connects to logind on the system bus, calling back with each announcement.
+    ///
+    /// Both watches throw a concrete error type: the warning that names an `any Error` had the runtime look up
+    /// how to print it, two scans of every protocol conformance in the binary at a start without a system bus.
     var connectLogind:
-        @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws -> any LogindConnection
+        @MainActor (_ onEvent: @escaping @MainActor (Logind.Event) -> Void) throws(SystemCallError)
+            -> any LogindConnection
     /// Starts watching memory pressure, calling back on each (rate-limited) warning.
     var watchMemoryPressure:
-        @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void) throws
-            -> any MemoryPressureWatching
+        @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void)
+            throws(MemoryPressureError) -> any MemoryPressureWatching
     /// The process environment, read once when the daemon starts: nothing else in the daemon reads it.
     var environment: [String: String] = [:]
     /// Whether systemd runs the process (`INVOCATION_ID` or `NOTIFY_SOCKET`), as read at start.
@@ -146,7 +151,7 @@ extension DaemonEffects {
             terminal: .live,
             stopProcess: { raise(SIGSTOP) },
             exit: { code in loop.exit(code: code) },
-            connectLogind: { onEvent in
+            connectLogind: { onEvent throws(SystemCallError) in
                 let logind = Logind(
                     loop: loop,
                     who: programName,
@@ -158,7 +163,7 @@ extension DaemonEffects {
                 try logind.connect()
                 return logind
             },
-            watchMemoryPressure: { settings, onPressure in
+            watchMemoryPressure: { settings, onPressure throws(MemoryPressureError) in
                 let monitor = MemoryPressureMonitor(loop: loop, settings: settings, logger: logger)
                 let source = try monitor.start { MainActor.assumeIsolated { onPressure() } }
                 if let source {

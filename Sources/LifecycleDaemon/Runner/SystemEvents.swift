@@ -107,6 +107,16 @@ package final class SystemEvents {
         stopMemoryPressure()
     }
 
+    /// Termination began: every later request is dropped ("terminate is final", docs/lifecycle.md §1), so a memory
+    /// warning has nowhere to go. The trigger is let go at once: its close (an RCU grace period, on a thread of its
+    /// own) then overlaps the rest of termination instead of following it, and the process exits that much sooner.
+    /// logind stays until ``stop()``: the inhibitors are released last.
+    package func terminationDidBegin() {
+        guard memoryPressure != nil else { return }
+        stopMemoryPressure()
+        logger.debug("memory pressure is no longer watched: termination began")
+    }
+
     /// Applies a reloaded configuration: starts or stops logind and memory pressure watching, re-arms the trigger
     /// when its threshold or window changed, and takes a new minimum interval at once.
     @_spi(Testing) public func apply(configuration fresh: DaemonConfiguration) {

@@ -18,6 +18,17 @@ import SystemPackage
 import Glibc
 #endif
 
+extension CgroupLayout {
+    /// The layout of this mount namespace: two statfs(2) calls, as systemd makes them (reading /proc/self/mountinfo
+    /// instead had the kernel format every mount and the daemon split every line, at each start).
+    package static func detect() -> CgroupLayout {
+        detect { path in
+            let type = csystemd_file_system_type(path)
+            return type < 0 ? nil : UInt(type)
+        }
+    }
+}
+
 /// Watches memory pressure with a PSI trigger polled by the main loop (`EPOLLPRI`, no timer), and calls a handler,
 /// at most once per minimum interval.
 ///
@@ -142,13 +153,33 @@ package final class MemoryPressureMonitor {
     }
 
     /// Stops watching and closes the descriptor; the trigger goes with it.
+    ///
+    /// The close of a PSI file waits for an RCU grace period (`psi_trigger_destroy` calls `synchronize_rcu`): 4–8 ms
+    /// with a 250 Hz tick, several times that on a busy machine. It runs on a thread of its own, so the loop never
+    /// waits for it; the process still exits only once it has returned (exit waits for every thread), which is why
+    /// the daemon stops watching as soon as termination begins. A FIFO or socket is closed at once.
     @_spi(Testing) public func stop() {
         ioSource?.cancel()
         ioSource = nil
-        if fd >= 0 { Glibc.close(fd) }
+        if fd >= 0 {
+            if readsData { Glibc.close(fd) } else { Self.closeTrigger(fd) }
+        }
         fd = -1
         source = nil
         handler = nil
+    }
+
+    /// Closes a PSI trigger's descriptor on a short-lived thread (with every signal blocked, so none is delivered
+    /// there), or here when no thread can be started.
+    private static func closeTrigger(_ descriptor: Int32) {
+        let started = SystemThread.start(blockingSignals: true) { _ = Glibc.close(descriptor) }
+        switch started {
+        case .success(let thread):
+            // Nobody joins it: it ends when the close returns.
+            pthread_detach(thread)
+        case .failure:
+            Glibc.close(descriptor)
+        }
     }
 
     // MARK: Opening

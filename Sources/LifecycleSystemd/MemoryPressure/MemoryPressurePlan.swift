@@ -59,22 +59,15 @@ package enum CgroupLayout: String, Hashable, Sendable {
     /// cgroup v1 only: no per-cgroup pressure files.
     case legacy
 
-    /// The layout of this mount namespace, from /proc/self/mountinfo.
-    package static func detect() -> CgroupLayout {
-        detect(mountinfo: (try? SystemFiles.readText("/proc/self/mountinfo")) ?? "")
-    }
+    /// `CGROUP2_SUPER_MAGIC`: the file system type statfs(2) reports for a cgroup2 mount.
+    package static let cgroup2FileSystemType: UInt = 0x6367_7270
 
-    /// The layout a /proc/self/mountinfo text describes: where (if anywhere) a cgroup2 file system is mounted.
-    package static func detect(mountinfo: String) -> CgroupLayout {
-        var cgroup2MountPoints: Set<Substring> = []
-        for line in mountinfo.split(separator: "\n") {
-            // "id parent major:minor root mountpoint options [optional fields] - fstype source superoptions"
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let dash = fields.firstIndex(of: "-"), dash + 1 < fields.count else { continue }
-            if fields[dash + 1] == "cgroup2" { cgroup2MountPoints.insert(fields[4]) }
-        }
-        if cgroup2MountPoints.contains("/sys/fs/cgroup") { return .unified }
-        if cgroup2MountPoints.contains("/sys/fs/cgroup/unified") { return .hybrid }
+    /// The layout whose cgroup2 mount `fileSystemType` finds (the type statfs(2) reports for a path, nil when there
+    /// is nothing there), as systemd decides it: cgroup2 at /sys/fs/cgroup is unified, at /sys/fs/cgroup/unified
+    /// hybrid, anywhere else (or nowhere) legacy.
+    package static func detect(fileSystemType: (String) -> UInt?) -> CgroupLayout {
+        if fileSystemType("/sys/fs/cgroup") == cgroup2FileSystemType { return .unified }
+        if fileSystemType("/sys/fs/cgroup/unified") == cgroup2FileSystemType { return .hybrid }
         return .legacy
     }
 
