@@ -9,7 +9,7 @@
 public import LifecycleKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A listening socket a hosted server accepts connections on, known by its name.
@@ -48,7 +48,10 @@ public struct Listener: Sendable, Hashable, CustomStringConvertible {
     /// A listener named `name` (ASCII letters, digits, `-`, `_`, `.`, at most 200 characters: it becomes a
     /// `FileDescriptorName=`), bound to `address` when systemd passed none under that name.
     public init(_ name: String, address: Address, backlog: Int = 4096) {
-        precondition(Self.isValidName(name), "listener name \(name.debugDescription): use ASCII letters, digits, '-', '_' or '.', at most 200")
+        precondition(
+            Self.isValidName(name),
+            "listener name \(name.debugDescription): use ASCII letters, digits, '-', '_' or '.', at most 200"
+        )
         self.name = name
         self.address = address
         self.backlog = max(1, backlog)
@@ -69,7 +72,9 @@ public struct Listener: Sendable, Hashable, CustomStringConvertible {
 
     static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 200
-            && name.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") }
+            && name.utf8.allSatisfy {
+                $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+            }
     }
 }
 

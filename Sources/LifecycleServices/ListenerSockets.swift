@@ -10,7 +10,7 @@
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The system calls behind the application's ``ListenerTable``: claiming a passed socket or binding one, pausing
@@ -52,7 +52,12 @@ package enum ListenerSockets {
             $0.isShutDown = false
             $0.servers += 1
         }
-        return ListeningSocket(name: opened.name, address: opened.address, origin: opened.origin, descriptor: opened.descriptor)
+        return ListeningSocket(
+            name: opened.name,
+            address: opened.address,
+            origin: opened.origin,
+            descriptor: opened.descriptor
+        )
     }
 
     /// A run of a hosted server that accepted on `socket` has ended; a retired socket nobody serves is closed.
@@ -70,7 +75,9 @@ package enum ListenerSockets {
     /// process shut down (a socket unit stops on it: "Got POLLHUP on a listening socket").
     static func shutDown(_ socket: ListeningSocket, in application: Application) {
         let table = application.listeners
-        guard let current = table[socket.name], current.descriptor == socket.descriptor, !current.isShutDown else { return }
+        guard let current = table[socket.name], current.descriptor == socket.descriptor, !current.isShutDown else {
+            return
+        }
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &address) {
@@ -144,7 +151,8 @@ package enum ListenerSockets {
         let address = describe(passed.descriptor) ?? "fd \(passed.descriptor)"
         var type: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(passed.descriptor, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_STREAM.rawValue)
+        guard getsockopt(passed.descriptor, SOL_SOCKET, SO_TYPE, &type, &length) == 0,
+            type == Int32(SOCK_STREAM.rawValue)
         else {
             throw ListenerError(
                 listener: listener.name,
@@ -184,7 +192,8 @@ package enum ListenerSockets {
         application.logger.info(
             "listener \(listener.name): \(address) (\(from)\(passed.origin.rawValue))",
             metadata: [
-                "lifecycle.listener": .string(listener.name), "lifecycle.listener.origin": .string(passed.origin.rawValue),
+                "lifecycle.listener": .string(listener.name),
+                "lifecycle.listener.origin": .string(passed.origin.rawValue),
             ]
         )
         return adopted
@@ -234,9 +243,14 @@ package enum ListenerSockets {
     }
 
     private static func bindTCP(_ listener: Listener, host: String, port: Int) throws(ListenerError) -> Int32 {
-        let where_ = listener.address.description
+        let place = listener.address.description
         guard (0...65535).contains(port) else {
-            throw ListenerError(listener: listener.name, address: where_, operation: "the port must be 0...65535", errno: 0)
+            throw ListenerError(
+                listener: listener.name,
+                address: place,
+                operation: "the port must be 0...65535",
+                errno: 0
+            )
         }
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
@@ -246,16 +260,25 @@ package enum ListenerSockets {
         let status = getaddrinfo(host, String(port), &hints, &results)
         guard status == 0, let first = results else {
             let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
-            throw ListenerError(listener: listener.name, address: where_, operation: "cannot resolve \(host): \(reason)", errno: 0)
+            throw ListenerError(
+                listener: listener.name,
+                address: place,
+                operation: "cannot resolve \(host): \(reason)",
+                errno: 0
+            )
         }
         defer { freeaddrinfo(results) }
-        var failure = ListenerError(listener: listener.name, address: where_, operation: "no address", errno: 0)
+        var failure = ListenerError(listener: listener.name, address: place, operation: "no address", errno: 0)
         var next: UnsafeMutablePointer<addrinfo>? = first
         while let info = next {
             next = info.pointee.ai_next
-            let descriptor = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let descriptor = socket(
+                info.pointee.ai_family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                0
+            )
             guard descriptor >= 0 else {
-                failure = ListenerError(listener: listener.name, address: where_, operation: "socket", errno: errno)
+                failure = ListenerError(listener: listener.name, address: place, operation: "socket", errno: errno)
                 continue
             }
             var one: Int32 = 1
@@ -264,12 +287,12 @@ package enum ListenerSockets {
                 setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
             }
             if Glibc.bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
-                failure = ListenerError(listener: listener.name, address: where_, operation: "bind", errno: errno)
+                failure = ListenerError(listener: listener.name, address: place, operation: "bind", errno: errno)
                 close(descriptor)
                 continue
             }
             if Glibc.listen(descriptor, Int32(clamping: listener.backlog)) != 0 {
-                failure = ListenerError(listener: listener.name, address: where_, operation: "listen", errno: errno)
+                failure = ListenerError(listener: listener.name, address: place, operation: "listen", errno: errno)
                 close(descriptor)
                 continue
             }
@@ -283,14 +306,23 @@ package enum ListenerSockets {
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw ListenerError(listener: listener.name, address: path, operation: "the path must have 1 to 107 bytes", errno: 0)
+            throw ListenerError(
+                listener: listener.name,
+                address: path,
+                operation: "the path must have 1 to 107 bytes",
+                errno: 0
+            )
         }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw ListenerError(listener: listener.name, address: path, operation: "socket", errno: errno) }
+        guard descriptor >= 0 else {
+            throw ListenerError(listener: listener.name, address: path, operation: "socket", errno: errno)
+        }
         let length = socklen_t(MemoryLayout<sockaddr_un>.size)
         func bindNow() -> Int32 {
-            withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, length) } }
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, length) }
+            }
         }
         var bound = bindNow()
         if bound != 0, errno == EADDRINUSE, isStaleSocket(address) {
@@ -299,7 +331,12 @@ package enum ListenerSockets {
             bound = bindNow()
         }
         guard bound == 0, Glibc.listen(descriptor, Int32(clamping: listener.backlog)) == 0 else {
-            let error = ListenerError(listener: listener.name, address: path, operation: bound == 0 ? "listen" : "bind", errno: errno)
+            let error = ListenerError(
+                listener: listener.name,
+                address: path,
+                operation: bound == 0 ? "listen" : "bind",
+                errno: errno
+            )
             close(descriptor)
             throw error
         }
@@ -335,11 +372,20 @@ package enum ListenerSockets {
             var port = [CChar](repeating: 0, count: Int(NI_MAXSERV))
             let named = withUnsafePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    getnameinfo($0, length, &host, socklen_t(host.count), &port, socklen_t(port.count), NI_NUMERICHOST | NI_NUMERICSERV)
+                    getnameinfo(
+                        $0,
+                        length,
+                        &host,
+                        socklen_t(host.count),
+                        &port,
+                        socklen_t(port.count),
+                        NI_NUMERICHOST | NI_NUMERICSERV
+                    )
                 }
             }
             guard named == 0 else { return nil }
-            return Int32(storage.ss_family) == AF_INET6 ? "[\(string(host))]:\(string(port))" : "\(string(host)):\(string(port))"
+            return Int32(storage.ss_family) == AF_INET6
+                ? "[\(string(host))]:\(string(port))" : "\(string(host)):\(string(port))"
         case AF_UNIX:
             return withUnsafePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr_un.self, capacity: 1) { address in
@@ -386,7 +432,15 @@ package enum ListenerSockets {
         while let info = next {
             next = info.pointee.ai_next
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(info.pointee.ai_addr, info.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
+            if getnameinfo(
+                info.pointee.ai_addr,
+                info.pointee.ai_addrlen,
+                &text,
+                socklen_t(text.count),
+                nil,
+                0,
+                NI_NUMERICHOST
+            ) == 0 {
                 addresses.append(string(text))
             }
         }

@@ -205,7 +205,12 @@ open class ServiceController: ViewController {
     private func claimListeners() throws(ListenerError) -> [ListeningSocket] {
         guard !listeners.isEmpty else { return [] }
         guard let application else {
-            throw ListenerError(listener: listeners[0].name, address: "\(listeners[0].address)", operation: "the controller is in no application", errno: 0)
+            throw ListenerError(
+                listener: listeners[0].name,
+                address: "\(listeners[0].address)",
+                operation: "the controller is in no application",
+                errno: 0
+            )
         }
         var sockets: [ListeningSocket] = []
         do {
@@ -244,6 +249,11 @@ extension Application {
     /// socket unit's is systemd's to move.
     public func listener(named name: String) -> ListeningSocket? {
         guard let listener = listeners[name] else { return nil }
-        return ListeningSocket(name: listener.name, address: listener.address, origin: listener.origin, descriptor: listener.descriptor)
+        return ListeningSocket(
+            name: listener.name,
+            address: listener.address,
+            origin: listener.origin,
+            descriptor: listener.descriptor
+        )
     }
 }

@@ -92,13 +92,17 @@ struct StopAndProbeTests {
         var configuration = DaemonConfiguration()
         configuration.watchLogind = false
         let harness = DaemonHarness(configuration: configuration)
-        #expect(harness.application.check(.started) == HealthCheck(probe: .started, passed: false, reason: "not launched"))
+        #expect(
+            harness.application.check(.started) == HealthCheck(probe: .started, passed: false, reason: "not launched")
+        )
         #expect(!harness.application.check(.ready).passed)
         harness.launch()
         #expect(harness.application.check(.started).passed)
         #expect(harness.application.check(.ready) == HealthCheck(probe: .ready, passed: true, reason: "active"))
         harness.signal(.user1)
-        #expect(harness.application.check(.ready) == HealthCheck(probe: .ready, passed: false, reason: "in the background"))
+        #expect(
+            harness.application.check(.ready) == HealthCheck(probe: .ready, passed: false, reason: "in the background")
+        )
         #expect(harness.application.check(.live).passed)
         harness.signal(.user2)
         #expect(harness.application.check(.ready).passed)

@@ -13,15 +13,21 @@ import Testing
 @_spi(Testing) @testable import LifecycleDaemon
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("What an upgrade's two processes tell each other")
 struct UpgradeProtocolTests {
     @Test func theListenersOriginsTravelInOneVariableAndWhatCannotBeReadIsLeftOut() {
-        let text = UpgradeEnvironment.encode(origins: [("http", .socketUnit), ("admin", .bound), ("metrics", .fileDescriptorStore)])
+        let text = UpgradeEnvironment.encode(origins: [
+            ("http", .socketUnit), ("admin", .bound), ("metrics", .fileDescriptorStore),
+        ])
         #expect(text == "http=socket-unit,admin=bound,metrics=fd-store")
-        #expect(UpgradeEnvironment.decodeOrigins(text) == ["http": .socketUnit, "admin": .bound, "metrics": .fileDescriptorStore])
+        #expect(
+            UpgradeEnvironment.decodeOrigins(text) == [
+                "http": .socketUnit, "admin": .bound, "metrics": .fileDescriptorStore,
+            ]
+        )
         #expect(UpgradeEnvironment.decodeOrigins("http=socket-unit,broken,x=elsewhere,=bound") == ["http": .socketUnit])
     }
 

@@ -12,7 +12,7 @@ import LifecycleKitTesting
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @MainActor
@@ -30,7 +30,9 @@ struct HealthProbeTests {
         #expect(await probes.check(.started) == HealthCheck(probe: .started, passed: false, reason: "not launched"))
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
-        #expect(await probes.check(.ready) == HealthCheck(probe: .ready, passed: true, reason: "active, 1 listener serving"))
+        #expect(
+            await probes.check(.ready) == HealthCheck(probe: .ready, passed: true, reason: "active, 1 listener serving")
+        )
         #expect(await probes.check(.started).passed)
         host.application.requestEnterBackground()
         #expect(await host.waitUntil { !controller.services.isRunning })

@@ -13,7 +13,7 @@ import ServiceLifecycle
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A service that records the listening socket of its run, then runs until its graceful shutdown.
@@ -30,7 +30,10 @@ struct SocketRecordingService: Service {
 
 /// What a TCP client connecting to 127.0.0.1:`port` meets: the kernel takes the connection (it waits in the
 /// listening socket's backlog, whether a server accepts or not), or refuses it.
-enum ConnectOutcome: Equatable { case accepted, refused, other(Int32) }
+enum ConnectOutcome: Equatable {
+    case accepted, refused
+    case other(Int32)
+}
 
 func connect(toLoopbackPort port: Int) -> ConnectOutcome {
     let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -40,7 +43,9 @@ func connect(toLoopbackPort port: Int) -> ConnectOutcome {
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
     let result = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     if result == 0 { return .accepted }
     return errno == ECONNREFUSED ? .refused : .other(errno)
@@ -60,7 +65,8 @@ func listeningLoopbackSocket() -> (descriptor: Int32, port: Int) {
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) { pointer in
         pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(descriptor, $0, length) == 0 && listen(descriptor, 16) == 0 && getsockname(descriptor, $0, &length) == 0
+            bind(descriptor, $0, length) == 0 && listen(descriptor, 16) == 0
+                && getsockname(descriptor, $0, &length) == 0
         }
     }
     precondition(bound, "cannot listen on 127.0.0.1")
@@ -75,7 +81,8 @@ struct ListenerTests {
         policy: ListenerPolicy = .pause,
         timeline: Timeline
     ) -> (TestHost, ServiceController) {
-        let controller = ServiceController(identifier: "http", listeners: [listener], listenerPolicy: policy) { sockets in
+        let controller = ServiceController(identifier: "http", listeners: [listener], listenerPolicy: policy) {
+            sockets in
             [SocketRecordingService(socket: sockets[0], timeline: timeline)]
         }
         return (TestHost(delegate: Delegate(root: controller)), controller)
@@ -134,7 +141,10 @@ struct ListenerTests {
         let timeline = Timeline()
         let passed = listeningLoopbackSocket()
         let (host, controller) = hosted(policy: .close, timeline: timeline)
-        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(descriptor: passed.descriptor, origin: .socketUnit)
+        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
+            descriptor: passed.descriptor,
+            origin: .socketUnit
+        )
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
         host.application.requestEnterBackground()
@@ -152,7 +162,10 @@ struct ListenerTests {
         let timeline = Timeline()
         let passed = listeningLoopbackSocket()
         let (host, _) = hosted(.tcp("http", port: 1), timeline: timeline)
-        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(descriptor: passed.descriptor, origin: .socketUnit)
+        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
+            descriptor: passed.descriptor,
+            origin: .socketUnit
+        )
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
         #expect(timeline.lines == ["run on 127.0.0.1:\(passed.port) (socket-unit)"])
@@ -169,7 +182,10 @@ struct ListenerTests {
         var bound: [String] = []
         host.application.listeners.didRetire = { retired.append("\($0.name) \($0.address)") }
         host.application.listeners.didBind = { bound.append("\($0.name) \($0.address)") }
-        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(descriptor: stale.descriptor, origin: .fileDescriptorStore)
+        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
+            descriptor: stale.descriptor,
+            origin: .fileDescriptorStore
+        )
         // Port 0 names any port: the stored socket on 127.0.0.1 serves it.
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
@@ -182,7 +198,10 @@ struct ListenerTests {
         let (host2, _) = hosted(.tcp("http", host: "127.0.0.2", port: 0), timeline: timeline2)
         host2.application.listeners.didRetire = { retired.append("\($0.name) \($0.address)") }
         host2.application.listeners.didBind = { bound.append("\($0.name) \($0.address)") }
-        host2.application.listeners.unclaimed["http"] = ListenerTable.Inherited(descriptor: other.descriptor, origin: .fileDescriptorStore)
+        host2.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
+            descriptor: other.descriptor,
+            origin: .fileDescriptorStore
+        )
         host2.launch()
         #expect(await host2.waitUntil { timeline2.lines.count == 1 })
         let fresh = try! #require(host2.application.listeners["http"])
@@ -202,7 +221,10 @@ struct ListenerTests {
         host.launch()
         #expect(await host.waitUntil { controller.services.failureCount == 1 })
         let error = try! #require(controller.services.lastError as? ListenerError)
-        #expect(error.description == "listener http cannot listen on 127.0.0.1:\(squatter.port): bind: Address already in use")
+        #expect(
+            error.description
+                == "listener http cannot listen on 127.0.0.1:\(squatter.port): bind: Address already in use"
+        )
         #expect(timeline.lines.isEmpty)
         #expect(host.application.listeners.listeners.isEmpty)
         close(squatter.descriptor)
@@ -219,7 +241,9 @@ struct ListenerTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         close(stale)
         let timeline = Timeline()

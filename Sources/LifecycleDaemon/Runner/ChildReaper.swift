@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleSystemd
 import Logging
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// As a container's first process (PID 1), the daemon is the init of its PID namespace: every orphan of the
@@ -51,7 +51,10 @@ final class ChildReaper {
             let pid = waitpid(-1, &status, WNOHANG)
             guard pid > 0 else { return }
             reaped += 1
-            logger.debug("PID 1: reaped pid \(pid) (wait status \(status))", metadata: ["lifecycle.reaped": .string("\(pid)")])
+            logger.debug(
+                "PID 1: reaped pid \(pid) (wait status \(status))",
+                metadata: ["lifecycle.reaped": .string("\(pid)")]
+            )
         }
     }
 }

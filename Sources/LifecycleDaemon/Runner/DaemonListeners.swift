@@ -11,7 +11,7 @@
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The names the daemon gives what it passes on: listeners in systemd's file descriptor store, and what an upgrade
@@ -60,16 +60,27 @@ extension Daemon {
                     dropStoredListener(socket, name: name)
                     continue
                 }
-                table.unclaimed[name] = ListenerTable.Inherited(descriptor: socket.descriptor, origin: .fileDescriptorStore)
+                table.unclaimed[name] = ListenerTable.Inherited(
+                    descriptor: socket.descriptor,
+                    origin: .fileDescriptorStore
+                )
             } else {
                 if let stored = table.unclaimed[socket.name], stored.origin == .fileDescriptorStore {
-                    dropStoredListener(SocketActivation.Socket(name: socket.name, descriptor: stored.descriptor), name: socket.name)
+                    dropStoredListener(
+                        SocketActivation.Socket(name: socket.name, descriptor: stored.descriptor),
+                        name: socket.name
+                    )
                 }
-                table.unclaimed[socket.name] = ListenerTable.Inherited(descriptor: socket.descriptor, origin: .socketUnit)
+                table.unclaimed[socket.name] = ListenerTable.Inherited(
+                    descriptor: socket.descriptor,
+                    origin: .socketUnit
+                )
             }
         }
         if !table.unclaimed.isEmpty {
-            let passed = table.unclaimed.sorted { $0.key < $1.key }.map { "\($0.key) (fd \($0.value.descriptor), \($0.value.origin.rawValue))" }
+            let passed = table.unclaimed.sorted { $0.key < $1.key }.map {
+                "\($0.key) (fd \($0.value.descriptor), \($0.value.origin.rawValue))"
+            }
             logger.debug("listening sockets passed: \(passed.joined(separator: ", "))")
         }
         keepBoundListenersInStore()
@@ -101,7 +112,10 @@ extension Daemon {
         }
     }
 
-    func storeListener(_ listener: ListenerTable.Listener, in store: FileDescriptorStore = FileDescriptorStore(notifier: .fromEnvironment())) {
+    func storeListener(
+        _ listener: ListenerTable.Listener,
+        in store: FileDescriptorStore = FileDescriptorStore(notifier: .fromEnvironment())
+    ) {
         do {
             try store.store(descriptor: listener.descriptor, name: ListenerNames.storePrefix + listener.name)
             logger.debug("listener \(listener.name) kept in the file descriptor store")
@@ -124,7 +138,9 @@ extension Daemon {
     /// Sockets passed under names no server claimed, once the launch is over: a socket unit whose
     /// `FileDescriptorName=` matches no listener is a configuration mistake worth one warning.
     func warnAboutUnclaimedListeners() {
-        let unclaimed = application.listeners.unclaimed.filter { $0.value.origin == .socketUnit && $0.value.handedOverBy == nil }
+        let unclaimed = application.listeners.unclaimed.filter {
+            $0.value.origin == .socketUnit && $0.value.handedOverBy == nil
+        }
         guard !unclaimed.isEmpty, application.applicationState == .active else { return }
         let names = unclaimed.keys.sorted()
         let declared = application.listeners.listeners.map(\.name)

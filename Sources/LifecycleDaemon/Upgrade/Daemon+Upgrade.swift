@@ -6,13 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 import Logging
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension Daemon {

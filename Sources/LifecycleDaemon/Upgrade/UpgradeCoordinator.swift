@@ -6,13 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 import Logging
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An upgrade, seen from the running process (docs/operations.md, "Restarts, upgrades and the background without
@@ -49,7 +49,12 @@ final class UpgradeCoordinator {
     private var failure: UpgradeFailure?
     private(set) var isFinished = false
 
-    private init(daemon: Daemon, loop: MainLoop, timeout: Duration, completion: @escaping (Result<HandOver, UpgradeFailure>) -> Void) {
+    private init(
+        daemon: Daemon,
+        loop: MainLoop,
+        timeout: Duration,
+        completion: @escaping (Result<HandOver, UpgradeFailure>) -> Void
+    ) {
         self.daemon = daemon
         self.loop = loop
         self.logger = daemon.logger
@@ -93,7 +98,9 @@ final class UpgradeCoordinator {
                 closeAfterSpawn.append(memfd)
                 passed.append((name, memfd))
             } catch {
-                logger.warning("upgrade: the saved state cannot be handed over in memory (\(error)); the new process reads it from the state directory")
+                logger.warning(
+                    "upgrade: the saved state cannot be handed over in memory (\(error)); the new process reads it from the state directory"
+                )
             }
         }
         var pair: [Int32] = [-1, -1]
@@ -138,7 +145,10 @@ final class UpgradeCoordinator {
             return
         }
         guard let child else { return }
-        logger.info("upgrade: pid \(child.pid) started; waiting until it serves (at most \(timeout.formattedForLog))", metadata: ["lifecycle.upgrade": "started"])
+        logger.info(
+            "upgrade: pid \(child.pid) started; waiting until it serves (at most \(timeout.formattedForLog))",
+            metadata: ["lifecycle.upgrade": "started"]
+        )
         do {
             channelSource = try loop.addIO(fd: channel, events: .readable) { [unowned self] _ in
                 MainActor.assumeIsolated { readChannel() }
@@ -193,9 +203,13 @@ final class UpgradeCoordinator {
         case .message(.ready):
             handOver()
         case .message(let other):
-            stopChild(because: "the new process sent \"\(other.rawValue)\" where \"ready\" was expected; it was stopped")
+            stopChild(
+                because: "the new process sent \"\(other.rawValue)\" where \"ready\" was expected; it was stopped"
+            )
         case .garbled(let text):
-            stopChild(because: "the new process sent \(text.debugDescription) where \"ready\" was expected; it was stopped")
+            stopChild(
+                because: "the new process sent \(text.debugDescription) where \"ready\" was expected; it was stopped"
+            )
         case .closed:
             // It exited, or closed its end: its exit says which.
             channelSource?.cancel()
@@ -248,7 +262,9 @@ final class UpgradeCoordinator {
         killTimer?.cancel()
         killTimer = nil
         if failure == nil, !isFinished {
-            let status = child.exitCode.map { $0 > 128 ? "was killed by signal \($0 - 128)" : "exited with status \($0)" } ?? "exited"
+            let status =
+                child.exitCode.map { $0 > 128 ? "was killed by signal \($0 - 128)" : "exited with status \($0)" }
+                ?? "exited"
             stopChild(because: "the new process (pid \(child.pid)) \(status) before it was ready")
         }
         isFinished = true
@@ -257,7 +273,10 @@ final class UpgradeCoordinator {
 
     private func deadlinePassed() {
         deadline = nil
-        stopChild(because: "the new process (pid \(child?.pid ?? 0)) was not ready within \(timeout.formattedForLog); it was stopped")
+        stopChild(
+            because:
+                "the new process (pid \(child?.pid ?? 0)) was not ready within \(timeout.formattedForLog); it was stopped"
+        )
     }
 
     private func fail(_ reason: String) {
@@ -268,7 +287,10 @@ final class UpgradeCoordinator {
     }
 
     private func report(_ failure: UpgradeFailure) {
-        logger.error("upgrade failed: \(failure.reason); this process serves on", metadata: ["lifecycle.upgrade": "failed"])
+        logger.error(
+            "upgrade failed: \(failure.reason); this process serves on",
+            metadata: ["lifecycle.upgrade": "failed"]
+        )
         completion?(.failure(failure))
         completion = nil
     }

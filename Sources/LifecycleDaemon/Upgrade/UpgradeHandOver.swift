@@ -6,13 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 import Logging
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An upgrade, seen from the new process: started by the running one with its listening sockets, its control socket
@@ -52,7 +52,8 @@ final class UpgradeHandOver {
         self.channel = channel
         listenerOrigins = environment[UpgradeEnvironment.listenerOrigins].map(UpgradeEnvironment.decodeOrigins) ?? [:]
         controlPath = environment[UpgradeEnvironment.controlPath]
-        launchTarget = environment[UpgradeEnvironment.applicationState] == ApplicationState.background.rawValue ? .background : nil
+        launchTarget =
+            environment[UpgradeEnvironment.applicationState] == ApplicationState.background.rawValue ? .background : nil
     }
 
     /// The upgrade this process was started by, if `environment` says so and its channel was passed.
@@ -85,7 +86,9 @@ final class UpgradeHandOver {
     func reportReady() {
         guard phase == .launching else { return }
         phase = .reportedReady
-        if !UpgradeMessage.ready.send(on: channel) { abandon("the process that started the upgrade (pid \(previousPID)) is gone") }
+        if !UpgradeMessage.ready.send(on: channel) {
+            abandon("the process that started the upgrade (pid \(previousPID)) is gone")
+        }
     }
 
     private func read() {

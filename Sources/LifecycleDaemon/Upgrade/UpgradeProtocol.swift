@@ -9,7 +9,7 @@
 @_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What the running process and the next one tell each other during an upgrade, over a `SOCK_SEQPACKET` pair the
@@ -28,7 +28,8 @@ enum UpgradeMessage: String, Sendable, Hashable {
     @discardableResult
     func send(on descriptor: Int32) -> Bool {
         let bytes = Array(rawValue.utf8)
-        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            == bytes.count
     }
 
     /// What can be read from the channel now.

@@ -47,7 +47,11 @@ extension Application {
         case .started:
             return hasFinishedLaunching
                 ? HealthCheck(probe: .started, passed: true, reason: "launched")
-                : HealthCheck(probe: .started, passed: false, reason: applicationState == .notRunning ? "not launched" : "launching")
+                : HealthCheck(
+                    probe: .started,
+                    passed: false,
+                    reason: applicationState == .notRunning ? "not launched" : "launching"
+                )
         case .ready:
             return readiness()
         }
@@ -55,7 +59,9 @@ extension Application {
 
     private func readiness() -> HealthCheck {
         func notReady(_ reason: String) -> HealthCheck { HealthCheck(probe: .ready, passed: false, reason: reason) }
-        guard hasFinishedLaunching else { return notReady(applicationState == .notRunning ? "not launched" : "launching") }
+        guard hasFinishedLaunching else {
+            return notReady(applicationState == .notRunning ? "not launched" : "launching")
+        }
         if isTerminating { return notReady("terminating") }
         if let stoppingReason { return notReady(stoppingReason) }
         switch applicationState {

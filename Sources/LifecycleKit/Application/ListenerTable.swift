@@ -50,7 +50,13 @@ package final class ListenerTable {
         }
 
         /// Describes a listener.
-        package init(name: String, descriptor: Int32, address: String, origin: ListenerOrigin, handedOverBy: Int32? = nil) {
+        package init(
+            name: String,
+            descriptor: Int32,
+            address: String,
+            origin: ListenerOrigin,
+            handedOverBy: Int32? = nil
+        ) {
             self.name = name
             self.descriptor = descriptor
             self.address = address
