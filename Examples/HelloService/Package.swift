@@ -70,6 +70,7 @@ let package = Package(
             name: "HelloServiceTests",
             dependencies: [
                 "hello-service",
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
                 .product(name: "LifecycleKitTesting", package: "LifecycleKit"),
                 .product(name: "LifecycleServices", package: "LifecycleKit"),

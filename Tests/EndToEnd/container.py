@@ -13,8 +13,10 @@ manifest read into podman's flags.
   (no registry: FROM scratch, the binaries and the Debian libraries they link), under the manifest's repository with
   a tag of the session's own, removed afterwards.
 - Every container runs with PODMAN_RUN_FLAGS (what podman needs on these machines: runc, the host's network,
-  explicit rlimits) plus what the manifest declares (`Workload.run_flags`): its user, capabilities, env, volumes,
-  limits; its probes run with `podman exec` (`Container.probe_passes`); its grace period is `podman stop -t`.
+  explicit rlimits) plus what the manifest declares (`Workload.run_flags`): its user, capabilities, env, limits, its
+  claims as podman volumes and its ConfigMaps as read-only directories of their files; its probes run as the kubelet
+  runs them (`Container.probe_passes`: exec with `podman exec`, httpGet against the port); its grace period is
+  `podman stop -t`.
 - `Podman` names everything it makes uniquely and removes exactly that (containers, volumes), never anything else.
 """
 
@@ -28,14 +30,16 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 import yaml
 
-from harness import CHECKOUT, CtlBinary, DaemonBinary, LifecycleEvent
+from harness import CHECKOUT, CtlBinary, LifecycleEvent
 from test_example import ExampleBinary
 
 EXAMPLE = CHECKOUT / "Examples" / "HelloService"
@@ -67,8 +71,8 @@ PODMAN_EXEC_OVERHEAD_SECONDS = 5.0
 # fails on anything else, so a setting added to the manifest is one the test runs too.
 POD_SPEC_KEYS = {"terminationGracePeriodSeconds", "securityContext", "containers", "volumes"}
 CONTAINER_KEYS = {
-    "name", "image", "imagePullPolicy", "command", "args", "env", "volumeMounts", "securityContext", "resources",
-    "startupProbe", "livenessProbe", "readinessProbe",
+    "name", "image", "imagePullPolicy", "command", "args", "ports", "env", "volumeMounts", "securityContext",
+    "resources", "startupProbe", "livenessProbe", "readinessProbe",
 }
 PROBE_KINDS = ("startupProbe", "livenessProbe", "readinessProbe")
 
@@ -105,9 +109,9 @@ def record_figures(name: str, figures: dict) -> None:
 
 
 class ExampleImage:
-    """The example's image, built by scripts/container-image from the binaries under test (hello-service,
-    lifecyclectl, and lifecycled for the restoration test) the first time a test asks for it, under the manifest's
-    repository with a tag of this session's own; a missing podman or binary fails that test."""
+    """The example's image, built by scripts/container-image from the binaries under test (hello-service and
+    lifecyclectl, what `make image` puts in) the first time a test asks for it, under the manifest's repository with a
+    tag of this session's own; a missing podman or binary fails that test."""
 
     def __init__(self, workload: "Workload"):
         self.tag = f"{workload.repository}:e2e-{os.getpid()}-{secrets.token_hex(3)}"
@@ -120,7 +124,7 @@ class ExampleImage:
             pytest.fail(self.failure, pytrace=False)
         if not self.built:
             require_podman()
-            binaries = [str(ExampleBinary().path()), str(CtlBinary().path()), str(DaemonBinary().path())]
+            binaries = [str(ExampleBinary().path()), str(CtlBinary().path())]
             began = time.monotonic()
             done = subprocess.run(
                 [str(IMAGE_SCRIPT), "--tag", self.tag, *binaries], capture_output=True, text=True, timeout=900
@@ -155,15 +159,26 @@ class Probe(NamedTuple):
     failure_threshold: int
 
     @classmethod
-    def load(cls, kind: str, spec: dict[str, Any]) -> "Probe":
+    def load(cls, kind: str, spec: dict[str, Any], ports: dict[str, int]) -> "Probe":
+        """The probe `spec`; a port given by name is the container's port of that name (`ports`)."""
         handlers = [key for key in ("exec", "httpGet", "tcpSocket", "grpc") if key in spec]
         assert len(handlers) == 1, f"{kind} must have one of exec, httpGet, tcpSocket: {spec}"
         assert handlers[0] != "grpc", f"{kind}: the test cannot run a grpc probe"
+
+        def port(value: str | int) -> int:
+            if isinstance(value, int):
+                return value
+            assert value in ports, f"{kind}: port {value!r} is not one of the container's ports {sorted(ports)}"
+            return ports[value]
+
+        if "httpGet" in spec:
+            unknown = set(spec["httpGet"]) - {"path", "port"}
+            assert not unknown, f"{kind}: httpGet {sorted(unknown)} (host, scheme, headers) is not run by the test"
         return cls(
             kind=kind,
             command=[str(word) for word in spec["exec"]["command"]] if "exec" in spec else None,
-            http=(str(spec["httpGet"].get("path", "/")), int(spec["httpGet"]["port"])) if "httpGet" in spec else None,
-            tcp_port=int(spec["tcpSocket"]["port"]) if "tcpSocket" in spec else None,
+            http=(str(spec["httpGet"].get("path", "/")), port(spec["httpGet"]["port"])) if "httpGet" in spec else None,
+            tcp_port=port(spec["tcpSocket"]["port"]) if "tcpSocket" in spec else None,
             initial_delay=float(spec.get("initialDelaySeconds", 0)),
             period=float(spec.get("periodSeconds", 10)),
             timeout=float(spec.get("timeoutSeconds", 1)),
@@ -196,6 +211,11 @@ class Workload:
         assert len(deployments) == 1, f"{path}: one Deployment expected, found {len(deployments)}"
         self.deployment = deployments[0]
         self.claims = {d["metadata"]["name"]: d for d in documents if d.get("kind") == "PersistentVolumeClaim"}
+        self.config_maps: dict[str, dict[str, str]] = {
+            d["metadata"]["name"]: {str(k): str(v) for k, v in d.get("data", {}).items()}
+            for d in documents
+            if d.get("kind") == "ConfigMap"
+        }
         self.pod: dict[str, Any] = self.deployment["spec"]["template"]["spec"]
         unknown = set(self.pod) - POD_SPEC_KEYS
         assert not unknown, f"{path}: the pod declares {sorted(unknown)}, which test_container.py does not run"
@@ -252,25 +272,84 @@ class Workload:
         security = self.security()
         return int(security["runAsUser"]), int(security.get("runAsGroup", security["runAsUser"]))
 
-    @property
-    def mounts(self) -> list[tuple[str, str, bool]]:
-        """(claim name, mount path, read-only) of each volume mount; every volume must be a claim."""
+    def _volume_mounts(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(volume, mount) of each volume mount; every volume is a claim or a ConfigMap the file declares."""
         volumes = {v["name"]: v for v in self.pod.get("volumes", [])}
         mounts = []
         for mount in self.container.get("volumeMounts", []):
+            unknown = set(mount) - {"name", "mountPath", "readOnly"}
+            assert not unknown, f"{self.path}: volume mount {mount['name']}: {sorted(unknown)} is not run by the test"
             volume = volumes[mount["name"]]
-            assert "persistentVolumeClaim" in volume, f"{self.path}: volume {volume['name']} is not a claim"
-            claim = volume["persistentVolumeClaim"]["claimName"]
-            assert claim in self.claims, f"{self.path}: claim {claim} is not declared"
-            mounts.append((str(claim), str(mount["mountPath"]), bool(mount.get("readOnly", False))))
+            if "persistentVolumeClaim" in volume:
+                claim = volume["persistentVolumeClaim"]["claimName"]
+                assert claim in self.claims, f"{self.path}: claim {claim} is not declared"
+            else:
+                assert "configMap" in volume, f"{self.path}: volume {volume['name']} is neither a claim nor a ConfigMap"
+                assert set(volume["configMap"]) == {"name"}, f"{self.path}: {volume['configMap']}: only a name is run"
+                assert volume["configMap"]["name"] in self.config_maps, f"{self.path}: {volume['configMap']} undeclared"
+            mounts.append((volume, mount))
         return mounts
 
     @property
-    def probes(self) -> dict[str, Probe]:
-        return {kind: Probe.load(kind, self.container[kind]) for kind in PROBE_KINDS if kind in self.container}
+    def mounts(self) -> list[tuple[str, str, bool]]:
+        """(claim name, mount path, read-only) of each claim's volume mount."""
+        return [
+            (str(volume["persistentVolumeClaim"]["claimName"]), str(mount["mountPath"]), bool(mount.get("readOnly")))
+            for volume, mount in self._volume_mounts()
+            if "persistentVolumeClaim" in volume
+        ]
 
-    def run_flags(self, volumes: dict[str, str]) -> list[str]:
-        """`podman run` flags for what the manifest declares, with `volumes` mapping each claim to a podman volume."""
+    @property
+    def config_mounts(self) -> list[tuple[str, str]]:
+        """(ConfigMap name, mount path) of each ConfigMap's volume mount: always read-only, as Kubernetes mounts one."""
+        return [
+            (str(volume["configMap"]["name"]), str(mount["mountPath"]))
+            for volume, mount in self._volume_mounts()
+            if "configMap" in volume
+        ]
+
+    def mounted_file(self, path: str) -> str:
+        """The text of the file at `path` in the container when a ConfigMap's key puts it there."""
+        for name, directory in self.config_mounts:
+            key = path.removeprefix(directory.rstrip("/") + "/")
+            if key != path and key in self.config_maps[name]:
+                return self.config_maps[name][key]
+        raise AssertionError(f"{self.path}: no ConfigMap puts a file at {path}")
+
+    @property
+    def configuration(self) -> dict[tuple[str, str], str]:
+        """The daemon's configuration file (`--config` in the args), from the ConfigMap that holds it:
+        {(section, key): value}; empty without --config."""
+        args = self.args
+        if "--config" not in args:
+            return {}
+        settings: dict[tuple[str, str], str] = {}
+        section = ""
+        for line in self.mounted_file(args[args.index("--config") + 1]).splitlines():
+            line = line.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("["):
+                section = line.strip("[]")
+            else:
+                key, value = line.split("=", 1)
+                settings[(section, key.strip())] = value.strip()
+        return settings
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The container's named ports."""
+        return {str(p["name"]): int(p["containerPort"]) for p in self.container.get("ports", []) if "name" in p}
+
+    @property
+    def probes(self) -> dict[str, Probe]:
+        return {
+            kind: Probe.load(kind, self.container[kind], self.ports) for kind in PROBE_KINDS if kind in self.container
+        }
+
+    def run_flags(self, volumes: dict[str, str], config_directories: dict[str, str]) -> list[str]:
+        """`podman run` flags for what the manifest declares, with `volumes` mapping each claim to a podman volume and
+        `config_directories` each ConfigMap to a directory of its files."""
         security = self.security()
         user, group = self.user
         if security.get("runAsNonRoot"):
@@ -297,6 +376,8 @@ class Workload:
             flags += ["--env", f"{name}={value}"]
         for claim, path, read_only in self.mounts:
             flags += ["--volume", f"{volumes[claim]}:{path}" + (":ro" if read_only else "")]
+        for name, path in self.config_mounts:
+            flags += ["--volume", f"{config_directories[name]}:{path}:ro"]
         if "command" in self.container:
             flags += ["--entrypoint", json.dumps([str(word) for word in self.container["command"]])]
         return flags
@@ -304,47 +385,45 @@ class Workload:
 
 # Logs.
 
-# The human format the daemon writes to a stderr that is not a terminal: "TIMESTAMP LEVEL LABEL: MESSAGE key=value…".
-_HUMAN_LINE = re.compile(r"(?P<timestamp>\S+) (?P<level>[a-z]+) (?P<label>[^:]+): (?P<rest>.*)")
-_METADATA = re.compile(r' ([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|\S*)')
 
-
-def log_records(text: str) -> list[dict[str, str]]:
-    """One record per line of the daemon's log: a JSON line as it is; a human-format line as `timestamp`, `level`,
-    `message` and its `lifecycle.x=` metadata as `LIFECYCLE_X`. A line of neither kind fails."""
+def log_records(text: str) -> list[dict[str, Any]]:
+    """One record per line of the daemon's log, as a pipeline reads it: every line one JSON object (the format the
+    daemon picks when stderr is neither a terminal nor journald: docs/operations.md, "Log formats") with at least
+    `timestamp`, `level` and `message`. Any other line fails, naming it."""
     records = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if line.startswith("{"):
-            records.append({str(k): str(v) for k, v in json.loads(line).items()})
-            continue
-        match = _HUMAN_LINE.fullmatch(line)
-        assert match, f"a log line in neither format: {line!r}"
-        rest = match["rest"]
-        first = _METADATA.search(rest)
-        record = {
-            "timestamp": match["timestamp"],
-            "level": match["level"],
-            "message": rest[: first.start()] if first else rest,
-        }
-        for key, value in _METADATA.findall(rest):
-            if key.startswith("lifecycle."):
-                record["LIFECYCLE_" + key.removeprefix("lifecycle.").upper()] = (
-                    json.loads(value) if value.startswith('"') else value
-                )
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise AssertionError(f"log line {number} is not JSON ({error}): {line!r}") from None
+        assert isinstance(record, dict), f"log line {number} is not a JSON object: {line!r}"
+        missing = {"timestamp", "level", "message"} - set(record)
+        assert not missing, f"log line {number} lacks {sorted(missing)}: {line!r}"
         records.append(record)
     return records
 
 
-def trace_events(records: list[dict[str, str]]) -> list[LifecycleEvent]:
+def record_index(records: list[dict[str, Any]], message_prefix: str, start: int = 0) -> int:
+    """The position of the first record from `start` whose message begins with `message_prefix`."""
+    for index in range(start, len(records)):
+        if str(records[index]["message"]).startswith(message_prefix):
+            return index
+    raise AssertionError(f"no record {message_prefix!r}… after record {start}: {[r['message'] for r in records]}")
+
+
+def timestamp(record: dict[str, Any]) -> float:
+    """A record's `timestamp` (RFC 3339, UTC, microseconds) as seconds since the epoch, the clock of time.time()."""
+    return datetime.strptime(str(record["timestamp"]), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def trace_events(records: list[dict[str, Any]]) -> list[LifecycleEvent]:
     """The trace events among the records, in the order the log has them (not sorted: the order is under test)."""
     return [
         LifecycleEvent(
             event=r["LIFECYCLE_EVENT"],
             target=r.get("LIFECYCLE_TARGET", ""),
             state=r.get("LIFECYCLE_STATE", ""),
-            seq=int(r.get("LIFECYCLE_SEQ", "0")),
+            seq=int(r.get("LIFECYCLE_SEQ", 0)),
             cause=r.get("LIFECYCLE_CAUSE", ""),
             detail=r.get("LIFECYCLE_DETAIL", ""),
         )
@@ -354,6 +433,9 @@ def trace_events(records: list[dict[str, str]]) -> list[LifecycleEvent]:
 
 
 # Containers.
+
+# The control socket: $RUNTIME_DIRECTORY/control, RUNTIME_DIRECTORY as the Containerfile sets it.
+CONTROL_SOCKET = "/run/hello-service/control"
 
 
 class Container:
@@ -387,6 +469,14 @@ class Container:
     def host_pid(self) -> int:
         return int(self.inspect("{{.State.Pid}}"))
 
+    def wait(self, timeout: float) -> int:
+        """`podman wait`: until the container has exited; its exit status."""
+        return int(podman("wait", self.name, timeout=timeout).stdout.strip())
+
+    def copy_in(self, source: Path, destination: str) -> None:
+        """`podman cp` a file of this machine into the running container."""
+        podman("cp", str(source), f"{self.name}:{destination}")
+
     def logs(self) -> str:
         """What the daemon wrote to stderr (and stdout, which it does not use), as `podman logs` reads it back."""
         done = podman("logs", self.name)
@@ -400,14 +490,50 @@ class Container:
         """lifecyclectl in the container, on the socket the image's RUNTIME_DIRECTORY puts it at."""
         return self.exec("/usr/local/bin/lifecyclectl", *argv, "--socket", CONTROL_SOCKET, timeout=timeout)
 
+    def check(self, probe: str, verbose: bool = False) -> subprocess.CompletedProcess:
+        """`lifecyclectl check PROBE --timeout 1` in the container, as an exec probe runs it."""
+        return self.lifecyclectl("check", probe, "--timeout", "1", *(["--verbose"] if verbose else []))
+
+    @property
+    def host_socket(self) -> str:
+        """The control socket as this machine reaches it (root, through the daemon's root directory)."""
+        return f"/proc/{self.host_pid}/root{CONTROL_SOCKET}"
+
+    def lifecyclectl_from_host(self, *argv: str, socket_path: str | None = None) -> subprocess.CompletedProcess:
+        """The same lifecyclectl (the binary under test) run on this machine against the container's control socket:
+        what an exec probe runs, without `podman exec` around it. podman refuses to exec in a container it is
+        stopping ("container state improper"), where a kubelet keeps running exec probes; a test of the stop asks
+        this way (`socket_path`: the socket found before the stop began)."""
+        return subprocess.run(
+            [str(CtlBinary().path()), *argv, "--socket", socket_path or self.host_socket],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
     def status_json(self) -> dict[str, Any] | None:
         """`lifecyclectl status --json`: the daemon's status; None while it does not answer."""
         done = self.lifecyclectl("status", "--json", "--timeout", "5")
         return json.loads(done.stdout) if done.returncode == 0 else None
 
+    def http_get(self, path: str, timeout: float = 10) -> tuple[int, str] | None:
+        """GET `path` on a new connection to the service's port: (status, body), or None when nothing answers within
+        `timeout` (the server paused: the connection waits in the backlog) or the connection is refused or reset."""
+        assert self.port is not None
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, response.read().decode()
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            connection.close()
+
     def probe_passes(self, probe: Probe) -> bool:
         """Runs the probe once, as the kubelet would: an exec probe in the container (exit 0 passes), an HTTP probe
-        against the service's port (200–399 passes), a TCP probe as a connect. The manifest's port is the test's."""
+        against the service's port (200–399 within timeoutSeconds passes), a TCP probe as a connect. The manifest's
+        port is the test's."""
         if probe.command is not None:
             try:
                 done = self.exec(*probe.command, timeout=probe.timeout + PODMAN_EXEC_OVERHEAD_SECONDS)
@@ -419,14 +545,8 @@ class Container:
             f"{probe.kind}: port {declared} is not the one the service listens on (--port)"
         )
         if probe.http is not None:
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=probe.timeout)
-            try:
-                connection.request("GET", probe.http[0])
-                return 200 <= connection.getresponse().status < 400
-            except OSError:
-                return False
-            finally:
-                connection.close()
+            answer = self.http_get(probe.http[0], timeout=probe.timeout)
+            return answer is not None and 200 <= answer[0] < 400
         with socket.socket() as client:
             client.settimeout(probe.timeout)
             return client.connect_ex(("127.0.0.1", self.port)) == 0
@@ -440,19 +560,16 @@ class Container:
         return done, time.monotonic() - began
 
 
-# The control socket: $RUNTIME_DIRECTORY/control, RUNTIME_DIRECTORY as the Containerfile sets it.
-CONTROL_SOCKET = "/run/hello-service/control"
-
-
 class Podman:
-    """Makes containers and volumes with names of its own (`lifecycle-e2e-<pid>-<random>-…`) and removes exactly
-    those, whatever state they are in."""
+    """Makes containers, volumes and ConfigMap directories with names of its own (`lifecycle-e2e-<pid>-<random>-…`)
+    and removes exactly those, whatever state they are in."""
 
     def __init__(self, image: ExampleImage):
         self.image = image
         self.prefix = f"lifecycle-e2e-{os.getpid()}-{secrets.token_hex(3)}"
         self.containers: list[str] = []
         self.volumes: list[str] = []
+        self.directories: list[Path] = []
 
     def volume(self, role: str) -> str:
         name = f"{self.prefix}-{role}-{len(self.volumes)}"
@@ -460,25 +577,29 @@ class Podman:
         self.volumes.append(name)
         return name
 
+    def config_directory(self, data: dict[str, str]) -> str:
+        """A ConfigMap as the kubelet mounts it: a directory with one file per key, readable by every user."""
+        directory = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-config."))
+        self.directories.append(directory)
+        directory.chmod(0o755)
+        for key, text in data.items():
+            (directory / key).write_text(text)
+            (directory / key).chmod(0o644)
+        return str(directory)
+
     def run(
-        self,
-        workload: Workload,
-        role: str,
-        port: int | None,
-        volumes: dict[str, str],
-        entrypoint: list[str] | None = None,
-        args: list[str] | None = None,
-        extra: tuple[str, ...] = (),
+        self, workload: Workload, role: str, port: int, volumes: dict[str, str], extra: tuple[str, ...] = ()
     ) -> Container:
-        """`podman run --detach` of the image with the manifest's flags: its args with `port`, or `entrypoint` and
-        `args` instead (another program of the image, as a `command:` would)."""
+        """`podman run --detach` of the image with the manifest's flags and its args with `port`; `volumes` maps each
+        claim to a podman volume, and each ConfigMap is mounted from a directory of its own."""
         name = f"{self.prefix}-{role}-{len(self.containers)}"
         self.containers.append(name)
-        flags = workload.run_flags(volumes)
-        if entrypoint is not None:
-            flags += ["--entrypoint", json.dumps(entrypoint)]
-        command = args if args is not None else workload.args_on(port) if port is not None else workload.args
-        podman("run", "--detach", "--name", name, *PODMAN_RUN_FLAGS, *flags, *extra, self.image.name(), *command)
+        configs = {config: self.config_directory(workload.config_maps[config]) for config, _ in workload.config_mounts}
+        flags = workload.run_flags(volumes, configs)
+        podman(
+            "run", "--detach", "--name", name, *PODMAN_RUN_FLAGS, *flags, *extra, self.image.name(),
+            *workload.args_on(port),
+        )
         return Container(name, workload, port)
 
     def cleanup(self) -> None:
@@ -488,3 +609,6 @@ class Podman:
         for name in reversed(self.volumes):
             podman("volume", "rm", "--force", name, check=False)
         self.volumes.clear()
+        for directory in self.directories:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.directories.clear()

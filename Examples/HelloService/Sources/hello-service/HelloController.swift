@@ -21,19 +21,22 @@ final class HelloController: ServiceController {
     /// The listener's name: hello.socket's `FileDescriptorName=`.
     static let listenerName = "http"
 
-    /// The port to bind when no socket is passed.
+    /// The address and port to bind when no socket is passed.
+    let address: String
     let port: Int
     /// The requests answered so far, across restarts and upgrades.
     let served = RequestCount()
 
-    init(port: Int) {
+    init(address: String = "127.0.0.1", port: Int) {
+        self.address = address
         self.port = port
         // A server that fails (its port taken) is restarted after 100 ms, 200 ms, …
-        super.init(identifier: "http", listeners: [.tcp(Self.listenerName, port: port)])
+        super.init(identifier: "http", listeners: [.tcp(Self.listenerName, host: address, port: port)])
         restorationIdentifier = "http"
     }
 
     required init(coder: Coder) throws {
+        address = coder.decodeString(forKey: "address") ?? "127.0.0.1"
         port = try coder.decodeInteger(forKey: "port") ?? 8080
         try super.init(coder: coder)
         restorationIdentifier = "http"
@@ -73,6 +76,7 @@ final class HelloController: ServiceController {
 
     override func encodeRestorableState(with coder: StateCoder) {
         coder.encode(served.value, forKey: "served")
+        coder.encode(address, forKey: "address")
         coder.encode(port, forKey: "port")
     }
 

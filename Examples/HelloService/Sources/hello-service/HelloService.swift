@@ -11,8 +11,9 @@ import LifecycleDaemon
 import LifecycleKit
 import LifecycleServices
 
-/// Says hello on 127.0.0.1 (or on the socket hello.socket passes). In the background it finishes its requests and
-/// stops accepting, while connections wait in the listening socket's backlog; back in the foreground it serves them.
+/// Says hello on 127.0.0.1 (another address with `--address`, or the socket hello.socket passes). In the background it
+/// finishes its requests and stops accepting, while connections wait in the listening socket's backlog; back in the
+/// foreground it serves them.
 @main
 final class HelloService: ApplicationMain {
     static let commandConfiguration = CommandConfiguration(
@@ -22,27 +23,53 @@ final class HelloService: ApplicationMain {
     )
 
     struct Options: ParsableArguments {
-        @Option(help: "The port to listen on (127.0.0.1) when no socket is passed; overrides [Hello] Port=.")
+        @Option(
+            help: ArgumentHelp(
+                "The address to listen on when no socket is passed: a numeric IPv4 or IPv6 address (default "
+                    + "127.0.0.1; 0.0.0.0 or :: for every address, as in a container); overrides [Hello] Address=.",
+                valueName: "address"
+            )
+        )
+        var address: String?
+
+        @Option(help: "The port to listen on when no socket is passed; overrides [Hello] Port=.")
         var port: Int?
+
+        func validate() throws {
+            if let address, !PortProbe.isNumericAddress(address) {
+                throw ValidationError("--address \(address) is not \(PortProbe.numericAddress)")
+            }
+        }
     }
 
-    /// `[Hello] Port=`, read again on reload.
+    /// `[Hello] Address=` and `Port=`, read again on reload.
     struct Settings: ConfigurationSection {
         static let name = "Hello"
-        static let keys: [ConfigurationKey<Self>] = [.integer("Port", \.port, in: 1...65535)]
+        static let keys: [ConfigurationKey<Self>] = [
+            ConfigurationKey("Address") { settings, value throws(ConfigurationValueError) in
+                guard PortProbe.isNumericAddress(value) else {
+                    throw ConfigurationValueError("Address=\(value) is not \(PortProbe.numericAddress)")
+                }
+                settings.address = value
+            },
+            .integer("Port", \.port, in: 1...65535),
+        ]
+        var address = "127.0.0.1"
         var port = 8080
     }
 
-    /// The port configured.
+    /// The address and the port configured.
+    var address = "127.0.0.1"
     var port = 8080
 
     func configure(options: Options, settings: Settings) {
+        address = options.address ?? settings.address
         port = options.port ?? settings.port
     }
 
     // The window is built before restoration, so the saved state (the requests served) restores into it.
     func application(_ application: LifecycleKit.Application, willFinishLaunchingWithOptions _: LaunchOptions) -> Bool {
-        application.window = Window(rootViewController: HelloController(port: port))
+        application.window = Window(rootViewController: HelloController(address: address, port: port))
         return true
     }
 
@@ -54,20 +81,26 @@ final class HelloService: ApplicationMain {
         true
     }
 
-    // A reload that moves the server to a port it cannot listen on is refused, with the reason, and changes nothing;
-    // so is one under hello.socket, whose ListenStream= decides the port.
+    // A reload that moves the server to an address or port it cannot listen on is refused, with the reason, and
+    // changes nothing; so is one under hello.socket, whose ListenStream= decides where it listens.
     func application(_ application: LifecycleKit.Application, validateReload proposal: ReloadProposal) throws {
-        guard let new = proposal.settings(as: Settings.self)?.port, new != port else { return }
+        guard let new = proposal.settings(as: Settings.self), new.address != address || new.port != port else { return }
         if let socket = application.listener(named: HelloController.listenerName), socket.origin == .socketUnit {
-            throw PortProbe.Unavailable(port: new, reason: "the socket unit passes \(socket.address): change its ListenStream=")
+            throw PortProbe.Unavailable(
+                address: new.address,
+                port: new.port,
+                reason: "the socket unit passes \(socket.address): change its ListenStream="
+            )
         }
-        try PortProbe.check(new)
+        try PortProbe.check(address: new.address, port: new.port)
     }
 
-    // configure(…) ran: serve on the new port.
+    // configure(…) ran: serve on the new address or port.
     func applicationDidReload(_ application: LifecycleKit.Application) {
-        guard let current = application.window?.rootViewController as? HelloController, current.port != port else { return }
-        let next = HelloController(port: port)
+        guard let current = application.window?.rootViewController as? HelloController,
+            current.address != address || current.port != port
+        else { return }
+        let next = HelloController(address: address, port: port)
         next.served.add(current.served.value)
         application.window?.rootViewController = next
     }

@@ -10,25 +10,44 @@
 import Glibc
 #endif
 
-/// Whether a TCP port on 127.0.0.1 can be listened on now: a reload checks a new port before anything moves to it.
+/// Whether a TCP port on an address can be listened on now: a reload checks a new address or port before anything
+/// moves to it.
 enum PortProbe {
     struct Unavailable: Error, CustomStringConvertible {
+        let address: String
         let port: Int
         let reason: String
-        var description: String { "port \(port) cannot be listened on (\(reason)); the server stays on its port" }
+        var description: String {
+            let endpoint = address == "127.0.0.1" ? "port \(port)" : "\(address) port \(port)"
+            return "\(endpoint) cannot be listened on (\(reason)); the server stays on its port"
+        }
     }
 
-    static func check(_ port: Int) throws(Unavailable) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Unavailable(port: port, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    /// What an address must be, for an error to say.
+    static let numericAddress = "a numeric IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::1, ::)"
+
+    /// Whether `text` is a numeric IPv4 or IPv6 address (no host name: nothing to resolve, or to resolve differently
+    /// later).
+    static func isNumericAddress(_ text: String) -> Bool {
+        var bytes = in6_addr()
+        return inet_pton(AF_INET, text, &bytes) == 1 || inet_pton(AF_INET6, text, &bytes) == 1
+    }
+
+    static func check(address: String, port: Int) throws(Unavailable) {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var results: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(address, String(port), &hints, &results)
+        guard status == 0, let found = results else {
+            throw Unavailable(address: address, port: port, reason: String(cString: gai_strerror(status)))
         }
-        guard bound == 0 else { throw Unavailable(port: port, reason: String(cString: strerror(errno))) }
+        defer { freeaddrinfo(results) }
+        let fd = socket(found.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Unavailable(address: address, port: port, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        guard bind(fd, found.pointee.ai_addr, found.pointee.ai_addrlen) == 0 else {
+            throw Unavailable(address: address, port: port, reason: String(cString: strerror(errno)))
+        }
     }
 }

@@ -7,6 +7,7 @@
 //
 
 import ArgumentParser
+@_spi(Testing) import LifecycleDaemon
 import LifecycleKit
 import LifecycleKitTesting
 import LifecycleServices
@@ -50,9 +51,10 @@ private final class Squatter {
 @MainActor
 @Suite("HelloService under the test kit")
 struct HelloServiceTests {
-    private func host(port: Int) throws -> (TestHost, HelloService) {
+    private func host(port: Int, arguments: [String] = []) throws -> (TestHost, HelloService) {
         let delegate = HelloService()
-        delegate.configure(options: try HelloService.Options.parse(["--port", String(port)]), settings: .init())
+        let options = try HelloService.Options.parse(["--port", String(port)] + arguments)
+        delegate.configure(options: options, settings: .init())
         return (TestHost(delegate: delegate), delegate)
     }
 
@@ -105,5 +107,56 @@ struct HelloServiceTests {
         #expect(reason.hasSuffix("); the server stays on its port"))
         #expect(!applied && delegate.port == serving.port)
         #expect(host.recorder.lines(events: ["reloadRefused"]) == ["delegate reloadRefused"])
+    }
+
+    @Test func theServerListensOnTheAddressGivenWithAddress() async throws {
+        // 127.0.0.2 is the loopback too (all of 127/8 is), and a port the kernel picks is free by construction.
+        let (host, delegate) = try host(port: 0, arguments: ["--address", "127.0.0.2"])
+        #expect(delegate.address == "127.0.0.2")
+        host.launch()
+        let server = try #require(host.application.window?.rootViewController as? ServiceController)
+        #expect(await host.waitUntil(timeout: .seconds(10)) { server.services.isActive })
+        let listener = try #require(host.application.listener(named: HelloController.listenerName))
+        #expect(listener.address.hasPrefix("127.0.0.2:") && !listener.address.hasSuffix(":0"), "\(listener.address)")
+        host.signal("SIGTERM")
+        #expect(await host.waitUntil { host.application.backgroundTasks.isEmpty })
+    }
+
+    @Test func anAddressThatIsNotNumericIsRefusedOnTheCommandLineAndInTheFile() throws {
+        for address in ["localhost", "127.0.0.256", "::g", ""] {
+            #expect(throws: (any Error).self, "\(address)") { try HelloService.Options.parse(["--address", address]) }
+        }
+        for address in ["127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1"] {
+            #expect(try HelloService.Options.parse(["--address", address]).address == address)
+        }
+        var configuration = DaemonConfiguration()
+        let hello = HelloService.Settings.self
+        #expect(
+            throws: ConfigurationError(
+                source: "hello.conf",
+                line: 2,
+                message: "Address=example.com is not a numeric IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::1, ::)"
+            )
+        ) {
+            try configuration.apply(text: "[Hello]\nAddress=example.com\n", source: "hello.conf", applicationSection: hello)
+        }
+        try configuration.apply(text: "[Hello]\nAddress=::\n", source: "hello.conf", applicationSection: hello)
+        #expect((configuration.applicationSettings as? HelloService.Settings)?.address == "::")
+    }
+
+    @Test func aReloadToAnAddressThisMachineDoesNotHaveIsRefusedWithTheReason() throws {
+        // 192.0.2.1 is TEST-NET-1 (RFC 5737): documentation only, never a machine's address, so binding it fails.
+        let serving = Squatter()
+        let (host, delegate) = try host(port: serving.port)
+        host.launch()
+        host.reloadSettings = HelloService.Settings(address: "192.0.2.1", port: serving.port)
+        let outcome = host.send(.reload)
+        guard case .refused(let reason, _)? = outcome else {
+            Issue.record("the reload was not refused: \(String(describing: outcome))")
+            return
+        }
+        let expected = "192.0.2.1 port \(serving.port) cannot be listened on (Cannot assign requested address)"
+        #expect(reason == "the delegate: \(expected); the server stays on its port")
+        #expect(delegate.address == "127.0.0.1")
     }
 }
