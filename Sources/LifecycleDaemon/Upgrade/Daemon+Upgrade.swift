@@ -44,8 +44,13 @@ extension Daemon {
         if let upgrade, !upgrade.isFinished {
             return completion(.failure(UpgradeFailure(reason: "an upgrade is already in progress")))
         }
-        guard isMainProcess, handedOverTo == nil else {
+        guard handedOverTo == nil else {
             return completion(.failure(UpgradeFailure(reason: "this process has handed over to another one already")))
+        }
+        guard isMainProcess else {
+            return completion(
+                .failure(UpgradeFailure(reason: "this process is not the main process yet: an upgrade is handing over to it"))
+            )
         }
         guard !application.isTerminating else {
             return completion(.failure(UpgradeFailure(reason: "the application is terminating")))
