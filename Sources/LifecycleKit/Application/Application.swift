@@ -126,13 +126,12 @@ public final class Application {
     }
 
     private func replaceWindow(with newWindow: Window?) {
-        guard !edits.mustWait(touchingWindow: true) else {
-            edits.wait { [unowned self] in replaceWindow(with: newWindow) }
-            return
-        }
-        edits.begin()
-        defer { edits.end() }
-        replaceWindowNow(with: newWindow)
+        TreeEdits.edit(
+            in: edits,
+            touchingWindow: true,
+            again: { [unowned self] in replaceWindow(with: newWindow) },
+            now: { replaceWindowNow(with: newWindow) }
+        )
     }
 
     /// Replaces the window now (an edit in progress, or termination's teardown).

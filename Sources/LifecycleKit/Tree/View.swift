@@ -117,16 +117,12 @@ open class View {
     /// Made while a move is in progress in the application's tree (from a callback of one), the insertion waits until
     /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public func insertSubview(_ view: View, at index: Int) {
-        let edits = (application ?? view.application)?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: window != nil || view.window != nil) {
-                edits.wait { [self] in insertSubview(view, at: index) }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        insertSubviewNow(view, at: index)
+        TreeEdits.edit(
+            in: (application ?? view.application)?.edits,
+            touchingWindow: window != nil || view.window != nil,
+            again: { [self] in insertSubview(view, at: index) },
+            now: { insertSubviewNow(view, at: index) }
+        )
     }
 
     /// Inserts a view now: the framework's own moves, and an edit whose turn has come.
@@ -179,16 +175,12 @@ open class View {
     /// Made while a move is in progress in the application's tree (from a callback of one), the removal waits until
     /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public func removeFromSuperview() {
-        let edits = application?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: window != nil) {
-                edits.wait { [self] in removeFromSuperview() }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        removeFromSuperviewNow()
+        TreeEdits.edit(
+            in: application?.edits,
+            touchingWindow: window != nil,
+            again: { [self] in removeFromSuperview() },
+            now: { removeFromSuperviewNow() }
+        )
     }
 
     /// Removes the view now: the framework's own moves, and an edit whose turn has come.

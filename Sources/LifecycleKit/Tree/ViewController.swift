@@ -387,16 +387,12 @@ open class ViewController {
     /// window's root may be added to a container that then becomes the root, as UIKit allows.) Made while a move is in progress in the application's tree (from a callback of one), the
     /// addition waits until that move is over (docs/lifecycle.md, "Re-entrancy"), and is checked then.
     public func addChild(_ child: ViewController) {
-        let edits = (application ?? child.application)?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil || child.viewIfLoaded?.window != nil) {
-                edits.wait { [self] in addChild(child) }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        addChildNow(child)
+        TreeEdits.edit(
+            in: (application ?? child.application)?.edits,
+            touchingWindow: viewIfLoaded?.window != nil || child.viewIfLoaded?.window != nil,
+            again: { [self] in addChild(child) },
+            now: { addChildNow(child) }
+        )
     }
 
     /// Adds a child now: the framework's own edits, and an edit whose turn has come. `bringingPresentations`: the
@@ -478,16 +474,12 @@ open class ViewController {
     /// and remove the view first. Made while a move is in progress (from a callback of one), the removal waits until
     /// that move is over.
     public func removeFromParent() {
-        let edits = application?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil || parent?.viewIfLoaded?.window != nil) {
-                edits.wait { [self] in removeFromParent() }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        removeFromParentNow()
+        TreeEdits.edit(
+            in: application?.edits,
+            touchingWindow: viewIfLoaded?.window != nil || parent?.viewIfLoaded?.window != nil,
+            again: { [self] in removeFromParent() },
+            now: { removeFromParentNow() }
+        )
     }
 
     /// Removes this controller from its container now.
@@ -550,37 +542,33 @@ open class ViewController {
     /// Adds a child, its view under this controller's view, and finishes the move: the usual three steps at once.
     /// Made while a move is in progress (from a callback of one), it waits until that move is over, whole.
     public func embed(_ child: ViewController, in container: View? = nil) {
-        let edits = (application ?? child.application)?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: (container ?? viewIfLoaded)?.window != nil || child.viewIfLoaded?.window != nil) {
-                edits.wait { [self] in embed(child, in: container) }
-                return
+        TreeEdits.edit(
+            in: (application ?? child.application)?.edits,
+            touchingWindow: (container ?? viewIfLoaded)?.window != nil || child.viewIfLoaded?.window != nil,
+            again: { [self] in embed(child, in: container) },
+            now: {
+                addChildNow(child)
+                let superview = container ?? view
+                superview.insertSubviewNow(child.view, at: superview.subviews.count)
+                child.notifyDidMove(toParent: self)
             }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        addChildNow(child)
-        let superview = container ?? view
-        superview.insertSubviewNow(child.view, at: superview.subviews.count)
-        child.notifyDidMove(toParent: self)
+        )
     }
 
     /// Removes an embedded child: `willMove(toParent: nil)`, its view from its superview, `removeFromParent()`.
     /// Made while a move is in progress (from a callback of one), it waits until that move is over, whole.
     public func unembed(_ child: ViewController) {
-        let edits = application?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: child.viewIfLoaded?.window != nil) {
-                edits.wait { [self] in unembed(child) }
-                return
+        TreeEdits.edit(
+            in: application?.edits,
+            touchingWindow: child.viewIfLoaded?.window != nil,
+            again: { [self] in unembed(child) },
+            now: {
+                guard child.parent === self else { return }
+                child.notifyWillMove(toParent: nil)
+                child.viewIfLoaded?.removeFromSuperviewNow()
+                child.removeFromParentNow()
             }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        guard child.parent === self else { return }
-        child.notifyWillMove(toParent: nil)
-        child.viewIfLoaded?.removeFromSuperviewNow()
-        child.removeFromParentNow()
+        )
     }
 
     // MARK: Presentation
@@ -598,16 +586,12 @@ open class ViewController {
         animated: Bool,
         completion: (@MainActor () -> Void)? = nil
     ) {
-        let edits = (application ?? controller.application)?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: true) {
-                edits.wait { [self] in present(controller, animated: animated, completion: completion) }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        presentNow(controller, animated: animated, completion: completion)
+        TreeEdits.edit(
+            in: (application ?? controller.application)?.edits,
+            touchingWindow: true,
+            again: { [self] in present(controller, animated: animated, completion: completion) },
+            now: { presentNow(controller, animated: animated, completion: completion) }
+        )
     }
 
     /// Why this controller cannot present `controller`, or nil when it can.
@@ -662,16 +646,12 @@ open class ViewController {
     ///
     /// Made while a move is in progress (from a callback of one), the dismissal waits until that move is over.
     public func dismiss(animated: Bool, completion: (@MainActor () -> Void)? = nil) {
-        let edits = application?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: true) {
-                edits.wait { [self] in dismiss(animated: animated, completion: completion) }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        dismissNow(animated: animated, revealing: true, completion: completion)
+        TreeEdits.edit(
+            in: application?.edits,
+            touchingWindow: true,
+            again: { [self] in dismiss(animated: animated, completion: completion) },
+            now: { dismissNow(animated: animated, revealing: true, completion: completion) }
+        )
     }
 
     /// Dismisses now: the framework's own edits, and an edit whose turn has come.
