@@ -11,7 +11,7 @@
 ///
 /// Override the callbacks; calling `super` is not needed, the framework traces each call before making it.
 @MainActor
-open class ViewController {
+open class ViewController: TracedNode {
     // Declared first, so an application event's fan-out finds what it reads of a controller (and the object's header)
     // on one cache line: a memory warning over a large tree is bound by memory, not by instructions.
     /// Where the controller is in its appearance.
@@ -20,11 +20,8 @@ open class ViewController {
     /// default such a view is released after `didReceiveMemoryWarning` and loaded again on the next access.
     public var keepsViewOnMemoryWarning = false
     // Also on the first line: an event the trace logs or observes reads the path (see ``lastKnownPath``).
-    private var storedPath: String?
-    /// Whether ``lastKnownPath`` is the path now. Only while the path it was built from is current too, so a move
-    /// clears the flag of the nodes below that have it and stops at the first that has not: every path is built
-    /// once per position, and a trace event reads it in constant time.
-    var pathIsCurrent = false
+    /// The path cache (``TracedNode``).
+    var traceState = NodeTraceState()
     /// Work bound to this controller's lifecycle (``task(_:while:restartPolicy:priority:operation:)``); the daemon's
     /// control socket lists it with its supervision.
     package internal(set) var lifecycleTasks: [LifecycleTask] = []
@@ -96,7 +93,7 @@ open class ViewController {
 
     /// The application whose tree this controller joined; kept after it leaves, so its last events (a popped
     /// controller's `deinit`) still reach that application's trace.
-    public private(set) weak var application: Application?
+    public internal(set) weak var application: Application?
     /// The window whose root this controller is.
     weak var hostingWindow: Window? {
         didSet { invalidatePath() }
@@ -108,10 +105,9 @@ open class ViewController {
         if let presentingViewController { return presentingViewController.window }
         return hostingWindow
     }
-    /// Events that happened before the controller joined an application's tree (its `init`, for one).
-    private var detachedEvents: [(event: String, detail: String?)] = []
-    /// Its `init` happened before it joined an application: recorded first when it joins (no buffer for it).
-    private var initIsPending = false
+    /// Events that happened before the controller joined an application's tree (its `init` is a flag in
+    /// ``traceState``).
+    var detachedEvents: [DetachedEvent] = []
     /// The root view, once loaded.
     private var loadedView: View?
     private var isLoadingView = false
@@ -122,16 +118,6 @@ open class ViewController {
     /// Children decoded from an archive are embedded in this controller's view when it loads, as a container
     /// view embeds them in a storyboard.
     var embedsChildViewsOnLoad = false
-    /// The path last computed (kept after the controller leaves the tree, so its last events name where it was).
-    /// Setting it (naming a controller by where it is going, or where it was) renames what hangs below it too.
-    var lastKnownPath: String? {
-        get { storedPath }
-        set {
-            storedPath = newValue
-            invalidatePath()
-        }
-    }
-
     /// What the trace records this controller's callbacks on: the controller itself, its path read only when the event
     /// is logged or observed.
     var callbackTarget: TraceTarget { .controller(self) }
@@ -147,7 +133,7 @@ open class ViewController {
             )
         // Nothing to trace it to yet, unless a subclass's own initializer found an application: held as a flag, so a
         // tree built apart costs no buffer per controller.
-        initIsPending = true
+        traceState.initIsPending = true
     }
 
     /// Creates a controller decoded from an archive (a declarative tree file or a saved state).
@@ -367,45 +353,23 @@ open class ViewController {
     /// A controller out of the tree keeps the path it last had, so its last events (a popped controller's `deinit`)
     /// name where it was.
     public var path: String {
-        if pathIsCurrent, let lastKnownPath { return lastKnownPath }
-        TreeWork.count(1)
-        let computed: String
-        let current: Bool
-        if let parent {
-            computed = parent.path + "/" + identifier
-            current = parent.pathIsCurrent
-        } else if let presentingViewController {
-            computed = presentingViewController.path + "/" + identifier
-            current = presentingViewController.pathIsCurrent
-        } else if hostingWindow != nil {
-            computed = identifier
-            current = true
-        } else {
+        cachedPath {
+            if let parent { return (parent.path + "/" + identifier, parent.pathIsCurrent) }
+            if let presentingViewController {
+                return (presentingViewController.path + "/" + identifier, presentingViewController.pathIsCurrent)
+            }
+            if hostingWindow != nil { return (identifier, true) }
             // Out of the tree: the path it last had, or its identifier; it stays so until the controller moves.
-            computed = lastKnownPath ?? identifier
-            current = true
+            return (lastKnownPath ?? identifier, true)
         }
-        lastKnownPath = computed
-        pathIsCurrent = current
-        return computed
     }
 
     /// This controller moved: its path, and those below it, are built again when next read.
     func invalidatePath() {
-        guard pathIsCurrent else { return }
-        TreeWork.count(1)
-        pathIsCurrent = false
+        guard clearPathIsCurrent() else { return }
         for child in children { child.invalidatePath() }
         presentedViewController?.invalidatePath()
         loadedView?.invalidatePath()
-    }
-
-    func trace(_ event: String, detail: String? = nil) {
-        if let application {
-            application.traceEvent(event, target: self.callbackTarget, detail: detail)
-        } else {
-            detachedEvents.append((event, detail))
-        }
     }
 
     /// Makes this controller, its view tree, its children and what it presents belong to `application`, and records
@@ -413,18 +377,7 @@ open class ViewController {
     ///
     /// A subtree that already belongs to `application` is skipped: everything below a node joins with it.
     func adopt(_ application: Application) {
-        TreeWork.count(1)
-        guard self.application !== application else { return }
-        self.application = application
-        if initIsPending {
-            initIsPending = false
-            application.traceEvent("init", target: self.callbackTarget, detail: nil)
-        }
-        if !detachedEvents.isEmpty {
-            let events = detachedEvents
-            detachedEvents = []
-            for (event, detail) in events { application.traceEvent(event, target: self.callbackTarget, detail: detail) }
-        }
+        guard join(application) else { return }
         loadedView?.adopt(application)
         for child in children { child.adopt(application) }
         presentedViewController?.adopt(application)
