@@ -122,15 +122,14 @@ open class ViewController: TracedNode {
     /// is logged or observed.
     var callbackTarget: TraceTarget { .controller(self) }
 
+    /// The identifier a controller of this type gets when it is given none.
+    private static var defaultIdentifier: String {
+        String.defaultNodeName(for: self, strippingSuffixes: ["ViewController", "Controller"], fallback: "controller")
+    }
+
     /// Creates a controller in code.
     public init(identifier: String? = nil) {
-        self.identifier =
-            identifier.map(NodeName.sanitized)
-            ?? String.defaultNodeName(
-                for: Self.self,
-                strippingSuffixes: ["ViewController", "Controller"],
-                fallback: "controller"
-            )
+        self.identifier = identifier.map(NodeName.sanitized) ?? Self.defaultIdentifier
         // Nothing to trace it to yet, unless a subclass's own initializer found an application: held as a flag, so a
         // tree built apart costs no buffer per controller.
         traceState.initIsPending = true
@@ -141,13 +140,7 @@ open class ViewController: TracedNode {
     /// Subclasses read their own values from `coder`; ``awakeFromArchive()`` runs once the whole archive is
     /// decoded and wired.
     public required init(coder: Coder) throws {
-        self.identifier =
-            coder.identifier.map(NodeName.sanitized)
-            ?? String.defaultNodeName(
-                for: Self.self,
-                strippingSuffixes: ["ViewController", "Controller"],
-                fallback: "controller"
-            )
+        self.identifier = coder.identifier.map(NodeName.sanitized) ?? Self.defaultIdentifier
         self.restorationIdentifier = coder.restorationIdentifier
         self.application = coder.application
         // Named by where it is going, as a controller on its way into the tree is.
