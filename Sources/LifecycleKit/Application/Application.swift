@@ -126,13 +126,12 @@ public final class Application {
     }
 
     private func replaceWindow(with newWindow: Window?) {
-        guard !edits.mustWait(touchingWindow: true) else {
-            edits.wait { [unowned self] in replaceWindow(with: newWindow) }
-            return
-        }
-        edits.begin()
-        defer { edits.end() }
-        replaceWindowNow(with: newWindow)
+        TreeEdits.edit(
+            in: edits,
+            touchingWindow: true,
+            again: { [unowned self] in replaceWindow(with: newWindow) },
+            now: { replaceWindowNow(with: newWindow) }
+        )
     }
 
     /// Replaces the window now (an edit in progress, or termination's teardown).
@@ -280,12 +279,12 @@ public final class Application {
         applicationState = step.stateWhileFiring
         switch step.callback {
         case .willFinishLaunching:
-            traceDelegate("willFinishLaunching")
+            traceDelegateEvent("willFinishLaunching")
             _ = delegate.application(self, willFinishLaunchingWithOptions: launchOptions)
         case .restoreState:
             restoreSavedState()
         case .didFinishLaunching:
-            traceDelegate("didFinishLaunching")
+            traceDelegateEvent("didFinishLaunching")
             _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
             checkRestoredWindowKept()
         case .showWindow:
@@ -398,7 +397,7 @@ public final class Application {
     ) {
         // The list is taken when the event starts: a controller the delegate adds gets the next event (§2).
         let list = fanOut.controllers(under: window?.rootViewController)
-        traceDelegate(event)
+        traceDelegateEvent(event)
         delegateCallback(self)
         fanOut.deliver(event, to: list, reversed: false, application: self, controllerCallback)
     }
@@ -417,7 +416,7 @@ public final class Application {
             application: self,
             controllerCallback
         )
-        traceDelegate(event)
+        traceDelegateEvent(event)
         delegateCallback(self)
     }
 
@@ -615,14 +614,7 @@ public final class Application {
 
     /// A controller's lifecycle-bound task failed: the delegate hears it (traced as a delegate event).
     func reportFailure(of task: LifecycleTask, error: any Error) {
-        trace.record(
-            event: "application(_:lifecycleTask:didFailWithError:)",
-            isDelegate: true,
-            target: "delegate",
-            state: applicationState,
-            cause: currentCause,
-            detail: "\(task.name): \(error)"
-        )
+        traceDelegateEvent("application(_:lifecycleTask:didFailWithError:)", detail: "\(task.name): \(error)")
         delegate.application(self, lifecycleTask: task, didFailWithError: error)
     }
 
@@ -633,7 +625,15 @@ public final class Application {
         trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
     }
 
-    private func traceDelegate(_ event: String) {
-        trace.record(event: event, isDelegate: true, target: "delegate", state: applicationState, cause: currentCause)
+    /// Records a callback of the delegate.
+    func traceDelegateEvent(_ event: String, detail: String? = nil) {
+        trace.record(
+            event: event,
+            isDelegate: true,
+            target: "delegate",
+            state: applicationState,
+            cause: currentCause,
+            detail: detail
+        )
     }
 }

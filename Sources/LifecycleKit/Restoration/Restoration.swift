@@ -39,17 +39,6 @@ extension Application {
     /// The generation of the last state saved or restored (0 before any).
     package var restorationGeneration: Int { restoration.generation }
 
-    func traceDelegateEvent(_ event: String, detail: String? = nil) {
-        trace.record(
-            event: event,
-            isDelegate: true,
-            target: "delegate",
-            state: applicationState,
-            cause: currentCause,
-            detail: detail
-        )
-    }
-
     // MARK: Preservation
 
     /// Preserves the tree: runs when the window's root controller has a restoration identifier (otherwise nothing

@@ -22,12 +22,8 @@ extension Application {
 
     /// A controller's task exhausted its restarts: the delegate hears it (traced as a delegate event).
     func reportExhaustedRestarts(of task: LifecycleTask, error: any Error) {
-        trace.record(
-            event: "application(_:lifecycleTask:didExhaustRestartsWithError:)",
-            isDelegate: true,
-            target: "delegate",
-            state: applicationState,
-            cause: currentCause,
+        traceDelegateEvent(
+            "application(_:lifecycleTask:didExhaustRestartsWithError:)",
             detail: "\(task.name): \(error)"
         )
         delegate.application(self, lifecycleTask: task, didExhaustRestartsWithError: error)

@@ -51,19 +51,12 @@ open class NavigationController: ViewController {
     /// Runs `edit` now (a move of its own), or, made while a move is in progress in the application's tree (from a
     /// callback of one), once that move is over (docs/lifecycle.md, "Re-entrancy"); false when it waits.
     private func edit(with other: ViewController? = nil, _ edit: @escaping @MainActor () -> Void) -> Bool {
-        guard let edits = (application ?? other?.application)?.edits else {
-            edit()
-            return true
-        }
-        if edits.mustWait(touchingWindow: viewIfLoaded?.window != nil) {
-            // Run again through here when its turn comes: a move of its own, whose callbacks' edits wait for it.
-            edits.wait { [self] in _ = self.edit(with: other, edit) }
-            return false
-        }
-        edits.begin()
-        defer { edits.end() }
-        edit()
-        return true
+        TreeEdits.edit(
+            in: (application ?? other?.application)?.edits,
+            touchingWindow: viewIfLoaded?.window != nil,
+            again: { [self] in _ = self.edit(with: other, edit) },
+            now: edit
+        )
     }
 
     /// Pushes a controller on top of the stack; it appears and the previous top disappears. Pushing one that is on

@@ -32,6 +32,41 @@ final class TreeEdits {
     /// Whether a move is in progress (a view being built inside one included): requests and edits wait.
     var isInProgress: Bool { depth > 0 || builds > 0 }
 
+    /// Makes a tree edit: now, as a move of its own (what its callbacks edit waits until it is over), or, made while a
+    /// move is in progress, once that move is over. Every public tree edit goes through here, so the rule of
+    /// docs/lifecycle.md, "Re-entrancy", is written once.
+    ///
+    /// - Parameters:
+    ///   - edits: the moves of the application whose tree the edit changes; nil outside any application (the edit
+    ///     runs now).
+    ///   - touchesWindow: whether the edit touches a view in the window (read only while a view is being built
+    ///     inside a move).
+    ///   - again: the whole edit, made again when its turn comes (so it is checked then); built only when the edit
+    ///     waits, so an edit that runs now allocates nothing for it.
+    ///   - edit: what the edit does.
+    /// - Returns: whether the edit ran now (false: it waits).
+    @discardableResult
+    @inline(__always)
+    static func edit(
+        in edits: TreeEdits?,
+        touchingWindow touchesWindow: @autoclosure () -> Bool,
+        again: @autoclosure () -> @MainActor () -> Void,
+        now edit: () -> Void
+    ) -> Bool {
+        guard let edits else {
+            edit()
+            return true
+        }
+        if edits.mustWait(touchingWindow: touchesWindow()) {
+            edits.wait(again())
+            return false
+        }
+        edits.begin()
+        defer { edits.end() }
+        edit()
+        return true
+    }
+
     /// Whether an edit made now must wait; `touchesWindow` says whether it touches a view in the window (read only
     /// while a view is being built inside a move).
     @inline(__always)

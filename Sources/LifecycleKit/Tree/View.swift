@@ -11,7 +11,7 @@
 /// Resources start in ``didMoveToWindow()`` when ``window`` is non-nil and stop when it becomes nil. Override the
 /// callbacks; you need not call `super`, the framework traces each call itself.
 @MainActor
-open class View {
+open class View: TracedNode {
     /// The name of this view in trace paths, unique among its siblings by convention. Control characters in it
     /// become U+FFFD, so a trace line, a journal field or a terminal shows them harmlessly.
     public var name: String {
@@ -38,9 +38,7 @@ open class View {
     }
     /// The application whose tree this view joined; kept after it leaves, so its last events still reach that
     /// application's trace.
-    public private(set) weak var application: Application?
-    /// Events that happened before the view joined an application's tree.
-    private var detachedEvents: [(event: String, detail: String?)] = []
+    public internal(set) weak var application: Application?
 
     /// The view's frame. A change marks the view for layout; a change of size marks its superview too (its
     /// subviews' arrangement may depend on it).
@@ -117,16 +115,12 @@ open class View {
     /// Made while a move is in progress in the application's tree (from a callback of one), the insertion waits until
     /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public func insertSubview(_ view: View, at index: Int) {
-        let edits = (application ?? view.application)?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: window != nil || view.window != nil) {
-                edits.wait { [self] in insertSubview(view, at: index) }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        insertSubviewNow(view, at: index)
+        TreeEdits.edit(
+            in: (application ?? view.application)?.edits,
+            touchingWindow: window != nil || view.window != nil,
+            again: { [self] in insertSubview(view, at: index) },
+            now: { insertSubviewNow(view, at: index) }
+        )
     }
 
     /// Inserts a view now: the framework's own moves, and an edit whose turn has come.
@@ -179,16 +173,12 @@ open class View {
     /// Made while a move is in progress in the application's tree (from a callback of one), the removal waits until
     /// that move is over (docs/lifecycle.md, "Re-entrancy").
     public func removeFromSuperview() {
-        let edits = application?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: window != nil) {
-                edits.wait { [self] in removeFromSuperview() }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        removeFromSuperviewNow()
+        TreeEdits.edit(
+            in: application?.edits,
+            touchingWindow: window != nil,
+            again: { [self] in removeFromSuperview() },
+            now: { removeFromSuperviewNow() }
+        )
     }
 
     /// Removes the view now: the framework's own moves, and an edit whose turn has come.
@@ -438,38 +428,18 @@ open class View {
     /// A detached view (removed, or being released with its superview) keeps the path it last had, so teardown
     /// events name where the view was.
     public var path: String {
-        if pathIsCurrent, let lastKnownPath { return lastKnownPath }
-        TreeWork.count(1)
-        let computed: String
-        let current: Bool
-        if let viewController {
-            computed = viewController.path + ".view"
-            current = viewController.pathIsCurrent
-        } else if let superview {
-            computed = superview.path + "/" + name
-            current = superview.pathIsCurrent
-        } else {
+        cachedPath {
+            if let viewController { return (viewController.path + ".view", viewController.pathIsCurrent) }
+            if let superview { return (superview.path + "/" + name, superview.pathIsCurrent) }
             // Detached: the path it last had, or its name; it stays so until the view moves.
-            computed = lastKnownPath ?? name
-            current = true
-        }
-        lastKnownPath = computed
-        pathIsCurrent = current
-        return computed
-    }
-
-    /// The path last computed (kept after the view leaves the tree). Setting it renames what hangs below too.
-    var lastKnownPath: String? {
-        get { storedPath }
-        set {
-            storedPath = newValue
-            invalidatePath()
+            return (lastKnownPath ?? name, true)
         }
     }
 
-    private var storedPath: String?
-    /// Whether ``lastKnownPath`` is the path now (see ``ViewController/pathIsCurrent``).
-    var pathIsCurrent = false
+    /// The path cache (``TracedNode``).
+    var traceState = NodeTraceState()
+    /// Events that happened before the view joined an application's tree.
+    var detachedEvents: [DetachedEvent] = []
 
     /// What the trace records this view's callbacks on: the view itself, its path read only when the event is logged
     /// or observed.
@@ -477,30 +447,13 @@ open class View {
 
     /// This view moved: its path, and those below it, are built again when next read.
     func invalidatePath() {
-        guard pathIsCurrent else { return }
-        TreeWork.count(1)
-        pathIsCurrent = false
+        guard clearPathIsCurrent() else { return }
         for subview in subviews { subview.invalidatePath() }
-    }
-
-    func trace(_ event: String, detail: String? = nil) {
-        if let application {
-            application.traceEvent(event, target: self.callbackTarget, detail: detail)
-        } else {
-            detachedEvents.append((event, detail))
-        }
     }
 
     /// Makes this view and its subtree belong to `application`, recording the events each had before, pre-order.
     func adopt(_ application: Application) {
-        TreeWork.count(1)
-        guard self.application !== application else { return }
-        self.application = application
-        if !detachedEvents.isEmpty {
-            let events = detachedEvents
-            detachedEvents = []
-            for (event, detail) in events { application.traceEvent(event, target: self.callbackTarget, detail: detail) }
-        }
+        guard join(application) else { return }
         for subview in subviews { subview.adopt(application) }
     }
 

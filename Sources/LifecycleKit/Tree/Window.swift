@@ -126,16 +126,12 @@ public final class Window {
     }
 
     private func replaceRoot(with controller: ViewController?) {
-        let edits = (application ?? controller?.application)?.edits
-        if let edits {
-            if edits.mustWait(touchingWindow: true) {
-                edits.wait { [self] in replaceRoot(with: controller) }
-                return
-            }
-            edits.begin()
-        }
-        defer { edits?.end() }
-        replaceRootNow(with: controller)
+        TreeEdits.edit(
+            in: (application ?? controller?.application)?.edits,
+            touchingWindow: true,
+            again: { [self] in replaceRoot(with: controller) },
+            now: { replaceRootNow(with: controller) }
+        )
     }
 
     /// Replaces the root now: the framework's own edits, and an edit whose turn has come.
