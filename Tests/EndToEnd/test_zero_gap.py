@@ -66,6 +66,12 @@ def serving_again(sandbox: Sandbox, port: int, old_pid: str) -> str:
     return wait_for(new_pid, timeout=30, interval=0.02, message="a new main process")
 
 
+def journal_lines(sandbox: Sandbox, cursor: str) -> str:
+    """The service's and systemd's lines about it since `cursor` (not the trace), for a failure's message."""
+    records = sandbox.journal(UNIT, cursor, identifiers=["hello-service"])
+    return "\n".join(f"{r.get('_PID')} {r.get('MESSAGE')}" for r in records if "LIFECYCLE_EVENT" not in r)
+
+
 def upgrade(sandbox: Sandbox, *arguments: str) -> tuple[int, str]:
     done = sandbox.run(
         "lifecyclectl", "upgrade", "-u", "hello", *arguments, check=False, timeout=120
@@ -121,13 +127,14 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
         began = time.monotonic()
         ready_after = []
         for _ in range(ROUNDS):
+            cursor = sandbox.cursor()
             code, output = upgrade(sandbox, "--json")
             assert code == 0, output
             reply = json.loads(output)
             assert str(reply["previousPid"]) == pid, reply
             pid = str(reply["pid"])
             ready_after.append(reply["readySec"])
-            assert main_pid(sandbox) == pid
+            assert main_pid(sandbox) == pid, journal_lines(sandbox, cursor)
             load.wait_for_requests(50)
         upgrades = (began, time.monotonic())
 

@@ -41,9 +41,10 @@ import Synchronization
 /// closed. (It stops reading from the socket first and closes the descriptor once every connection it accepted has
 /// been set up, so none is dropped half-accepted.) No request is lost to the shutdown: a request in progress
 /// finishes, and its response says
-/// `Connection: close`; a connection with no request in progress — accepted a moment ago with its request still on
-/// the way, or kept alive between requests — is kept for `idleGrace`: a request that arrives within it is answered,
-/// with `Connection: close`, and the connection then closes; one that stays idle is closed when the grace runs out.
+/// `Connection: close`; a connection with no request in progress is kept for a grace — `firstRequestGrace` when it
+/// never had a request (accepted a moment ago, its request still on the way), `idleGrace` when it is kept alive
+/// between requests: a request that arrives within it is answered, with `Connection: close`, and the connection then
+/// closes; one that stays idle is closed when the grace runs out.
 /// (Hummingbird alone closes both at once, under the request its client may be sending.) What is left is a client
 /// that sends on an idle keep-alive connection just as the grace runs out; RFC 9112 §9.3.1 lets it retry the request.
 ///
@@ -55,6 +56,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private let descriptor: Int32
     private let configuration: HTTP1Channel.Configuration
     private let idleGrace: Duration
+    private let firstRequestGrace: Duration
     private let logger: Logger
     // Whether `descriptor` is still to be taken by `run()`; whoever takes it closes it.
     private let unclaimed = Mutex(true)
@@ -65,19 +67,22 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///   - responder: Answers each request, with a context made as `Application` makes it.
     ///   - descriptor: A listening stream socket (TCP or Unix), typically a `dup(2)` of one that stays open elsewhere.
     ///   - configuration: Hummingbird's HTTP/1.1 settings (idle timeout, header limits, channel handlers).
-    ///   - idleGrace: How long a graceful shutdown waits for a request on a connection that has none in progress.
+    ///   - idleGrace: How long a graceful shutdown waits for the next request on a kept-alive connection.
+    ///   - firstRequestGrace: How long it waits for the request of a connection that has not had one yet.
     ///   - logger: Where the server logs, and the base of each request's logger.
     public init(
         responder: Responder,
         descriptor: Int32,
         configuration: HTTP1Channel.Configuration = .init(),
         idleGrace: Duration = .milliseconds(250),
+        firstRequestGrace: Duration = .seconds(2),
         logger: Logger
     ) {
         self.responder = responder
         self.descriptor = descriptor
         self.configuration = configuration
         self.idleGrace = idleGrace
+        self.firstRequestGrace = firstRequestGrace
         self.logger = logger
     }
 
@@ -87,13 +92,15 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///   - router: Builds the responder, as `Application(router:)` does.
     ///   - descriptor: A listening stream socket (TCP or Unix), typically a `dup(2)` of one that stays open elsewhere.
     ///   - configuration: Hummingbird's HTTP/1.1 settings (idle timeout, header limits, channel handlers).
-    ///   - idleGrace: How long a graceful shutdown waits for a request on a connection that has none in progress.
+    ///   - idleGrace: How long a graceful shutdown waits for the next request on a kept-alive connection.
+    ///   - firstRequestGrace: How long it waits for the request of a connection that has not had one yet.
     ///   - logger: Where the server logs, and the base of each request's logger.
     public convenience init<Builder: HTTPResponderBuilder>(
         router: Builder,
         descriptor: Int32,
         configuration: HTTP1Channel.Configuration = .init(),
         idleGrace: Duration = .milliseconds(250),
+        firstRequestGrace: Duration = .seconds(2),
         logger: Logger
     ) where Builder.Responder == Responder {
         self.init(
@@ -101,6 +108,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             descriptor: descriptor,
             configuration: configuration,
             idleGrace: idleGrace,
+            firstRequestGrace: firstRequestGrace,
             logger: logger
         )
     }
@@ -177,7 +185,10 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         var configuration = self.configuration
         let handlers = configuration.additionalChannelHandlers
         let grace = TimeAmount(idleGrace)
-        configuration.additionalChannelHandlers = { handlers() + [QuiesceGate(grace: grace)] }
+        let firstRequestGrace = TimeAmount(firstRequestGrace)
+        configuration.additionalChannelHandlers = {
+            handlers() + [QuiesceGate(grace: grace, firstRequestGrace: firstRequestGrace)]
+        }
         return configuration
     }
 

@@ -30,8 +30,9 @@ extension QuiesceGate {
         enum QuiesceAction: Equatable {
             /// Pass it on now: a request is in progress, and Hummingbird closes after its response.
             case release
-            /// Keep it and start the grace timer: nothing is in progress yet.
-            case hold
+            /// Keep it and start the grace timer: nothing is in progress yet. `firstRequest`: nothing was ever read on the
+            /// connection (accepted a moment ago, its client's request still on the way), which gets the longer grace.
+            case hold(firstRequest: Bool)
             /// Drop it: an earlier event is already held or passed on.
             case ignore
         }
@@ -56,6 +57,8 @@ extension QuiesceGate {
         private(set) var state = State.serving
         /// Requests whose head was read and whose response has not ended.
         private(set) var requestsInProgress = 0
+        /// Whether a request head was ever read on the connection.
+        private(set) var hasHadARequest = false
 
         /// The server asked the connection to finish (`ChannelShouldQuiesceEvent`).
         mutating func quiesce() -> QuiesceAction {
@@ -65,7 +68,7 @@ extension QuiesceGate {
                 return .release
             case .serving:
                 state = .holding
-                return .hold
+                return .hold(firstRequest: !hasHadARequest)
             case .holding, .released:
                 // A second event for the same shutdown changes nothing: the first already decided.
                 return .ignore
@@ -76,6 +79,7 @@ extension QuiesceGate {
         mutating func read(_ part: HTTPRequestPart) -> ReadAction {
             guard case .head = part else { return .forward }
             requestsInProgress += 1
+            hasHadARequest = true
             guard state == .holding else { return .forward }
             state = .released
             return .forwardThenRelease

@@ -22,7 +22,9 @@ import NIOHTTPTypes
 ///   gets `Connection: close`;
 /// - with none, it is held until the next request head arrives — the head goes on, then the event, and that
 ///   response gets `Connection: close` — or until the grace runs out, and then it goes on and Hummingbird closes the
-///   idle connection.
+///   idle connection. A connection that never had a request (accepted a moment before, its client's request on the
+///   way) gets a longer grace than a keep-alive one between requests: its client has committed to a request, and on a
+///   loaded machine it may be a while before its bytes come.
 final class QuiesceGate: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -30,12 +32,15 @@ final class QuiesceGate: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private let grace: TimeAmount
+    private let firstRequestGrace: TimeAmount
     private var machine = StateMachine()
     private var graceTimer: Scheduled<Void>?
 
-    /// A gate that holds the quiesce event of an idle connection for `grace` at most.
-    init(grace: TimeAmount) {
+    /// A gate that holds the quiesce event of an idle keep-alive connection for `grace` at most, and of a connection
+    /// that never had a request for `firstRequestGrace`.
+    init(grace: TimeAmount, firstRequestGrace: TimeAmount) {
         self.grace = grace
+        self.firstRequestGrace = firstRequestGrace
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -65,8 +70,8 @@ final class QuiesceGate: ChannelDuplexHandler, RemovableChannelHandler {
         switch machine.quiesce() {
         case .release:
             context.fireUserInboundEventTriggered(event)
-        case .hold:
-            graceTimer = context.eventLoop.assumeIsolated().scheduleTask(in: grace) {
+        case .hold(let firstRequest):
+            graceTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstRequest ? firstRequestGrace : grace) {
                 self.graceTimer = nil
                 if self.machine.graceExpired() {
                     context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())

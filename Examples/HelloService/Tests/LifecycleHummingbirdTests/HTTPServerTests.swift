@@ -157,12 +157,14 @@ struct HTTPServerTests {
     @Test func aConnectionAcceptedBeforeTheShutdownWhoseRequestComesAfterIsAnswered() async throws {
         let listener = LoopbackListener()
         let descriptor = listener.dup()
-        let serving = Serving(testRouter(), on: descriptor, idleGrace: .seconds(2))
+        // The keep-alive grace is shorter than the wait below: what holds the connection is the first request's grace.
+        let serving = Serving(testRouter(), on: descriptor, idleGrace: .milliseconds(20), firstRequestGrace: .seconds(2))
         let (response, end) = try await RawHTTPConnection.connect(to: listener.port) { connection in
             try await listener.waitUntilAccepted()
             await serving.shutDownGracefully()
             try await listener.waitUntilClosed(descriptor)
-            try await Task.sleep(for: .milliseconds(50))
+            // Longer than the keep-alive grace, as a client starved of CPU between its connect and its request.
+            try await Task.sleep(for: .milliseconds(300))
             try await connection.get("/")
             return (try await connection.response(), await connection.end())
         }

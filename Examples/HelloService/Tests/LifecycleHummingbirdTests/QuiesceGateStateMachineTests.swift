@@ -43,7 +43,8 @@ struct QuiesceGateStateMachineTests {
         _ = machine.read(Self.head)
         _ = machine.write(Self.ok)
         _ = machine.write(.end(nil))
-        #expect(machine.quiesce() == .hold)
+        // Between requests of a kept-alive connection: the short grace.
+        #expect(machine.quiesce() == .hold(firstRequest: false))
         #expect(machine.read(Self.head) == .forwardThenRelease)
         #expect(machine.state == .released)
         #expect(machine.graceExpired() == false)
@@ -52,7 +53,8 @@ struct QuiesceGateStateMachineTests {
 
     @Test func aHeldQuiesceGoesOnWhenTheGraceRunsOut() {
         var machine = Machine()
-        #expect(machine.quiesce() == .hold)
+        // A connection that has not had a request yet: the longer grace.
+        #expect(machine.quiesce() == .hold(firstRequest: true))
         #expect(machine.graceExpired() == true)
         #expect(machine.state == .released)
         #expect(machine.graceExpired() == false)
@@ -60,7 +62,7 @@ struct QuiesceGateStateMachineTests {
 
     @Test func aSecondQuiesceChangesNothing() {
         var machine = Machine()
-        #expect(machine.quiesce() == .hold)
+        #expect(machine.quiesce() == .hold(firstRequest: true))
         #expect(machine.quiesce() == .ignore)
         #expect(machine.read(Self.head) == .forwardThenRelease)
         #expect(machine.quiesce() == .ignore)
@@ -91,6 +93,6 @@ struct QuiesceGateStateMachineTests {
         _ = machine.write(HTTPResponsePart.head(HTTPResponse(status: .badRequest)))
         _ = machine.write(.end(nil))
         #expect(machine.requestsInProgress == 0)
-        #expect(machine.quiesce() == .hold)
+        #expect(machine.quiesce() == .hold(firstRequest: true))
     }
 }

@@ -41,9 +41,18 @@ final class Serving: Sendable {
     convenience init(
         _ router: Router<BasicRequestContext>,
         on descriptor: Int32,
-        idleGrace: Duration = .milliseconds(250)
+        idleGrace: Duration = .milliseconds(250),
+        firstRequestGrace: Duration = .seconds(2)
     ) {
-        self.init([HTTPServer(router: router, descriptor: descriptor, idleGrace: idleGrace, logger: quietLogger)])
+        self.init([
+            HTTPServer(
+                router: router,
+                descriptor: descriptor,
+                idleGrace: idleGrace,
+                firstRequestGrace: firstRequestGrace,
+                logger: quietLogger
+            )
+        ])
     }
 
     /// Whether the group's run has returned (every service's `run()` has).
