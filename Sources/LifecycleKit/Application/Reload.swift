@@ -66,11 +66,3 @@ extension Application {
         return nil
     }
 }
-
-extension Optional {
-    /// The value, leaving nil behind.
-    mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
-    }
-}
