@@ -167,7 +167,7 @@ package final class Daemon: ApplicationHost {
             configuration = try options.resolveConfiguration(applicationSection: applicationSection)
         } catch {
             writeError("\(options.programName): \(error)")
-            return SysExit.configuration.rawValue
+            return ExitStatus.configuration.rawValue
         }
         // Still single-threaded: make the mask match the configured map before Dispatch or logging start threads.
         adjustSignalMask(to: configuration.signalMap)
@@ -199,7 +199,7 @@ package final class Daemon: ApplicationHost {
         } catch {
             logger.critical("\(options.programName) cannot run its main loop: \(error)")
             JournalWriter.shared.flush()
-            return SysExit.osError.rawValue
+            return ExitStatus.osError.rawValue
         }
     }
 
@@ -309,7 +309,7 @@ package final class Daemon: ApplicationHost {
         // The last line of an exit, after everything it reports: the teardown's trace, the inhibitors let go.
         if termination.hasExited {
             if let failure = application.terminationFailure {
-                logger.error("terminated as a failure (exit status \(SysExit.temporaryFailure.rawValue)): \(failure)")
+                logger.error("terminated as a failure (exit status \(ExitStatus.temporaryFailure.rawValue)): \(failure)")
             } else if code == 0, let handedOverTo {
                 logger.info("terminated cleanly: upgraded to pid \(handedOverTo.pid)", metadata: ["lifecycle.upgrade": "done"])
             } else if code == 0 {
