@@ -59,14 +59,19 @@ final class HelloService: ApplicationMain {
     func application(_ application: LifecycleKit.Application, validateReload proposal: ReloadProposal) throws {
         guard let new = proposal.settings(as: Settings.self)?.port, new != port else { return }
         if let socket = application.listener(named: HelloController.listenerName), socket.origin == .socketUnit {
-            throw PortProbe.Unavailable(port: new, reason: "the socket unit passes \(socket.address): change its ListenStream=")
+            throw PortProbe.Unavailable(
+                port: new,
+                reason: "the socket unit passes \(socket.address): change its ListenStream="
+            )
         }
         try PortProbe.check(new)
     }
 
     // configure(…) ran: serve on the new port.
     func applicationDidReload(_ application: LifecycleKit.Application) {
-        guard let current = application.window?.rootViewController as? HelloController, current.port != port else { return }
+        guard let current = application.window?.rootViewController as? HelloController, current.port != port else {
+            return
+        }
         let next = HelloController(port: port)
         next.served.add(current.served.value)
         application.window?.rootViewController = next

@@ -74,7 +74,11 @@ struct HelloServiceTests {
         squatter.leave()
         host.advance(by: .milliseconds(400))
         #expect(server.services.runCount == 4)
-        #expect(await host.waitUntil(timeout: .seconds(10)) { server.services.isActive && server.services.failureCount == 3 })
+        #expect(
+            await host.waitUntil(timeout: .seconds(10)) {
+                server.services.isActive && server.services.failureCount == 3
+            }
+        )
         #expect(host.application.applicationState == .active)
         #expect(
             host.recorder.lines(targets: ["http"], events: ["taskWillRestart"]) == [
