@@ -123,6 +123,18 @@ public enum MonotonicClock {
         read(CLOCK_MONOTONIC_COARSE)
     }
 
+    /// The time on ``now()`` `duration` from now, for ``ConditionLock/withLock(waiting:)``: now for a duration of zero
+    /// or less, the end of time for one past it.
+    package static func deadline(after duration: Duration) -> UInt64 {
+        let start = now()
+        guard duration > .zero else { return start }
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let (span, tooLong) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        let (deadline, late) = start.addingReportingOverflow(span)
+        return overflow || tooLong || late ? .max : deadline
+    }
+
     @inlinable @inline(__always)
     static func read(_ clock: clockid_t) -> UInt64 {
         var now = timespec()
