@@ -9,9 +9,6 @@
 @_spi(Testing) @_spi(Threads) import LifecycleSystemd
 import SystemPackage
 
-// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
-import SwiftOverlayShims
-
 #if canImport(Glibc)
 import Glibc
 #endif

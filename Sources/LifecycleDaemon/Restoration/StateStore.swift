@@ -12,9 +12,6 @@ import Logging
 import SystemPackage
 @_spi(Testing) import LifecycleIPC
 
-// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
-import SwiftOverlayShims
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -187,9 +184,8 @@ final class StateStore {
 
     /// Renames a rejected state file aside and keeps only the newest few; returns the new name.
     private func moveAside(_ path: String) -> String? {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let micros = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
+        let now = WallClock.now()
+        let micros = Int64(now.seconds) * 1_000_000 + Int64(now.nanoseconds) / 1000
         let aside = path + Self.rejectedInfix + "\(micros)"
         if keepRejected == 0 {
             _ = unlink(path)

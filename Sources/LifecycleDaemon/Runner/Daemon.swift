@@ -11,9 +11,6 @@
 package import Logging
 @_spi(Testing) package import LifecycleIPC
 
-// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
-import SwiftOverlayShims
-
 #if canImport(Glibc)
 import Glibc
 #endif
