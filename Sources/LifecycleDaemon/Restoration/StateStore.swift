@@ -331,7 +331,7 @@ final class StateStore {
         guard failedDiskSaves > 0, let path else { return }
         logger.notice(
             "the state is saved to \(path) again, after \(failedDiskSaves) failed \(failedDiskSaves == 1 ? "save" : "saves")",
-            metadata: ["lifecycle.failed_saves": "\(failedDiskSaves)"]
+            metadata: [LogKey.failedSaves: "\(failedDiskSaves)"]
         )
         failedDiskSaves = 0
         diskFailureLogged = false
@@ -348,7 +348,7 @@ final class StateStore {
             diskFailureLogged = true
             let kept = "the previous save stays there"
             let tail = store == nil ? "; \(kept)" : "; \(kept), and the file descriptor store keeps this one"
-            logger.warning("\(text)\(tail)", metadata: ["lifecycle.state_file": "\(path)", "lifecycle.errno": "\(error.rawValue)"])
+            logger.warning("\(text)\(tail)", metadata: [LogKey.stateFile: "\(path)", LogKey.errno: "\(error.rawValue)"])
         }
     }
 }

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 import Logging
 @_spi(Testing) import LifecycleIPC
@@ -51,7 +52,10 @@ final class ChildReaper {
             let pid = waitpid(-1, &status, WNOHANG)
             guard pid > 0 else { return }
             reaped += 1
-            logger.debug("PID 1: reaped pid \(pid) (wait status \(status))", metadata: ["lifecycle.reaped": .string("\(pid)")])
+            logger.debug(
+                "PID 1: reaped pid \(pid) (wait status \(status))",
+                metadata: [LogKey.reaped: .string("\(pid)")]
+            )
         }
     }
 }

@@ -271,12 +271,12 @@ package final class Daemon: ApplicationHost {
         if let handOver {
             logger.info(
                 "started by an upgrade from pid \(handOver.previousPID): launching, then taking over once it serves",
-                metadata: ["lifecycle.upgrade": "handed-over"]
+                metadata: [LogKey.upgrade: "handed-over"]
             )
             try handOver.watch(loop: loop) { [unowned self] in
                 becomeMainProcess()
             } onAbandon: { [unowned self] (reason: String) in
-                logger.warning("upgrade called off: \(reason); terminating", metadata: ["lifecycle.upgrade": "abandoned"])
+                logger.warning("upgrade called off: \(reason); terminating", metadata: [LogKey.upgrade: "abandoned"])
                 application.requestTermination(cause: UpgradeCoordinator.cause)
             }
         }
@@ -308,7 +308,10 @@ package final class Daemon: ApplicationHost {
             if let failure = application.terminationFailure {
                 logger.error("terminated as a failure (exit status \(ExitStatus.temporaryFailure.rawValue)): \(failure)")
             } else if code == 0, let handedOverTo {
-                logger.info("terminated cleanly: upgraded to pid \(handedOverTo.pid)", metadata: ["lifecycle.upgrade": "done"])
+                logger.info(
+                    "terminated cleanly: upgraded to pid \(handedOverTo.pid)",
+                    metadata: [LogKey.upgrade: "done"]
+                )
             } else if code == 0 {
                 logger.info("terminated cleanly")
             }

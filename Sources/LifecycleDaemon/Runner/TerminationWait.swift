@@ -71,7 +71,7 @@ final class TerminationWait {
         let tasks = application.backgroundTasks
         logger.info(
             "waiting for \(tasks.count) background task(s) before exit, up to \(remaining.formattedForLog)",
-            metadata: ["lifecycle.tasks": .string(tasks.map(\.name).joined(separator: ","))]
+            metadata: [LogKey.tasks: .string(tasks.map(\.name).joined(separator: ","))]
         )
         let budget = self.budget
         wait.begin(remaining) { [logger] in

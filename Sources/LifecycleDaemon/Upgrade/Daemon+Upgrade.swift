@@ -80,7 +80,7 @@ extension Daemon {
         control?.handOver()
         logger.info(
             "upgrade: pid \(handOver.pid) is the service's main process; this process (pid \(handOver.previousPID)) stops accepting, drains and exits",
-            metadata: ["lifecycle.upgrade": "handed-over"]
+            metadata: [LogKey.upgrade: "handed-over"]
         )
         application.requestTermination(cause: UpgradeCoordinator.cause)
     }
@@ -103,7 +103,7 @@ extension Daemon {
             table.didChange = nil
             logger.info(
                 "upgrade: launched and serving; waiting for pid \(handOver.previousPID) to hand over",
-                metadata: ["lifecycle.upgrade": "ready"]
+                metadata: [LogKey.upgrade: "ready"]
             )
             deliverTraceLines()
             handOver.reportReady()
@@ -131,7 +131,7 @@ extension Daemon {
         pendingListenerStores = []
         logger.info(
             "upgrade: this process (pid \(getpid())) is the service's main process, after pid \(handOver.previousPID)",
-            metadata: ["lifecycle.upgrade": "main"]
+            metadata: [LogKey.upgrade: "main"]
         )
         var assignments: [NotifyAssignment] = [.ready, .status(application.statusText)]
         if effects.watchdogInterval != nil { assignments.append(.watchdog) }

@@ -203,7 +203,7 @@ public final class Application {
             if waits {
                 logger.debug(
                     "request waits for the end of the turn",
-                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                    metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
                 )
                 if !turns.isRunning { host?.applicationNeedsEndOfTurn(self) }
             } else {
@@ -213,24 +213,24 @@ public final class Application {
             requestTracker.queued(request, completion: completion)
             logger.debug(
                 "request queued behind the running transition",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
         case .coalesced:
             requestTracker.coalesced(request, completion: completion)
             logger.debug(
                 "request coalesced with one already pending",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
         case .noChange:
             logger.debug(
                 "request changes nothing: the application is already \(applicationState)",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
             completion?(.noChange)
         case .dropped(let reason):
             logger.notice(
                 "request dropped: \(reason)",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
             completion?(.dropped(reason: reason))
         }
@@ -256,7 +256,7 @@ public final class Application {
             case .noChange(let request, let cause):
                 logger.debug(
                     "queued request changes nothing: the application is already \(applicationState)",
-                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                    metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
                 )
                 requestTracker.headChangedNothing()?(.noChange)
             case .step(let step):

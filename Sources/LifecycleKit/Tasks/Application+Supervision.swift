@@ -15,7 +15,7 @@ extension Application {
     public func requestTermination(cause: Cause = .api, failing reason: String) {
         if terminationFailure == nil, applicationState != .terminated {
             terminationFailure = reason
-            logger.error("terminating as a failure: \(reason)", metadata: ["lifecycle.cause": "\(cause)"])
+            logger.error("terminating as a failure: \(reason)", metadata: [LogKey.cause: "\(cause)"])
         }
         requestTermination(cause: cause)
     }
