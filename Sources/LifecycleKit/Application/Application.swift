@@ -280,27 +280,27 @@ public final class Application {
         applicationState = step.stateWhileFiring
         switch step.callback {
         case .willFinishLaunching:
-            traceDelegate("willFinishLaunching")
+            traceDelegate(TraceEventName.willFinishLaunching)
             _ = delegate.application(self, willFinishLaunchingWithOptions: launchOptions)
         case .restoreState:
             restoreSavedState()
         case .didFinishLaunching:
-            traceDelegate("didFinishLaunching")
+            traceDelegate(TraceEventName.didFinishLaunching)
             _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
             checkRestoredWindowKept()
         case .showWindow:
             window?.show()
             runEndOfTurn()
         case .didBecomeActive:
-            deliverEntering("applicationDidBecomeActive", delegate.applicationDidBecomeActive) {
+            deliverEntering(TraceEventName.applicationDidBecomeActive, delegate.applicationDidBecomeActive) {
                 $0.applicationDidBecomeActive()
             }
         case .willResignActive:
-            deliverLeaving("applicationWillResignActive", delegate.applicationWillResignActive) {
+            deliverLeaving(TraceEventName.applicationWillResignActive, delegate.applicationWillResignActive) {
                 $0.applicationWillResignActive()
             }
         case .didEnterBackground:
-            deliverLeaving("applicationDidEnterBackground", delegate.applicationDidEnterBackground) {
+            deliverLeaving(TraceEventName.applicationDidEnterBackground, delegate.applicationDidEnterBackground) {
                 $0.applicationDidEnterBackground()
                 $0.updateLifecycleTasks(foreground: false, reason: .background)
             }
@@ -309,7 +309,7 @@ public final class Application {
             preserveState()
         case .willEnterForeground:
             backgroundTasksCoordinator.applicationWillEnterForeground()
-            deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
+            deliverEntering(TraceEventName.applicationWillEnterForeground, delegate.applicationWillEnterForeground) {
                 $0.applicationWillEnterForeground()
                 // Fired in the state being left (background): the work's foreground begins with this event.
                 $0.updateLifecycleTasks(foreground: true, reason: .background)
@@ -319,16 +319,16 @@ public final class Application {
             backgroundTasksCoordinator.terminationDidBegin()
             host?.applicationWillBeginTermination(self)
         case .willTerminate:
-            deliverLeaving("applicationWillTerminate", delegate.applicationWillTerminate) {
+            deliverLeaving(TraceEventName.applicationWillTerminate, delegate.applicationWillTerminate) {
                 $0.applicationWillTerminate()
             }
         case .tearDown:
             tearDown()
         case .didReceiveMemoryWarning:
             deliverLeaving(
-                "applicationDidReceiveMemoryWarning",
+                TraceEventName.applicationDidReceiveMemoryWarning,
                 delegate.applicationDidReceiveMemoryWarning,
-                controllerEvent: "didReceiveMemoryWarning"
+                controllerEvent: TraceEventName.didReceiveMemoryWarning
             ) {
                 $0.didReceiveMemoryWarning()
                 $0.releaseViewAfterMemoryWarning()
@@ -339,13 +339,17 @@ public final class Application {
             reloadRefusal = prepareReload()
         case .willReload:
             if reloadRefusal == nil {
-                deliverLeaving("applicationWillReload", delegate.applicationWillReload) { $0.applicationWillReload() }
+                deliverLeaving(TraceEventName.applicationWillReload, delegate.applicationWillReload) {
+                    $0.applicationWillReload()
+                }
             }
         case .reloadConfiguration:
             if reloadRefusal == nil { host?.applicationReloadConfiguration(self) }
         case .didReload:
             if reloadRefusal == nil {
-                deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
+                deliverEntering(TraceEventName.applicationDidReload, delegate.applicationDidReload) {
+                    $0.applicationDidReload()
+                }
             }
         case .finishLaunch:
             hasFinishedLaunching = true
@@ -616,7 +620,7 @@ public final class Application {
     /// A controller's lifecycle-bound task failed: the delegate hears it (traced as a delegate event).
     func reportFailure(of task: LifecycleTask, error: any Error) {
         trace.record(
-            event: "application(_:lifecycleTask:didFailWithError:)",
+            event: TraceEventName.applicationLifecycleTaskDidFail,
             isDelegate: true,
             target: "delegate",
             state: applicationState,

@@ -23,7 +23,7 @@ extension Application {
     /// A controller's task exhausted its restarts: the delegate hears it (traced as a delegate event).
     func reportExhaustedRestarts(of task: LifecycleTask, error: any Error) {
         trace.record(
-            event: "application(_:lifecycleTask:didExhaustRestartsWithError:)",
+            event: TraceEventName.applicationLifecycleTaskDidExhaustRestarts,
             isDelegate: true,
             target: "delegate",
             state: applicationState,

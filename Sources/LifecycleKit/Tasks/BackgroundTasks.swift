@@ -153,7 +153,7 @@ final class BackgroundTaskCoordinator {
             )
             let owner = owners[task.identifier]
             application.trace.record(
-                event: "expirationHandler",
+                event: TraceEventName.expirationHandler,
                 isDelegate: owner == nil,
                 target: .named(owner ?? "delegate"),
                 state: application.applicationState,
