@@ -39,14 +39,32 @@ import Glibc
 /// try await group.run()
 /// ```
 public final class ApplicationService: Service, CustomStringConvertible {
-    /// The daemon's default signal map (docs/lifecycle.md §6) without termination, which the group owns (its
-    /// graceful-shutdown signals): signal numbers, `SIGRTMIN + 2` for the memory warning.
+    /// The daemon's default signal map (docs/lifecycle.md §6) by signal number (`SIGRTMIN + 2` for the memory
+    /// warning), without termination, which the group owns (its graceful-shutdown signals), and without `SIGTSTP`,
+    /// which keeps stopping the process (the job control that follows the background is the daemon runner's).
     public static var defaultSignals: [Int32: LifecycleRequest] {
-        let realTimeMin = Int32(__libc_current_sigrtmin())
-        return [
-            SIGUSR1: .enterBackground, SIGUSR2: .becomeActive, SIGCONT: .becomeActive, SIGHUP: .reload,
-            realTimeMin + 2: .memoryWarning, realTimeMin + 3: .resignActive,
-        ]
+        var signals: [Int32: LifecycleRequest] = [:]
+        for (name, request) in standardSignalRequests where request != .terminate && name != "SIGTSTP" {
+            signals[signalNumber(named: name)] = request
+        }
+        return signals
+    }
+
+    /// The number of a signal the default map names: `SIGRTMIN+n` counts from the C library's first real-time signal.
+    // Only the names of the core's table (standardSignalRequests; the tests check each): the daemon reads any name
+    // through LifecycleSystemd's UnixSignal, which this module does not link.
+    private static func signalNumber(named name: String) -> Int32 {
+        let realTime = "SIGRTMIN+"
+        if name.hasPrefix(realTime), let offset = Int32(name.dropFirst(realTime.count)) {
+            return Int32(__libc_current_sigrtmin()) + offset
+        }
+        switch name {
+        case "SIGUSR1": return SIGUSR1
+        case "SIGUSR2": return SIGUSR2
+        case "SIGCONT": return SIGCONT
+        case "SIGHUP": return SIGHUP
+        default: preconditionFailure("\(name), in the default signal map, has no number in signalNumber(named:)")
+        }
     }
 
     /// How long termination waits for background tasks before their expiration handlers run.

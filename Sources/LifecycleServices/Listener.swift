@@ -9,7 +9,7 @@
 public import LifecycleKit
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A listening socket a hosted server accepts connections on, known by its name.

@@ -10,7 +10,7 @@
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// The system calls behind the application's ``ListenerTable``: claiming a passed socket or binding one, pausing
@@ -39,7 +39,7 @@ package enum ListenerSockets {
             table.add(opened)
             application.logger.info(
                 "listener \(listener.name): bound \(opened.address)",
-                metadata: ["lifecycle.listener": .string(listener.name), "lifecycle.listener.origin": "bound"]
+                metadata: [LogKey.listener: .string(listener.name), LogKey.listenerOrigin: "bound"]
             )
         }
         if opened.isShutDown || !isListening(opened.descriptor) {
@@ -88,7 +88,7 @@ package enum ListenerSockets {
         table.update(descriptor: socket.descriptor) { $0.isShutDown = true }
         application.logger.info(
             "listener \(socket.name): shut down in the background, \(socket.address) refuses connections",
-            metadata: ["lifecycle.listener": .string(socket.name)]
+            metadata: [LogKey.listener: .string(socket.name)]
         )
         table.willExit = { [unowned application] in relistenShutDown(in: application) }
     }
@@ -130,13 +130,13 @@ package enum ListenerSockets {
         if current.origin == .socketUnit {
             logger.notice(
                 "listener \(listener.name): serving on \(current.address), the socket unit's; the configured \(listener.address) is not used",
-                metadata: ["lifecycle.listener": .string(listener.name)]
+                metadata: [LogKey.listener: .string(listener.name)]
             )
             return true
         }
         logger.info(
             "listener \(listener.name): moving from \(current.address) to \(listener.address)",
-            metadata: ["lifecycle.listener": .string(listener.name)]
+            metadata: [LogKey.listener: .string(listener.name)]
         )
         return false
     }
@@ -177,7 +177,7 @@ package enum ListenerSockets {
         if passed.origin == .socketUnit, !matches(listener.address, address) {
             application.logger.notice(
                 "listener \(listener.name): serving on \(address), the socket unit's; the configured \(listener.address) is not used",
-                metadata: ["lifecycle.listener": .string(listener.name)]
+                metadata: [LogKey.listener: .string(listener.name)]
             )
         }
         let adopted = ListenerTable.Listener(
@@ -192,8 +192,7 @@ package enum ListenerSockets {
         application.logger.info(
             "listener \(listener.name): \(address) (\(from)\(passed.origin.rawValue))",
             metadata: [
-                "lifecycle.listener": .string(listener.name),
-                "lifecycle.listener.origin": .string(passed.origin.rawValue),
+                LogKey.listener: .string(listener.name), LogKey.listenerOrigin: .string(passed.origin.rawValue),
             ]
         )
         return adopted
@@ -218,7 +217,7 @@ package enum ListenerSockets {
         }
         application.logger.info(
             "listener \(listener.name): bound \(fresh.address) (was \(stale.address))",
-            metadata: ["lifecycle.listener": .string(listener.name), "lifecycle.listener.origin": "bound"]
+            metadata: [LogKey.listener: .string(listener.name), LogKey.listenerOrigin: "bound"]
         )
         return fresh
     }

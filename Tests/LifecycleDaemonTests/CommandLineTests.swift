@@ -58,7 +58,7 @@ struct CommandLineTests {
 
     @Test func theStandardDiscussionListsEveryExitCodeTheDaemonReturns() {
         let text = help(NamedCommandDelegate.self)
-        for code in [SysExit.osError, .temporaryFailure, .configuration] {
+        for code in [ExitStatus.osError, .temporaryFailure, .configuration] {
             #expect(text.contains(" \(code.rawValue) "), "exit code \(code.rawValue) is missing from --help")
         }
         #expect(text.contains("Exit codes: 0 clean termination, 64 usage, 71 the main loop cannot run, 75 terminated as a "

@@ -14,10 +14,6 @@ import Testing
 
 @_spi(Testing) @testable import LifecycleDaemon
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Log records with their levels and metadata, from any thread.
 final class StallLog: Sendable {
     struct Record: Sendable {
@@ -53,9 +49,7 @@ final class StallLog: Sendable {
 
 /// Blocks the calling thread, as a hung callback does.
 func block(for duration: Duration) {
-    var request = timespec(tv_sec: Int(duration.components.seconds), tv_nsec: Int(duration.components.attoseconds / 1_000_000_000))
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 { request = remaining }
+    SystemThread.sleep(for: duration)
 }
 
 // On the main actor: the detector is told of callbacks by the thread that runs them (a daemon's main thread), and the

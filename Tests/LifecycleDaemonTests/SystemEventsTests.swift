@@ -370,7 +370,8 @@ final class HostForwarder: ApplicationHost {
         // release the inhibitor before the delegate's didEnterBackground ran.
         // Weak: the trace belongs to the application; a strong capture would keep both alive for ever.
         harness.application.trace.observe { [weak application = harness.application, timeline = harness.timeline] event in
-            guard let application, event.event == "applicationDidEnterBackground", event.target == "root" else { return }
+            guard let application, event.event == TraceEventName.applicationDidEnterBackground, event.target == "root"
+            else { return }
             let task = application.beginBackgroundTask(withName: "quick")
             application.endBackgroundTask(task)
             timeline.append("quick task done")

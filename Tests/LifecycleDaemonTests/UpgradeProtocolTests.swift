@@ -13,7 +13,7 @@ import Testing
 @_spi(Testing) @testable import LifecycleDaemon
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 @Suite("What an upgrade's two processes tell each other")

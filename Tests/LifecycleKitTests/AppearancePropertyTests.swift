@@ -471,7 +471,7 @@ final class AppearanceHarness {
             let last = Self.lastComponent(of: event.target)
             let id = last.hasSuffix(".view") ? String(last.dropLast(5)) : last
             guard id == "delegate" || references[id] != nil else { continue }
-            if event.event == "deinit" {
+            if event.event == TraceEventName.deinitialize {
                 if last.hasSuffix(".view") && !turnReleasedControllers.contains(id) {
                     // A root view released on its own: a memory warning.
                     turnLines.append("\(last) deinit")
@@ -483,7 +483,7 @@ final class AppearanceHarness {
                     }
                 }
             } else if Self.comparedEvents.contains(event.event) {
-                if event.event.hasPrefix("view") || event.event == "loadView" {
+                if event.event.hasPrefix("view") || event.event == TraceEventName.loadView {
                     turnLines.append("\(id) \(event.event)")
                 } else {
                     turnLines.append("\(id) \(event.event)@\(event.state) \(event.cause)")

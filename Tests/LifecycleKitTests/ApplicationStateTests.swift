@@ -133,7 +133,7 @@ struct ApplicationStateTests {
         }
         app.launch()
         delegate.onEvent = { event, app in
-            if event == "applicationWillResignActive" { app.requestBecomeActive(cause: "test:nested") }
+            if event == TraceEventName.applicationWillResignActive { app.requestBecomeActive(cause: "test:nested") }
         }
         host.log.removeAll()
         app.requestEnterBackground()
@@ -157,7 +157,7 @@ struct ApplicationStateTests {
         let recorder = CallbackRecorder(app)
         app.launch()
         (app.delegate as! TestDelegate).onEvent = { event, app in
-            guard event == "applicationWillResignActive" else { return }
+            guard event == TraceEventName.applicationWillResignActive else { return }
             app.requestMemoryWarning(cause: "first")
             app.requestBecomeActive(cause: "second")
         }
@@ -178,7 +178,7 @@ struct ApplicationStateTests {
         }
         app.launch()
         delegate.onEvent = { event, app in
-            if event == "applicationDidReceiveMemoryWarning" {
+            if event == TraceEventName.applicationDidReceiveMemoryWarning {
                 app.requestMemoryWarning()
                 app.requestMemoryWarning()
             }
@@ -194,7 +194,7 @@ struct ApplicationStateTests {
         let recorder = CallbackRecorder(app)
         app.launch()
         (app.delegate as! TestDelegate).onEvent = { event, app in
-            guard event == "applicationDidEnterBackground" else { return }
+            guard event == TraceEventName.applicationDidEnterBackground else { return }
             app.requestMemoryWarning()
             app.requestMemoryWarning()
             app.requestMemoryWarning()
@@ -215,7 +215,7 @@ struct ApplicationStateTests {
         let (app, host, delegate) = makeLoggedApplication()
         app.launch()
         delegate.onEvent = { event, app in
-            if event == "applicationWillTerminate" { app.requestBecomeActive() }
+            if event == TraceEventName.applicationWillTerminate { app.requestBecomeActive() }
         }
         host.log.removeAll()
         app.requestTermination()

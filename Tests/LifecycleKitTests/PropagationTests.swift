@@ -49,7 +49,11 @@ struct PropagationTests {
         for event in ["applicationWillResignActive", "applicationDidEnterBackground"] {
             #expect(events(recorder, event) == propagation(of: event, preOrder: Self.preOrder))
         }
-        #expect(recorder.lines(events: ["viewWillDisappear", "viewDidDisappear"]).isEmpty, "backgrounding hides nothing")
+        // Names, not text: a misspelt event would match nothing and pass.
+        #expect(
+            recorder.lines(events: [TraceEventName.viewWillDisappear, TraceEventName.viewDidDisappear]).isEmpty,
+            "backgrounding hides nothing"
+        )
     }
 
     @Test func foregroundingGoesDelegateFirstThenTheTreeInPreOrder() {
@@ -60,7 +64,10 @@ struct PropagationTests {
         for event in ["applicationWillEnterForeground", "applicationDidBecomeActive"] {
             #expect(events(recorder, event) == propagation(of: event, preOrder: Self.preOrder))
         }
-        #expect(recorder.lines(events: ["viewWillAppear"]).isEmpty, "nothing disappeared, so nothing re-appears")
+        #expect(
+            recorder.lines(events: [TraceEventName.viewWillAppear]).isEmpty,
+            "nothing disappeared, so nothing re-appears"
+        )
     }
 
     @Test func memoryWarningsGoLeafFirstThenTheDelegate() {
@@ -111,7 +118,7 @@ struct PropagationTests {
         let (app, recorder) = launchedTree()
         let root = app.window!.rootViewController!
         (app.delegate as! TestDelegate).onEvent = { event, _ in
-            if event == "applicationDidEnterBackground" { root.embed(LeafController(identifier: "late")) }
+            if event == TraceEventName.applicationDidEnterBackground { root.embed(LeafController(identifier: "late")) }
         }
         app.requestEnterBackground()
         #expect(!recorder.lines(events: ["applicationDidEnterBackground"]).contains("root/late applicationDidEnterBackground"))

@@ -139,8 +139,8 @@ struct ReloadTransactionTests {
         // sanitize-address).
         host.application.trace.observe { [unowned host] event in
             // A second reload asked while the first is being offered waits (folded or queued behind it).
-            if event.event == "root/http validateReload(_:)" || event.target == "root/http", event.event == "validateReload(_:)",
-                outcomes.isEmpty
+            if event.event == "root/http validateReload(_:)" || event.target == "root/http",
+                event.event == TraceEventName.validateReload, outcomes.isEmpty
             {
                 host.application.submit(.reload, cause: "control") { outcomes.append("second \($0)") }
             }

@@ -77,7 +77,7 @@ struct RequestOutcomeTests {
         var log: [String] = []
         // Requests made from a callback queue behind the running transition.
         delegate.onEvent = { event, app in
-            guard event == "applicationDidEnterBackground" else { return }
+            guard event == TraceEventName.applicationDidEnterBackground else { return }
             app.submit(.becomeActive, cause: "second") { log.append("second \($0)") }
             app.submit(.becomeActive, cause: "third") { log.append("third \($0)") }
         }
@@ -103,7 +103,7 @@ struct RequestOutcomeTests {
         app.runEndOfTurn()
         var log: [String] = []
         delegate.onEvent = { event, app in
-            guard event == "applicationDidReceiveMemoryWarning" else { return }
+            guard event == TraceEventName.applicationDidReceiveMemoryWarning else { return }
             // While one is delivered: folded into it.
             app.submit(.memoryWarning, cause: "psi") { log.append("folded \($0.events != nil) \($0)") }
         }
@@ -120,7 +120,7 @@ struct RequestOutcomeTests {
             outcomes.append("terminate \(app.applicationState) \(outcome.events != nil)")
         }
         #expect(outcomes == ["terminate terminated true"])
-        #expect(recorder.events.last?.event == "deinit")
+        #expect(recorder.events.last?.event == TraceEventName.deinitialize)
         app.submit(.enterBackground, cause: "control") { outcomes.append("late \($0)") }
         #expect(outcomes.last == "late dropped: the application has terminated")
     }
@@ -148,7 +148,7 @@ struct RequestOutcomeTests {
         app.runEndOfTurn()
         var log: [String] = []
         delegate.onEvent = { event, app in
-            guard event == "applicationWillResignActive" else { return }
+            guard event == TraceEventName.applicationWillResignActive else { return }
             app.requestEnterBackground()
             app.submit(.becomeActive, cause: "tracked") { outcome in
                 log.append("tracked \(app.applicationState) \(outcome.events != nil)")

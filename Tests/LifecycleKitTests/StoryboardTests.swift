@@ -118,7 +118,7 @@ struct StoryboardTests {
         let worker = try #require(root.children.first as? Tuned)
         #expect(worker.verbose && worker.label == "a b")
         app.launch()
-        #expect(recorder.events.first { $0.event == "init(coder:)" }?.cause == .launch)
+        #expect(recorder.events.first { $0.event == TraceEventName.initWithCoder }?.cause == .launch)
         #expect(recorder.lines(events: ["init(coder:)"]) == [
             "root init(coder:)", "root/worker init(coder:)", "root/modes init(coder:)", "root/modes/serving init(coder:)",
             "root/modes/maintenance init(coder:)", "root/settings init(coder:)",

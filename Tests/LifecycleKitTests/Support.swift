@@ -25,18 +25,24 @@ final class TestDelegate: ApplicationDelegate {
         return true
     }
 
-    func applicationDidBecomeActive(_ application: Application) { onEvent("applicationDidBecomeActive", application) }
-    func applicationWillResignActive(_ application: Application) { onEvent("applicationWillResignActive", application) }
+    func applicationDidBecomeActive(_ application: Application) {
+        onEvent(TraceEventName.applicationDidBecomeActive, application)
+    }
+    func applicationWillResignActive(_ application: Application) {
+        onEvent(TraceEventName.applicationWillResignActive, application)
+    }
     func applicationDidEnterBackground(_ application: Application) {
-        onEvent("applicationDidEnterBackground", application)
+        onEvent(TraceEventName.applicationDidEnterBackground, application)
     }
     func applicationWillEnterForeground(_ application: Application) {
-        onEvent("applicationWillEnterForeground", application)
+        onEvent(TraceEventName.applicationWillEnterForeground, application)
     }
     func applicationDidReceiveMemoryWarning(_ application: Application) {
-        onEvent("applicationDidReceiveMemoryWarning", application)
+        onEvent(TraceEventName.applicationDidReceiveMemoryWarning, application)
     }
-    func applicationWillTerminate(_ application: Application) { onEvent("applicationWillTerminate", application) }
+    func applicationWillTerminate(_ application: Application) {
+        onEvent(TraceEventName.applicationWillTerminate, application)
+    }
 }
 
 /// A controller that adds one subview, named `subview`, in `viewDidLoad`, as docs/lifecycle.md §3's show sequence does.
@@ -52,6 +58,12 @@ final class LeafController: ViewController {
 func makeApplication(delegate: TestDelegate) -> Application {
     Application(delegate: delegate, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
 }
+
+/// The four appearance callbacks, by the trace's names: a filter that asserts their absence must not be misspelt.
+let appearanceEvents: Set<String> = [
+    TraceEventName.viewWillAppear, TraceEventName.viewDidAppear, TraceEventName.viewWillDisappear,
+    TraceEventName.viewDidDisappear,
+]
 
 /// The view lifecycle events of docs/lifecycle.md §3 (what the printed sequences show).
 let viewLifecycleEvents: Set<String> = [

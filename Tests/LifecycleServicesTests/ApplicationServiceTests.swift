@@ -91,6 +91,17 @@ struct ApplicationServiceTests {
         )
     }
 
+    @Test func theDefaultSignalsAreTheDaemonsMapWithoutTerminationOrTerminalStop() {
+        // By number, as docs/lifecycle.md §6 names them; SIGTERM and SIGINT are the group's, SIGTSTP keeps stopping.
+        let realTimeMin = Int32(__libc_current_sigrtmin())
+        #expect(
+            ApplicationService.defaultSignals == [
+                SIGUSR1: .enterBackground, SIGUSR2: .becomeActive, SIGCONT: .becomeActive, SIGHUP: .reload,
+                realTimeMin + 2: .memoryWarning, realTimeMin + 3: .resignActive,
+            ]
+        )
+    }
+
     @Test func mappedSignalsReachTheApplication() async throws {
         let timeline = Timeline()
         let service = ApplicationService(

@@ -13,7 +13,7 @@ import ServiceLifecycle
 import Testing
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A service that records the listening socket of its run, then runs until its graceful shutdown.

@@ -11,7 +11,7 @@
 import Testing
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// The next process of an upgrade, started beside this one under a keeper (KeptProcess, CLifecycleProcess).

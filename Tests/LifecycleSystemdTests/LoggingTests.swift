@@ -9,6 +9,7 @@
 import Logging
 import Testing
 
+@_spi(Testing) import LifecycleKit
 @_spi(Testing) @testable import LifecycleSystemd
 
 #if canImport(Glibc)
@@ -145,6 +146,19 @@ import Glibc
             #expect(LoggingBackend.detect() == expected)
         }
     }
+
+    @Test func theLevelOverrideReplacesTheLevelOfTheBackendsHandlersOnly() {
+        // The override itself is process-wide (SetLogLevel sets it; the end-to-end tests check that): here, the rule.
+        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: .debug) == .debug)
+        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: nil) == .info)
+        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: false, override: .debug) == .info)
+        #expect((LoggingBackend.text.makeHandler(label: "t", identifier: "x", level: .info) as? StderrLogHandler)?
+            .followsLevelOverride == true)
+        #expect(!StderrLogHandler(label: "t", identifier: "x", logLevel: .info).followsLevelOverride)
+        #expect(LoggingBackend.level(syslogPriority: 7) == .debug)
+        #expect(LoggingBackend.level(syslogPriority: 5) == .notice)
+        #expect(LoggingBackend.level(syslogPriority: 8) == nil)
+    }
 }
 
 @Suite struct StderrLogHandlerTests {
@@ -192,5 +206,30 @@ import Glibc
         #expect(lines[2].isEmpty)
         let stamp = try #require(lines[0].split(separator: " ").first)
         #expect(stamp.count == "2026-05-20T10:11:12.345678Z".count && stamp.hasSuffix("Z"))
+    }
+
+    @Test func onATerminalTheStderrHandlerWritesTraceEventsInTheHumanFormatAndFoldsRepeats() throws {
+        let pipe = try Pipe()
+        let shared = SharedTraceFormatter(style: TerminalStyle(colour: false))
+        let handler = StderrLogHandler(
+            label: "t", identifier: "lifecycled", logLevel: .info, metadataProvider: nil, fileDescriptor: pipe.writeEnd,
+            terminalTrace: shared
+        )
+        let logger = Logger(label: "t") { _ in handler }
+        for sequence in 1...3 {
+            logger.info(
+                "draw root.view",
+                metadata: [
+                    "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
+                    "lifecycle.seq": "\(sequence)", "lifecycle.cause": "api",
+                ]
+            )
+        }
+        logger.info("worker paused after 3 jobs")
+        let lines = pipe.readAvailable().split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0] == "     1 active     api                 root.view draw")
+        #expect(lines[1].hasSuffix("⋯ root.view draw 2 times more (#2–#3)"))
+        #expect(lines[2].hasSuffix(" info lifecycled: worker paused after 3 jobs"))
     }
 }

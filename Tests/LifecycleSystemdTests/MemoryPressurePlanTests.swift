@@ -142,6 +142,23 @@ import Testing
         }
     }
 
+    @Test func theWriteIsPaddedBase64WithWhitespaceIgnoredAndNothingElse() {
+        #expect(MemoryPressurePlan.decodeWrite("") == [])
+        #expect(MemoryPressurePlan.decodeWrite("Zg==") == Array("f".utf8))
+        #expect(MemoryPressurePlan.decodeWrite("Zm8=") == Array("fo".utf8))
+        #expect(MemoryPressurePlan.decodeWrite("Zm9v") == Array("foo".utf8))
+        #expect(MemoryPressurePlan.decodeWrite("Zm9vYg==\n") == Array("foob".utf8))
+        #expect(MemoryPressurePlan.decodeWrite(" Zm9v\r\n\tYg== ") == Array("foob".utf8))
+        #expect(MemoryPressurePlan.decodeWrite("+/+/") == [0xfb, 0xff, 0xbf])
+        // Unpadded, padding that is not at the end, a character outside the alphabet (URL-safe `-`, `*`).
+        #expect(MemoryPressurePlan.decodeWrite("Zm9") == nil)
+        #expect(MemoryPressurePlan.decodeWrite("Zg") == nil)
+        #expect(MemoryPressurePlan.decodeWrite("Z===") == nil)
+        #expect(MemoryPressurePlan.decodeWrite("Zg==Zg==") == nil)
+        #expect(MemoryPressurePlan.decodeWrite("Zm-v") == nil)
+        #expect(MemoryPressurePlan.decodeWrite("not*base64") == nil)
+    }
+
     @Test func aRelativeWatchOrBadBase64IsAnErrorNamingTheVariable() {
         #expect {
             try MemoryPressurePlan.make(

@@ -92,17 +92,22 @@ public import Glibc
         lookUp: @escaping @Sendable (String) -> gid_t? = lookUpGroup
     ) -> GroupLookup {
         if let number = gid_t(text) { return .found(number) }
+        // nil until the thread answers; then the group's ID, or nil for no such group.
         let answer = ConditionLock<gid_t??>(nil)
-        let done = Semaphore()
         let started = SystemThread.start(blockingSignals: true) {
             let id = lookUp(text)
             answer.withLock { $0 = .some(id) }
-            done.signal()
+            answer.notifyAll()
         }
         guard case .success(let thread) = started else { return .timedOut(.zero) }
         // Whatever it answers after the budget is dropped with its thread.
         pthread_detach(thread)
-        guard done.wait(upTo: budget), case .some(let id) = answer.withLock({ $0 }) else { return .timedOut(budget) }
+        let deadline = MonotonicClock.deadline(after: budget)
+        let answered = answer.withLock(waiting: { state -> ConditionLock<gid_t??>.Step<gid_t??> in
+            if case .some(let id) = state { return .done(.some(id)) }
+            return MonotonicClock.now() >= deadline ? .done(nil) : .wait(until: deadline)
+        })
+        guard case .some(let id) = answered else { return .timedOut(budget) }
         return id.map(GroupLookup.found) ?? .unknown
     }
 

@@ -49,6 +49,16 @@ package struct DaemonOptions: Sendable, Hashable {
         self.programName = programName
     }
 
+    /// The environment variables of the daemon's own that ``applyEnvironment(_:)`` reads.
+    package enum Variable {
+        /// `LIFECYCLE_TRACE=all`, as `--trace`.
+        package static let trace = "LIFECYCLE_TRACE"
+        /// `LIFECYCLE_HANG_IN`, a test's switch (``hangIn``).
+        package static let hangIn = "LIFECYCLE_HANG_IN"
+        /// `LIFECYCLE_STATE_WRITE_DELAY_MS`, a test's switch (``stateWriteDelaySetting``).
+        package static let stateWriteDelay = "LIFECYCLE_STATE_WRITE_DELAY_MS"
+    }
+
     /// Read when no `--config` is given and the file exists: `/etc/<program>.conf`.
     package var defaultConfigurationPath: String { "/etc/\(programName).conf" }
 
@@ -62,9 +72,9 @@ package struct DaemonOptions: Sendable, Hashable {
     /// Reads `LIFECYCLE_TRACE`, `STATE_DIRECTORY` and the tests' switches (`LIFECYCLE_HANG_IN`,
     /// `LIFECYCLE_STATE_WRITE_DELAY_MS`) from the environment into options the flags left unset.
     package mutating func applyEnvironment(_ environment: [String: String]) {
-        if environment["LIFECYCLE_TRACE"] == "all" { traceAll = true }
-        if let hang = environment["LIFECYCLE_HANG_IN"], !hang.isEmpty { hangIn = hang }
-        if let delay = environment["LIFECYCLE_STATE_WRITE_DELAY_MS"], !delay.isEmpty { stateWriteDelaySetting = delay }
+        if environment[Variable.trace] == "all" { traceAll = true }
+        if let hang = environment[Variable.hangIn], !hang.isEmpty { hangIn = hang }
+        if let delay = environment[Variable.stateWriteDelay], !delay.isEmpty { stateWriteDelaySetting = delay }
         if let directories = environment["STATE_DIRECTORY"],
             let first = directories.split(separator: ":").first, !first.isEmpty
         {
@@ -111,7 +121,7 @@ package struct DaemonOptions: Sendable, Hashable {
         if let stateWriteDelaySetting {
             guard let delay = ConfigurationParsing.duration(stateWriteDelaySetting, unit: .milliseconds(1)) else {
                 throw ConfigurationError(
-                    source: "LIFECYCLE_STATE_WRITE_DELAY_MS",
+                    source: Variable.stateWriteDelay,
                     line: nil,
                     message: "\(stateWriteDelaySetting) is not a non-negative number of milliseconds (at most 292 years)"
                 )

@@ -118,7 +118,7 @@ final class ControlServer {
             if let boundPath { unlink(boundPath) }
             return nil
         }
-        logger.info("control socket: \(description)", metadata: ["lifecycle.control": .string(description)])
+        logger.info("control socket: \(description)", metadata: [LogKey.control: .string(description)])
         return ControlServer(daemon: daemon, server: server, service: service, boundPath: boundPath)
     }
 

@@ -132,7 +132,7 @@ final class ControlService {
         let lifecycleCall = call.method.hasPrefix(ControlInterface.name + ".")
         logger.info(
             "control: \(request.rawValue) requested by \(call.peer)",
-            metadata: ["lifecycle.request": .string(request.rawValue), "lifecycle.cause": "control"]
+            metadata: [LogKey.request: .string(request.rawValue), LogKey.cause: "control"]
         )
         hub.requestStarted()
         daemon.submitControlRequest(request) { [hub, unowned daemon = daemon] outcome in
@@ -202,7 +202,7 @@ final class ControlService {
             call.fail(.invalidParameter("timeoutSec"))
             return
         }
-        logger.info("control: upgrade requested by \(call.peer)", metadata: ["lifecycle.upgrade": "requested"])
+        logger.info("control: upgrade requested by \(call.peer)", metadata: [LogKey.upgrade: "requested"])
         daemon.startUpgrade(timeout: seconds.map { .milliseconds(Int64($0 * 1000)) }) { [unowned daemon = daemon] result in
             daemon.deliverTraceLines()
             switch result {

@@ -45,7 +45,7 @@ extension Daemon {
                 logger.info("loaded the storyboard \(path)")
             } catch {
                 logger.error("storyboard: \(error)")
-                return .exit(SysExit.configuration.rawValue)
+                return .exit(ExitStatus.configuration.rawValue)
             }
         }
         let store = StateStore(

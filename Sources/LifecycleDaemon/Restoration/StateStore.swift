@@ -12,9 +12,6 @@ import Logging
 import SystemPackage
 @_spi(Testing) import LifecycleIPC
 
-// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
-import SwiftOverlayShims
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -187,9 +184,8 @@ final class StateStore {
 
     /// Renames a rejected state file aside and keeps only the newest few; returns the new name.
     private func moveAside(_ path: String) -> String? {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let micros = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
+        let now = WallClock.now()
+        let micros = Int64(now.seconds) * 1_000_000 + Int64(now.nanoseconds) / 1000
         let aside = path + Self.rejectedInfix + "\(micros)"
         if keepRejected == 0 {
             _ = unlink(path)
@@ -335,7 +331,7 @@ final class StateStore {
         guard failedDiskSaves > 0, let path else { return }
         logger.notice(
             "the state is saved to \(path) again, after \(failedDiskSaves) failed \(failedDiskSaves == 1 ? "save" : "saves")",
-            metadata: ["lifecycle.failed_saves": "\(failedDiskSaves)"]
+            metadata: [LogKey.failedSaves: "\(failedDiskSaves)"]
         )
         failedDiskSaves = 0
         diskFailureLogged = false
@@ -352,7 +348,7 @@ final class StateStore {
             diskFailureLogged = true
             let kept = "the previous save stays there"
             let tail = store == nil ? "; \(kept)" : "; \(kept), and the file descriptor store keeps this one"
-            logger.warning("\(text)\(tail)", metadata: ["lifecycle.state_file": "\(path)", "lifecycle.errno": "\(error.rawValue)"])
+            logger.warning("\(text)\(tail)", metadata: [LogKey.stateFile: "\(path)", LogKey.errno: "\(error.rawValue)"])
         }
     }
 }

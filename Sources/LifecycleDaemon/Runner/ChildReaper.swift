@@ -7,11 +7,12 @@
 //
 
 @_spi(Testing) import LifecycleIPC
+import LifecycleKit
 @_spi(Testing) import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// As a container's first process (PID 1), the daemon is the init of its PID namespace: every orphan of the
@@ -53,7 +54,7 @@ final class ChildReaper {
             reaped += 1
             logger.debug(
                 "PID 1: reaped pid \(pid) (wait status \(status))",
-                metadata: ["lifecycle.reaped": .string("\(pid)")]
+                metadata: [LogKey.reaped: .string("\(pid)")]
             )
         }
     }

@@ -11,9 +11,6 @@
 package import Logging
 @_spi(Testing) package import LifecycleIPC
 
-// A release build finds timespec's members only through the toolchain's shims (MemberImportVisibility).
-import SwiftOverlayShims
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -167,7 +164,7 @@ package final class Daemon: ApplicationHost {
             configuration = try options.resolveConfiguration(applicationSection: applicationSection)
         } catch {
             writeError("\(options.programName): \(error)")
-            return SysExit.configuration.rawValue
+            return ExitStatus.configuration.rawValue
         }
         // Still single-threaded: make the mask match the configured map before Dispatch or logging start threads.
         adjustSignalMask(to: configuration.signalMap)
@@ -199,7 +196,7 @@ package final class Daemon: ApplicationHost {
         } catch {
             logger.critical("\(options.programName) cannot run its main loop: \(error)")
             JournalWriter.shared.flush()
-            return SysExit.osError.rawValue
+            return ExitStatus.osError.rawValue
         }
     }
 
@@ -274,12 +271,12 @@ package final class Daemon: ApplicationHost {
         if let handOver {
             logger.info(
                 "started by an upgrade from pid \(handOver.previousPID): launching, then taking over once it serves",
-                metadata: ["lifecycle.upgrade": "handed-over"]
+                metadata: [LogKey.upgrade: "handed-over"]
             )
             try handOver.watch(loop: loop) { [unowned self] in
                 becomeMainProcess()
             } onAbandon: { [unowned self] (reason: String) in
-                logger.warning("upgrade called off: \(reason); terminating", metadata: ["lifecycle.upgrade": "abandoned"])
+                logger.warning("upgrade called off: \(reason); terminating", metadata: [LogKey.upgrade: "abandoned"])
                 application.requestTermination(cause: UpgradeCoordinator.cause)
             }
         }
@@ -309,9 +306,12 @@ package final class Daemon: ApplicationHost {
         // The last line of an exit, after everything it reports: the teardown's trace, the inhibitors let go.
         if termination.hasExited {
             if let failure = application.terminationFailure {
-                logger.error("terminated as a failure (exit status \(SysExit.temporaryFailure.rawValue)): \(failure)")
+                logger.error("terminated as a failure (exit status \(ExitStatus.temporaryFailure.rawValue)): \(failure)")
             } else if code == 0, let handedOverTo {
-                logger.info("terminated cleanly: upgraded to pid \(handedOverTo.pid)", metadata: ["lifecycle.upgrade": "done"])
+                logger.info(
+                    "terminated cleanly: upgraded to pid \(handedOverTo.pid)",
+                    metadata: [LogKey.upgrade: "done"]
+                )
             } else if code == 0 {
                 logger.info("terminated cleanly")
             }

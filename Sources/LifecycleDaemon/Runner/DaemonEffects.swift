@@ -167,10 +167,10 @@ extension DaemonEffects {
                 let monitor = MemoryPressureMonitor(loop: loop, settings: settings, logger: logger)
                 let source = try monitor.start { MainActor.assumeIsolated { onPressure() } }
                 if let source {
-                    var metadata: Logger.Metadata = ["lifecycle.psi_source": "\(source.origin.rawValue)"]
+                    var metadata: Logger.Metadata = [LogKey.psiSource: "\(source.origin.rawValue)"]
                     if !monitor.skipped.isEmpty {
                         let skipped = monitor.skipped.map(\.description).joined(separator: "; ")
-                        metadata["lifecycle.psi_skipped"] = "\(skipped)"
+                        metadata[LogKey.psiSkipped] = "\(skipped)"
                     }
                     // With $MEMORY_PRESSURE_WATCH, the trigger (if any) is the one systemd passed.
                     let trigger =

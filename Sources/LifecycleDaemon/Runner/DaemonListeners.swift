@@ -11,7 +11,7 @@
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// The names the daemon gives what it passes on: listeners in systemd's file descriptor store, and what an upgrade

@@ -81,7 +81,7 @@ final class JobControl {
                     stopping once \(tasks.count) background task(s) end, within the background time of \
                     \(application.backgroundTime.formattedForLog)
                     """,
-                    metadata: ["lifecycle.tasks": .string(tasks.map(\.name).joined(separator: ","))]
+                    metadata: [LogKey.tasks: .string(tasks.map(\.name).joined(separator: ","))]
                 )
             }
             return

@@ -67,7 +67,7 @@ final class LameDuckStop {
         application.stoppingReason = "stopping (lame duck, not ready)"
         logger.notice(
             "termination requested (\(cause)): not ready, serving on for \(delay.formattedForLog) before terminating",
-            metadata: ["lifecycle.lame_duck": .string(delay.formattedForLog)]
+            metadata: [LogKey.lameDuck: .string(delay.formattedForLog)]
         )
         notify([.stopping, .status(application.statusText)])
         timer = effects.schedule(delay) { [weak self] in self?.finish(cause: nil) }

@@ -215,10 +215,10 @@ import Glibc
 
     private static func metadata(_ slot: Slot, running: Duration) -> Logger.Metadata {
         [
-            "lifecycle.stall_event": .string(slot.event),
-            "lifecycle.stall_target": .string(slot.target.description),
-            "lifecycle.stall_seq": .stringConvertible(slot.sequence),
-            "lifecycle.stall_ms": .stringConvertible(running.wholeMilliseconds),
+            LogKey.stallEvent: .string(slot.event),
+            LogKey.stallTarget: .string(slot.target.description),
+            LogKey.stallSequence: .stringConvertible(slot.sequence),
+            LogKey.stallMilliseconds: .stringConvertible(running.wholeMilliseconds),
         ]
     }
 

@@ -237,7 +237,7 @@ package final class SystemEvents {
             )
             logger.info(
                 "logind: the system prepares to \(Self.verb(event)); entering the background",
-                metadata: ["lifecycle.logind": "\(event)"]
+                metadata: [LogKey.logind: "\(event)"]
             )
             router.route(.enterBackground, from: source)
             // The transition has run by now, unless it was queued behind a running one: look again at the end of
@@ -257,7 +257,7 @@ package final class SystemEvents {
         preparation = nil
         logger.info(
             "logind: \(Self.aftermath(event)); taking new delay inhibitors",
-            metadata: ["lifecycle.logind": "\(event)"]
+            metadata: [LogKey.logind: "\(event)"]
         )
         // A lock still held (tasks outran logind's wait) carries over as the next one.
         logind?.takeInhibitors()
@@ -320,7 +320,7 @@ package final class SystemEvents {
             logind: holding the sleep for \(tasks.count) background task(s), up to \(budget) \
             (InhibitDelayMaxSec \(delay))
             """,
-            metadata: ["lifecycle.tasks": "\(tasks.map(\.name).joined(separator: ","))"]
+            metadata: [LogKey.tasks: "\(tasks.map(\.name).joined(separator: ","))"]
         )
         // Settling when the tasks end is the release check's job (at the end of the turn); expiry is this wait's.
         sleepWait.begin(budget) { [logger] in
@@ -340,7 +340,7 @@ package final class SystemEvents {
         let held = effects.now() - current.announced
         logger.info(
             "logind: released the delay inhibitors \(held.wholeMilliseconds) ms after \(current.event): \(reason)",
-            metadata: ["lifecycle.inhibit_held_ms": "\(held.wholeMilliseconds)"]
+            metadata: [LogKey.inhibitHeldMilliseconds: "\(held.wholeMilliseconds)"]
         )
     }
 

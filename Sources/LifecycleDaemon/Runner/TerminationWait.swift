@@ -71,7 +71,7 @@ final class TerminationWait {
         let tasks = application.backgroundTasks
         logger.info(
             "waiting for \(tasks.count) background task(s) before exit, up to \(remaining.formattedForLog)",
-            metadata: ["lifecycle.tasks": .string(tasks.map(\.name).joined(separator: ","))]
+            metadata: [LogKey.tasks: .string(tasks.map(\.name).joined(separator: ","))]
         )
         let budget = self.budget
         wait.begin(remaining) { [logger] in
@@ -100,6 +100,6 @@ final class TerminationWait {
         // The last line ("terminated cleanly", or "terminated as a failure") is the daemon's, once the loop has returned
         // and everything is let go. A failure (restarts exhausted) exits with a status systemd's Restart=on-failure
         // acts on, not 64 or 78, which the unit's RestartPreventExitStatus= keeps from restarting.
-        effects.exit(application.terminationFailure == nil ? 0 : SysExit.temporaryFailure.rawValue)
+        effects.exit(application.terminationFailure == nil ? 0 : ExitStatus.temporaryFailure.rawValue)
     }
 }

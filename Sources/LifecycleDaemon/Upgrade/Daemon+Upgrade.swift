@@ -12,7 +12,7 @@
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 extension Daemon {
@@ -49,7 +49,9 @@ extension Daemon {
         }
         guard isMainProcess else {
             return completion(
-                .failure(UpgradeFailure(reason: "this process is not the main process yet: an upgrade is handing over to it"))
+                .failure(
+                    UpgradeFailure(reason: "this process is not the main process yet: an upgrade is handing over to it")
+                )
             )
         }
         guard !application.isTerminating else {
@@ -85,7 +87,7 @@ extension Daemon {
         control?.handOver()
         logger.info(
             "upgrade: pid \(handOver.pid) is the service's main process; this process (pid \(handOver.previousPID)) stops accepting, drains and exits",
-            metadata: ["lifecycle.upgrade": "handed-over"]
+            metadata: [LogKey.upgrade: "handed-over"]
         )
         application.requestTermination(cause: UpgradeCoordinator.cause)
     }
@@ -108,7 +110,7 @@ extension Daemon {
             table.didChange = nil
             logger.info(
                 "upgrade: launched and serving; waiting for pid \(handOver.previousPID) to hand over",
-                metadata: ["lifecycle.upgrade": "ready"]
+                metadata: [LogKey.upgrade: "ready"]
             )
             deliverTraceLines()
             handOver.reportReady()
@@ -136,7 +138,7 @@ extension Daemon {
         pendingListenerStores = []
         logger.info(
             "upgrade: this process (pid \(getpid())) is the service's main process, after pid \(handOver.previousPID)",
-            metadata: ["lifecycle.upgrade": "main"]
+            metadata: [LogKey.upgrade: "main"]
         )
         var assignments: [NotifyAssignment] = [.ready, .status(application.statusText)]
         if effects.watchdogInterval != nil { assignments.append(.watchdog) }

@@ -12,7 +12,7 @@
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// An upgrade, seen from the running process (docs/operations.md, "Restarts, upgrades and the background without
@@ -127,7 +127,7 @@ final class UpgradeCoordinator {
 
         logger.info(
             "upgrade: starting \(executable) beside this process (pid \(getpid())), handing over \(listeners.count) listener(s)",
-            metadata: ["lifecycle.upgrade": "start", "lifecycle.upgrade.path": .string(executable)]
+            metadata: [LogKey.upgrade: "start", LogKey.upgradePath: .string(executable)]
         )
         startedAt = .now
         do {
@@ -147,7 +147,7 @@ final class UpgradeCoordinator {
         guard let child else { return }
         logger.info(
             "upgrade: pid \(child.pid) started; waiting until it serves (at most \(timeout.formattedForLog))",
-            metadata: ["lifecycle.upgrade": "started"]
+            metadata: [LogKey.upgrade: "started"]
         )
         do {
             channelSource = try loop.addIO(fd: channel, events: .readable) { [unowned self] _ in
@@ -224,7 +224,7 @@ final class UpgradeCoordinator {
         deadline = nil
         logger.info(
             "upgrade: pid \(child.pid) serves after \(readyAfter.wholeMilliseconds) ms; making it the main process",
-            metadata: ["lifecycle.upgrade": "ready"]
+            metadata: [LogKey.upgrade: "ready"]
         )
         // No longer this process's grandchild but the service manager's child: systemd supervises a main process fully
         // only when it is its own (it waits for its exit, and sends it SIGTERM on stop).
@@ -287,10 +287,7 @@ final class UpgradeCoordinator {
     }
 
     private func report(_ failure: UpgradeFailure) {
-        logger.error(
-            "upgrade failed: \(failure.reason); this process serves on",
-            metadata: ["lifecycle.upgrade": "failed"]
-        )
+        logger.error("upgrade failed: \(failure.reason); this process serves on", metadata: [LogKey.upgrade: "failed"])
         completion?(.failure(failure))
         completion = nil
     }

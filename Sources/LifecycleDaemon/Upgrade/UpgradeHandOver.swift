@@ -12,7 +12,7 @@
 import Logging
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// An upgrade, seen from the new process: started by the running one with its listening sockets, its control socket

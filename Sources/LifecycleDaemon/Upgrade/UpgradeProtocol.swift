@@ -9,7 +9,7 @@
 @_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// What the running process and the next one tell each other during an upgrade, over a `SOCK_SEQPACKET` pair the

@@ -202,7 +202,7 @@ public final class Application {
             if waits {
                 logger.debug(
                     "request waits for the end of the turn",
-                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                    metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
                 )
                 if !turns.isRunning { host?.applicationNeedsEndOfTurn(self) }
             } else {
@@ -212,24 +212,24 @@ public final class Application {
             requestTracker.queued(request, completion: completion)
             logger.debug(
                 "request queued behind the running transition",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
         case .coalesced:
             requestTracker.coalesced(request, completion: completion)
             logger.debug(
                 "request coalesced with one already pending",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
         case .noChange:
             logger.debug(
                 "request changes nothing: the application is already \(applicationState)",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
             completion?(.noChange)
         case .dropped(let reason):
             logger.notice(
                 "request dropped: \(reason)",
-                metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
             )
             completion?(.dropped(reason: reason))
         }
@@ -255,7 +255,7 @@ public final class Application {
             case .noChange(let request, let cause):
                 logger.debug(
                     "queued request changes nothing: the application is already \(applicationState)",
-                    metadata: ["lifecycle.request": "\(request)", "lifecycle.cause": "\(cause)"]
+                    metadata: [LogKey.request: "\(request)", LogKey.cause: "\(cause)"]
                 )
                 requestTracker.headChangedNothing()?(.noChange)
             case .step(let step):
@@ -279,27 +279,27 @@ public final class Application {
         applicationState = step.stateWhileFiring
         switch step.callback {
         case .willFinishLaunching:
-            traceDelegateEvent("willFinishLaunching")
+            traceDelegateEvent(TraceEventName.willFinishLaunching)
             _ = delegate.application(self, willFinishLaunchingWithOptions: launchOptions)
         case .restoreState:
             restoreSavedState()
         case .didFinishLaunching:
-            traceDelegateEvent("didFinishLaunching")
+            traceDelegateEvent(TraceEventName.didFinishLaunching)
             _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
             checkRestoredWindowKept()
         case .showWindow:
             window?.show()
             runEndOfTurn()
         case .didBecomeActive:
-            deliverEntering("applicationDidBecomeActive", delegate.applicationDidBecomeActive) {
+            deliverEntering(TraceEventName.applicationDidBecomeActive, delegate.applicationDidBecomeActive) {
                 $0.applicationDidBecomeActive()
             }
         case .willResignActive:
-            deliverLeaving("applicationWillResignActive", delegate.applicationWillResignActive) {
+            deliverLeaving(TraceEventName.applicationWillResignActive, delegate.applicationWillResignActive) {
                 $0.applicationWillResignActive()
             }
         case .didEnterBackground:
-            deliverLeaving("applicationDidEnterBackground", delegate.applicationDidEnterBackground) {
+            deliverLeaving(TraceEventName.applicationDidEnterBackground, delegate.applicationDidEnterBackground) {
                 $0.applicationDidEnterBackground()
                 $0.updateLifecycleTasks(foreground: false, reason: .background)
             }
@@ -308,7 +308,7 @@ public final class Application {
             preserveState()
         case .willEnterForeground:
             backgroundTasksCoordinator.applicationWillEnterForeground()
-            deliverEntering("applicationWillEnterForeground", delegate.applicationWillEnterForeground) {
+            deliverEntering(TraceEventName.applicationWillEnterForeground, delegate.applicationWillEnterForeground) {
                 $0.applicationWillEnterForeground()
                 // Fired in the state being left (background): the work's foreground begins with this event.
                 $0.updateLifecycleTasks(foreground: true, reason: .background)
@@ -318,16 +318,16 @@ public final class Application {
             backgroundTasksCoordinator.terminationDidBegin()
             host?.applicationWillBeginTermination(self)
         case .willTerminate:
-            deliverLeaving("applicationWillTerminate", delegate.applicationWillTerminate) {
+            deliverLeaving(TraceEventName.applicationWillTerminate, delegate.applicationWillTerminate) {
                 $0.applicationWillTerminate()
             }
         case .tearDown:
             tearDown()
         case .didReceiveMemoryWarning:
             deliverLeaving(
-                "applicationDidReceiveMemoryWarning",
+                TraceEventName.applicationDidReceiveMemoryWarning,
                 delegate.applicationDidReceiveMemoryWarning,
-                controllerEvent: "didReceiveMemoryWarning"
+                controllerEvent: TraceEventName.didReceiveMemoryWarning
             ) {
                 $0.didReceiveMemoryWarning()
                 $0.releaseViewAfterMemoryWarning()
@@ -338,13 +338,17 @@ public final class Application {
             reloadRefusal = prepareReload()
         case .willReload:
             if reloadRefusal == nil {
-                deliverLeaving("applicationWillReload", delegate.applicationWillReload) { $0.applicationWillReload() }
+                deliverLeaving(TraceEventName.applicationWillReload, delegate.applicationWillReload) {
+                    $0.applicationWillReload()
+                }
             }
         case .reloadConfiguration:
             if reloadRefusal == nil { host?.applicationReloadConfiguration(self) }
         case .didReload:
             if reloadRefusal == nil {
-                deliverEntering("applicationDidReload", delegate.applicationDidReload) { $0.applicationDidReload() }
+                deliverEntering(TraceEventName.applicationDidReload, delegate.applicationDidReload) {
+                    $0.applicationDidReload()
+                }
             }
         case .finishLaunch:
             hasFinishedLaunching = true
@@ -614,7 +618,7 @@ public final class Application {
 
     /// A controller's lifecycle-bound task failed: the delegate hears it (traced as a delegate event).
     func reportFailure(of task: LifecycleTask, error: any Error) {
-        traceDelegateEvent("application(_:lifecycleTask:didFailWithError:)", detail: "\(task.name): \(error)")
+        traceDelegateEvent(TraceEventName.applicationLifecycleTaskDidFail, detail: "\(task.name): \(error)")
         delegate.application(self, lifecycleTask: task, didFailWithError: error)
     }
 

@@ -44,33 +44,25 @@ extension Application {
         case .ready(let ready):
             proposal = ready
         case .refused(let reason):
-            traceEvent("reloadRefused", target: .named("configuration"), detail: reason)
+            traceEvent(TraceEventName.reloadRefused, target: .named("configuration"), detail: reason)
             return "the configuration: \(reason)"
         }
         do {
-            traceDelegateEvent("application(_:validateReload:)")
+            traceDelegateEvent(TraceEventName.applicationValidateReload)
             try delegate.application(self, validateReload: proposal)
         } catch {
-            traceDelegateEvent("reloadRefused", detail: "\(error)")
+            traceDelegateEvent(TraceEventName.reloadRefused, detail: "\(error)")
             return "the delegate: \(error)"
         }
         for controller in controllersInTreeOrder() {
             do {
-                controller.trace("validateReload(_:)")
+                controller.trace(TraceEventName.validateReload)
                 try controller.validateReload(proposal)
             } catch {
-                controller.trace("reloadRefused", detail: "\(error)")
+                controller.trace(TraceEventName.reloadRefused, detail: "\(error)")
                 return "\(controller.path): \(error)"
             }
         }
         return nil
-    }
-}
-
-extension Optional {
-    /// The value, leaving nil behind.
-    mutating func take() -> Wrapped? {
-        defer { self = nil }
-        return self
     }
 }

@@ -103,7 +103,7 @@ struct ArchiveInstantiation {
     /// `awakeFromArchive()` on every controller made, pre-order; then the presentations.
     mutating func finish() {
         for controller in made {
-            controller.trace("awakeFromArchive")
+            controller.trace(TraceEventName.awakeFromArchive)
             controller.awakeFromArchive()
         }
         for (presenter, presented) in presentations {

@@ -46,9 +46,9 @@ extension Application {
     func preserveState() {
         guard let root = window?.rootViewController, let rootIdentifier = root.restorationIdentifier else { return }
         let applicationCoder = StateCoder(restorationPath: "application")
-        traceDelegateEvent("application(_:shouldSaveApplicationState:)")
+        traceDelegateEvent(TraceEventName.applicationShouldSaveState)
         guard delegate.application(self, shouldSaveApplicationState: applicationCoder) else { return }
-        traceDelegateEvent("application(_:willEncodeRestorableStateWith:)")
+        traceDelegateEvent(TraceEventName.applicationWillEncodeState)
         delegate.application(self, willEncodeRestorableStateWith: applicationCoder)
         let registry = registeredArchiveClasses
         var archive = Archive(root: encode(root, restorationPath: rootIdentifier, registry: registry), sourceName: "saved state")
@@ -71,7 +71,7 @@ extension Application {
     /// controller above it have a restoration identifier.
     private func encode(_ controller: ViewController, restorationPath: String, registry: ArchiveClassRegistry) -> Archive.Node {
         let coder = StateCoder(restorationPath: restorationPath)
-        controller.trace("encodeRestorableState(with:)")
+        controller.trace(TraceEventName.encodeRestorableState)
         controller.encodeRestorableState(with: coder)
         let type = type(of: controller)
         var node = Archive.Node(
@@ -98,13 +98,13 @@ extension Application {
     func restoreSavedState() {
         guard let saved = launchOptions.restoredState else { return }
         let archive = saved.migratedFromFormat1()
-        traceDelegateEvent("application(_:shouldRestoreApplicationState:)")
+        traceDelegateEvent(TraceEventName.applicationShouldRestoreState)
         guard delegate.application(self, shouldRestoreApplicationState: saved) else { return }
         restoration.generation = max(restoration.generation, archive.generation)
         var restorer = StateRestorer(application: self, archive: archive, registry: registeredArchiveClasses)
         restorer.restore()
         let applicationCoder = StateCoder(values: archive.applicationState, restorationPath: "application")
-        traceDelegateEvent("application(_:didDecodeRestorableStateWith:)")
+        traceDelegateEvent(TraceEventName.applicationDidDecodeState)
         delegate.application(self, didDecodeRestorableStateWith: applicationCoder)
         restoration.restoredWindow = window
     }
@@ -214,7 +214,7 @@ struct StateRestorer {
             reconcile(root, node, restorationPath: [rootIdentifier])
         }
         for controller in madeByClass {
-            controller.trace("awakeFromArchive")
+            controller.trace(TraceEventName.awakeFromArchive)
             controller.awakeFromArchive()
         }
         for (presenter, presented) in presentations {
@@ -224,11 +224,11 @@ struct StateRestorer {
             restored[ObjectIdentifier(controller)].map { (controller, $0) }
         }
         for (controller, node) in order {
-            controller.trace("decodeRestorableState(with:)")
+            controller.trace(TraceEventName.decodeRestorableState)
             controller.decodeRestorableState(with: StateCoder(values: node.state, restorationPath: controller.restorationPathForLog))
         }
         for (controller, _) in order {
-            controller.trace("applicationFinishedRestoringState")
+            controller.trace(TraceEventName.applicationFinishedRestoringState)
             controller.applicationFinishedRestoringState()
         }
         application.logger.info(
@@ -297,7 +297,7 @@ struct StateRestorer {
         )
         let coder = Coder(node: node, application: application, destinationPath: tracePath)
         application.traceDelegateEvent(
-            "application(_:viewControllerWithRestorationIdentifierPath:coder:)",
+            TraceEventName.applicationViewControllerForRestoration,
             detail: restorationPath.joined(separator: "/")
         )
         let made: ViewController

@@ -15,7 +15,7 @@ extension Application {
     public func requestTermination(cause: Cause = .api, failing reason: String) {
         if terminationFailure == nil, applicationState != .terminated {
             terminationFailure = reason
-            logger.error("terminating as a failure: \(reason)", metadata: ["lifecycle.cause": "\(cause)"])
+            logger.error("terminating as a failure: \(reason)", metadata: [LogKey.cause: "\(cause)"])
         }
         requestTermination(cause: cause)
     }
@@ -23,7 +23,7 @@ extension Application {
     /// A controller's task exhausted its restarts: the delegate hears it (traced as a delegate event).
     func reportExhaustedRestarts(of task: LifecycleTask, error: any Error) {
         traceDelegateEvent(
-            "application(_:lifecycleTask:didExhaustRestartsWithError:)",
+            TraceEventName.applicationLifecycleTaskDidExhaustRestarts,
             detail: "\(task.name): \(error)"
         )
         delegate.application(self, lifecycleTask: task, didExhaustRestartsWithError: error)

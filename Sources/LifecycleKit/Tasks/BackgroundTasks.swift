@@ -108,7 +108,7 @@ final class BackgroundTaskCoordinator {
         if let owner { owners[task.identifier] = owner }
         application.logger.info(
             "background task began",
-            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
+            metadata: [LogKey.task: "\(task.name)", LogKey.taskID: "\(task.identifier.rawValue)"]
         )
         application.host?.application(application, backgroundTasksDidChange: registry.tasks)
         startBackgroundTimeIfNeeded()
@@ -121,7 +121,7 @@ final class BackgroundTaskCoordinator {
         owners[identifier] = nil
         application.logger.info(
             "background task ended",
-            metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(identifier.rawValue)"]
+            metadata: [LogKey.task: "\(task.name)", LogKey.taskID: "\(identifier.rawValue)"]
         )
         application.host?.application(application, backgroundTasksDidChange: registry.tasks)
         backgroundBudget.tasksDidChange()
@@ -149,11 +149,11 @@ final class BackgroundTaskCoordinator {
         for task in registry.tasks {
             application.logger.warning(
                 "background task expired",
-                metadata: ["lifecycle.task": "\(task.name)", "lifecycle.task_id": "\(task.identifier.rawValue)"]
+                metadata: [LogKey.task: "\(task.name)", LogKey.taskID: "\(task.identifier.rawValue)"]
             )
             let owner = owners[task.identifier]
             application.trace.record(
-                event: "expirationHandler",
+                event: TraceEventName.expirationHandler,
                 isDelegate: owner == nil,
                 target: .named(owner ?? "delegate"),
                 state: application.applicationState,
@@ -164,7 +164,7 @@ final class BackgroundTaskCoordinator {
             if registry.isRunning(task.identifier) {
                 application.logger.warning(
                     "background task not ended by its expiration handler; ending it",
-                    metadata: ["lifecycle.task": "\(task.name)"]
+                    metadata: [LogKey.task: "\(task.name)"]
                 )
                 end(task.identifier)
             }

@@ -185,13 +185,13 @@ public final class LifecycleTask {
             self.runDidEnd(generation: generation, failure: failure)
         }
         current = Active(generation: generation, task: task, stop: run.stop)
-        trace("taskDidStart")
+        trace(TraceEventName.taskDidStart)
     }
 
     private func stop(reason: LifecycleStopReason) {
         guard var run = current else { return }
         current = nil
-        trace("taskWillStop")
+        trace(TraceEventName.taskWillStop)
         if stopping != nil {
             // The previous run has not ended, so this one is still waiting for it and never started its body:
             // cancel it. The previous one keeps its background task until it ends.
@@ -217,11 +217,11 @@ public final class LifecycleTask {
         if let failure {
             failureCount += 1
             lastError = failure
-            trace("lifecycleTask(_:didFailWithError:)", detail: "\(name): \(failure)")
+            trace(TraceEventName.lifecycleTaskDidFail, detail: "\(name): \(failure)")
             controller?.lifecycleTask(self, didFailWithError: failure)
             (controller?.application ?? application)?.reportFailure(of: self, error: failure)
         } else {
-            trace("taskDidEnd")
+            trace(TraceEventName.taskDidEnd)
         }
         if endedWhileWanted {
             // The work ended by itself while it should run: a failure follows the restart policy; a return is done,
@@ -246,12 +246,15 @@ public final class LifecycleTask {
         case .wait:
             break
         case .restart(let delay, let restart, let limit):
-            trace("taskWillRestart", detail: "\(name) in \(delay.formattedForLog) (restart \(restart) of \(limit)): \(failure)")
+            trace(
+                TraceEventName.taskWillRestart,
+                detail: "\(name) in \(delay.formattedForLog) (restart \(restart) of \(limit)): \(failure)"
+            )
             pendingRestart = application.schedule(after: delay) { [weak self] in self?.restartAfterDelay() }
         case .escalate(let failures, let within):
             hasExhaustedRestarts = true
             trace(
-                "lifecycleTask(_:didExhaustRestartsWithError:)",
+                TraceEventName.lifecycleTaskDidExhaustRestarts,
                 detail: "\(name): \(failures) failures within \(within.formattedForLog): \(failure)"
             )
             controller?.lifecycleTask(self, didExhaustRestartsWithError: failure)

@@ -299,13 +299,13 @@ public final class Trace {
 
     nonisolated static func write(_ traced: TraceEvent, at level: Logger.Level, to logger: Logger) {
         var metadata: Logger.Metadata = [
-            TraceRecord.Key.event: .string(traced.event),
-            TraceRecord.Key.target: .string(traced.target),
-            TraceRecord.Key.state: .string(traced.state.rawValue),
-            TraceRecord.Key.sequence: .stringConvertible(traced.sequence),
-            TraceRecord.Key.cause: .string(traced.cause.rawValue),
+            LogKey.event: .string(traced.event),
+            LogKey.target: .string(traced.target),
+            LogKey.state: .string(traced.state.rawValue),
+            LogKey.sequence: .stringConvertible(traced.sequence),
+            LogKey.cause: .string(traced.cause.rawValue),
         ]
-        if let detail = traced.detail { metadata[TraceRecord.Key.detail] = .string(detail) }
+        if let detail = traced.detail { metadata[LogKey.detail] = .string(detail) }
         logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
     }
 }

@@ -33,30 +33,19 @@ public import Logging
         self.detail = detail
     }
 
-    /// The log metadata keys of a trace event (the journal handler writes `lifecycle.seq` as `LIFECYCLE_SEQ`), named
-    /// once for the trace that writes them and every reader.
-    package enum Key {
-        package static let event = "lifecycle.event"
-        package static let target = "lifecycle.target"
-        package static let state = "lifecycle.state"
-        package static let sequence = "lifecycle.seq"
-        package static let cause = "lifecycle.cause"
-        package static let detail = "lifecycle.detail"
-    }
-
-    /// The record behind a log event that carries the trace's metadata (``Key``); nil for any other log event.
+    /// The record behind a log event that carries the trace's metadata (`LogKey`); nil for any other log event.
     @_spi(Testing) public init?(metadata: Logger.Metadata) {
-        guard case .string(let event)? = metadata[Key.event],
-            case .string(let target)? = metadata[Key.target],
-            let sequence = metadata[Key.sequence].flatMap({ Int("\($0)") })
+        guard case .string(let event)? = metadata[LogKey.event],
+            case .string(let target)? = metadata[LogKey.target],
+            let sequence = metadata[LogKey.sequence].flatMap({ Int("\($0)") })
         else { return nil }
         self.init(
             sequence: sequence,
             event: event,
             target: target,
-            state: metadata[Key.state].map { "\($0)" } ?? "",
-            cause: metadata[Key.cause].map { "\($0)" } ?? "",
-            detail: metadata[Key.detail].map { "\($0)" }
+            state: metadata[LogKey.state].map { "\($0)" } ?? "",
+            cause: metadata[LogKey.cause].map { "\($0)" } ?? "",
+            detail: metadata[LogKey.detail].map { "\($0)" }
         )
     }
 }

@@ -32,3 +32,17 @@ package enum NodeName {
         if name.unicodeScalars.contains(where: isForbidden) { name = sanitized(name) }
     }
 }
+
+extension String {
+    /// `WorkerViewController` → `worker`, `ProgressView` → `progressView`: the default name of a node in a path.
+    static func defaultNodeName(for type: Any.Type, strippingSuffixes suffixes: [String], fallback: String) -> String {
+        var name = String(describing: type)
+        if let generic = name.firstIndex(of: "<") { name = String(name[..<generic]) }
+        for suffix in suffixes where name.hasSuffix(suffix) && name.count > suffix.count {
+            name = String(name.dropLast(suffix.count))
+            break
+        }
+        if suffixes.contains(name) || name.isEmpty { return fallback }
+        return name.prefix(1).lowercased() + name.dropFirst()
+    }
+}

@@ -106,7 +106,7 @@ extension TracedNode {
         self.application = application
         if traceState.initIsPending {
             traceState.initIsPending = false
-            application.traceEvent("init", target: self.callbackTarget, detail: nil)
+            application.traceEvent(TraceEventName.initialize, target: self.callbackTarget, detail: nil)
         }
         if !detachedEvents.isEmpty {
             let events = detachedEvents

@@ -67,7 +67,7 @@ open class View: TracedNode {
     }
 
     isolated deinit {
-        trace("deinit")
+        trace(TraceEventName.deinitialize)
         // A released view lets go of its subviews one at a time, each told it has no superview before it goes.
         let ownPath = lastKnownPath ?? name
         // Clear every back-reference first: this view is being deinitialized and must not be reached through them.
@@ -304,7 +304,7 @@ open class View: TracedNode {
         var changed = false
         if needsDisplay {
             needsDisplay = false
-            trace("draw")
+            trace(TraceEventName.draw)
             var context = StatusContext()
             draw(in: &context)
             if context.text != statusText {
@@ -403,7 +403,7 @@ open class View: TracedNode {
 
     private func notifyWillMoveSubtree(toWindow newWindow: Window?) {
         TreeWork.count(1)
-        trace("willMove(toWindow:)", detail: newWindow == nil ? "nil" : "window")
+        trace(TraceEventName.willMoveToWindow, detail: newWindow == nil ? "nil" : "window")
         willMove(toWindow: newWindow)
         for subview in subviews { subview.notifyWillMoveSubtree(toWindow: newWindow) }
     }
@@ -416,7 +416,7 @@ open class View: TracedNode {
 
     private func notifyDidMoveSubtreeToWindow() {
         TreeWork.count(1)
-        trace("didMoveToWindow", detail: window == nil ? "nil" : "window")
+        trace(TraceEventName.didMoveToWindow, detail: window == nil ? "nil" : "window")
         didMoveToWindow()
         for subview in subviews { subview.notifyDidMoveSubtreeToWindow() }
     }
@@ -458,27 +458,27 @@ open class View: TracedNode {
     }
 
     private func notifyWillMove(toSuperview newSuperview: View?) {
-        trace("willMove(toSuperview:)", detail: newSuperview.map { $0.path } ?? "nil")
+        trace(TraceEventName.willMoveToSuperview, detail: newSuperview.map { $0.path } ?? "nil")
         willMove(toSuperview: newSuperview)
     }
 
     private func notifyDidMoveToSuperview() {
-        trace("didMoveToSuperview", detail: superview == nil ? "nil" : nil)
+        trace(TraceEventName.didMoveToSuperview, detail: superview == nil ? "nil" : nil)
         didMoveToSuperview()
     }
 
     private func notifyDidAddSubview(_ subview: View) {
-        trace("didAddSubview(_:)", detail: subview.name)
+        trace(TraceEventName.didAddSubview, detail: subview.name)
         didAddSubview(subview)
     }
 
     private func notifyWillRemoveSubview(_ subview: View) {
-        trace("willRemoveSubview(_:)", detail: subview.name)
+        trace(TraceEventName.willRemoveSubview, detail: subview.name)
         willRemoveSubview(subview)
     }
 
     private func notifyLayoutSubviews() {
-        trace("layoutSubviews")
+        trace(TraceEventName.layoutSubviews)
         layoutSubviews()
     }
 }

@@ -37,11 +37,11 @@ extension ViewController {
         switch (appearing, appearance) {
         case (true, .disappeared), (true, .disappearing):
             appearance = .appearing
-            trace("viewWillAppear")
+            trace(TraceEventName.viewWillAppear)
             viewWillAppear(animated)
         case (false, .appeared), (false, .appearing):
             appearance = .disappearing
-            trace("viewWillDisappear")
+            trace(TraceEventName.viewWillDisappear)
             viewWillDisappear(animated)
             updateLifecycleTasks(reason: .disappearance)
         default:
@@ -55,12 +55,12 @@ extension ViewController {
         switch (appearing, appearance) {
         case (true, .appearing):
             appearance = .appeared
-            trace("viewDidAppear")
+            trace(TraceEventName.viewDidAppear)
             viewDidAppear(animated)
             updateLifecycleTasks(reason: .disappearance)
         case (false, .disappearing):
             appearance = .disappeared
-            trace("viewDidDisappear")
+            trace(TraceEventName.viewDidDisappear)
             viewDidDisappear(animated)
         default:
             // The transition was reversed within the same turn; its own completion delivers the final callback.
@@ -69,12 +69,12 @@ extension ViewController {
     }
 
     func notifyWillLayoutSubviews() {
-        trace("viewWillLayoutSubviews")
+        trace(TraceEventName.viewWillLayoutSubviews)
         viewWillLayoutSubviews()
     }
 
     func notifyDidLayoutSubviews() {
-        trace("viewDidLayoutSubviews")
+        trace(TraceEventName.viewDidLayoutSubviews)
         viewDidLayoutSubviews()
     }
 }

@@ -145,7 +145,7 @@ open class ViewController: TracedNode {
         self.application = coder.application
         // Named by where it is going, as a controller on its way into the tree is.
         if let destination = coder.destinationPath { lastKnownPath = destination }
-        trace("init(coder:)")
+        trace(TraceEventName.initWithCoder)
     }
 
     isolated deinit {
@@ -153,7 +153,7 @@ open class ViewController: TracedNode {
         loadedView?.viewController = nil
         for child in children { child.parent = nil }
         presentedViewController?.presentingViewController = nil
-        trace("deinit")
+        trace(TraceEventName.deinitialize)
         let ownPath = lastKnownPath ?? identifier
         for task in lifecycleTasks { task.controllerWillDeinitialize(path: ownPath) }
         // Teardown order: this controller, then its view tree, then its children, then what it presented.
@@ -207,7 +207,7 @@ open class ViewController: TracedNode {
         guard loadedView == nil, !isLoadingView else { return }
         building {
             isLoadingView = true
-            trace("loadView")
+            trace(TraceEventName.loadView)
             loadView()
             isLoadingView = false
             if loadedView == nil {
@@ -232,7 +232,7 @@ open class ViewController: TracedNode {
         guard let loadedView else { return }
         for subview in takeArchivedSubviews() { loadedView.insertSubviewNow(subview, at: loadedView.subviews.count) }
         for child in embeddedChildViewsOnLoad() { loadedView.insertSubviewNow(child.view, at: loadedView.subviews.count) }
-        trace("viewDidLoad")
+        trace(TraceEventName.viewDidLoad)
         viewDidLoad()
     }
 
@@ -330,13 +330,13 @@ open class ViewController: TracedNode {
     /// Called before the controller is added to (non-nil) or removed from (nil) a container. Overrides must call
     /// `super`, as in UIKit: the base implementation records the call in the trace.
     open func willMove(toParent parent: ViewController?) {
-        trace("willMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
+        trace(TraceEventName.willMoveToParent, detail: parent.map { $0.path } ?? "nil")
     }
 
     /// Called after the controller was added to or removed from a container. Overrides must call `super`, as in
     /// UIKit: the base implementation records the call in the trace.
     open func didMove(toParent parent: ViewController?) {
-        trace("didMove(toParent:)", detail: parent.map { $0.path } ?? "nil")
+        trace(TraceEventName.didMoveToParent, detail: parent.map { $0.path } ?? "nil")
     }
 
     // MARK: Tracing

@@ -385,7 +385,7 @@ package final class Logind {
             ? " (and \(heldBack) more ignored in the last \(Self.strangerReportInterval.formattedForLog))" : ""
         logger.notice(
             "ignored \(what) from \(sender ?? "an unknown sender"): \(reason)\(more)",
-            metadata: ["lifecycle.ignored_signals": "\(ignoredSignals)"]
+            metadata: [LogKey.ignoredSignals: "\(ignoredSignals)"]
         )
     }
 
@@ -481,7 +481,7 @@ package final class Logind {
             case .inhibitorHeld(let type, let descriptor):
                 logger.debug(
                     "holding a logind delay inhibitor for \(type)",
-                    metadata: ["lifecycle.inhibit_what": "\(type)", "lifecycle.inhibit_fd": "\(descriptor)"]
+                    metadata: [LogKey.inhibitWhat: "\(type)", LogKey.inhibitFD: "\(descriptor)"]
                 )
                 onInhibitorChange(type, true)
             case .queryInhibitDelayMax:
@@ -563,8 +563,8 @@ package final class Logind {
             logger.notice(
                 "logind is back as \(owner), \(elapsed.wholeMilliseconds) ms after \(outage.cause)\(reconnected): \(state)",
                 metadata: [
-                    "lifecycle.outage_ms": "\(elapsed.wholeMilliseconds)",
-                    "lifecycle.outage_cause": "\(outage.busClosed ? "bus" : "logind")",
+                    LogKey.outageMilliseconds: "\(elapsed.wholeMilliseconds)",
+                    LogKey.outageCause: "\(outage.busClosed ? "bus" : "logind")",
                 ]
             )
         case .unavailable(let reason, first: true):
@@ -604,7 +604,7 @@ package final class Logind {
             \(refuser) refused the \(noun) for \(locks): \(announcements) still \(verb) the application, but the \
             system does not wait for it to enter the background (polkit: \(actions))
             """,
-            metadata: ["lifecycle.inhibit_what": "\(refusals.map(\.type.rawValue).joined(separator: ","))"]
+            metadata: [LogKey.inhibitWhat: "\(refusals.map(\.type.rawValue).joined(separator: ","))"]
         )
     }
 }

@@ -41,7 +41,7 @@ public import Logging
     @_spi(Testing) public static func cutMarker(_ omitted: Int) -> String { "…[\(omitted) bytes cut]" }
 
     /// The journal field name of the trace's sequence number, the one value written as a number.
-    @_spi(Testing) public static let sequenceField = fieldName(forMetadataKey: TraceRecord.Key.sequence)
+    @_spi(Testing) public static let sequenceField = fieldName(forMetadataKey: LogKey.sequence)
 
     /// The key a metadata key has in the line: the journal's field name for it
     /// (``JournalLogHandler/fieldName(forMetadataKey:)``).

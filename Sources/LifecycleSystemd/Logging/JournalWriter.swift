@@ -516,9 +516,9 @@ package final class JournalWriter: Sendable {
             "MESSAGE=\(message)",
             "PRIORITY=\(JournalLogHandler.syslogPriority(for: dropped > 0 ? .warning : .notice))",
             "SYSLOG_IDENTIFIER=\(state.lastIdentifier)",
-            "LIFECYCLE_JOURNAL_DELAYED=\(delayed)",
-            "LIFECYCLE_JOURNAL_DROPPED=\(dropped)",
-            "LIFECYCLE_JOURNAL_OUTAGE_MS=\(milliseconds)",
+            Self.field(LogKey.journalDelayed, delayed),
+            Self.field(LogKey.journalDropped, dropped),
+            Self.field(LogKey.journalOutageMilliseconds, milliseconds),
         ]
         // A new episode, so that the report itself waits its turn like any entry.
         state.episodeBegan = now
@@ -561,6 +561,11 @@ package final class JournalWriter: Sendable {
             metadata: metadata
         )
         StderrLogHandler.writeFully(line, to: STDERR_FILENO)
+    }
+
+    /// One journal field of the outage report: `lifecycle.journal_dropped` is written as `LIFECYCLE_JOURNAL_DROPPED=`.
+    private static func field(_ key: String, _ value: Int) -> String {
+        "\(JournalLogHandler.fieldName(forMetadataKey: key))=\(value)"
     }
 
     private static func seconds(_ milliseconds: Int) -> String {

@@ -161,7 +161,7 @@ extension LoggingBackend {
         func tapped() {
             guard let tap else { return }
             let written = record()
-            if written.metadata[TraceRecord.Key.sequence] == nil { tap(written) }
+            if written.metadata[LogKey.sequence] == nil { tap(written) }
         }
         guard let lines else {
             tapped()

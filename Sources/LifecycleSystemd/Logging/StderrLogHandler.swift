@@ -171,9 +171,8 @@ package struct StderrLogHandler: LogHandler {
 
     /// The current UTC time as ISO 8601 with microseconds, e.g. `2026-05-20T10:11:12.345678Z`.
     static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return timestamp(seconds: now.tv_sec, nanoseconds: Int(now.tv_nsec))
+        let now = WallClock.now()
+        return timestamp(seconds: now.seconds, nanoseconds: now.nanoseconds)
     }
 
     /// A UTC time as ISO 8601 with microseconds.

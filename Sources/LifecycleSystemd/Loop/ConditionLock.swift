@@ -6,7 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// The POSIX types resolve through CSystemd (a release build finds timespec's members only there).
+// In a release build the compiler takes timespec from a module whose headers declare it besides Glibc (CSystemd here;
+// the toolchain's private SwiftOverlayShims in a module that does not import CSystemd), and MemberImportVisibility
+// then wants that module imported wherever a member is read. So the package reads clocks and sleeps only here and in
+// SystemThread, which import CSystemd (MonotonicClock, WallClock, SystemThread.sleep(for:)); no other file needs a
+// workaround.
 public import CSystemd
 
 #if canImport(Glibc)
@@ -123,10 +127,33 @@ public enum MonotonicClock {
         read(CLOCK_MONOTONIC_COARSE)
     }
 
+    /// The time on ``now()`` `duration` from now, for ``ConditionLock/withLock(waiting:)``: now for a duration of zero
+    /// or less, the end of time for one past it.
+    package static func deadline(after duration: Duration) -> UInt64 {
+        let start = now()
+        guard duration > .zero else { return start }
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let (span, tooLong) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        let (deadline, late) = start.addingReportingOverflow(span)
+        return overflow || tooLong || late ? .max : deadline
+    }
+
     @inlinable @inline(__always)
     static func read(_ clock: clockid_t) -> UInt64 {
         var now = timespec()
         clock_gettime(clock, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// `CLOCK_REALTIME`, the wall clock: for a time a person reads (a log line's timestamp, a file name), never for
+/// measuring how long something takes (a change of the wall clock moves it).
+package enum WallClock {
+    /// Now, as seconds and nanoseconds since the Unix epoch.
+    package static func now() -> (seconds: Int, nanoseconds: Int) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return (now.tv_sec, now.tv_nsec)
     }
 }

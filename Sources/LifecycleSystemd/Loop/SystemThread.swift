@@ -50,4 +50,14 @@ package enum SystemThread {
         }
         return .success(created)
     }
+
+    /// Blocks the calling thread for `duration` (nothing for zero or less), going back to sleep for what is left when a
+    /// signal handler interrupts it.
+    package static func sleep(for duration: Duration) {
+        guard duration > .zero else { return }
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+    }
 }

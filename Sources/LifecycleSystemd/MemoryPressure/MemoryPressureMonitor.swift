@@ -284,9 +284,9 @@ package final class MemoryPressureMonitor {
             logger.debug(
                 "memory pressure event rate-limited",
                 metadata: [
-                    "lifecycle.psi_events": "\(eventCount)",
-                    "lifecycle.psi_suppressed": "\(suppressedCount)",
-                    "lifecycle.psi_next_in": "\(limiter.wait(at: at).formattedForLog)",
+                    LogKey.psiEvents: "\(eventCount)",
+                    LogKey.psiSuppressed: "\(suppressedCount)",
+                    LogKey.psiNextIn: "\(limiter.wait(at: at).formattedForLog)",
                 ]
             )
             return
@@ -294,8 +294,8 @@ package final class MemoryPressureMonitor {
         logger.info(
             "memory pressure: \(settings.trigger) exceeded on \(source?.path ?? "?")",
             metadata: [
-                "lifecycle.psi_events": "\(eventCount)",
-                "lifecycle.psi_suppressed": "\(suppressedCount)",
+                LogKey.psiEvents: "\(eventCount)",
+                LogKey.psiSuppressed: "\(suppressedCount)",
             ]
         )
         handler?()

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import FoundationEssentials
 @_spi(Testing) import LifecycleKit
 
 /// A PSI trigger: report when tasks stalled on memory for at least `threshold` within any `window`.
@@ -125,6 +126,16 @@ package enum MemoryPressurePlan: Hashable, Sendable {
     /// The systemd-wide fallback: every task of the machine.
     package static let systemWidePath = "/proc/pressure/memory"
 
+    /// The bytes `$MEMORY_PRESSURE_WRITE` holds: RFC 4648 base64 (standard alphabet, padded), whitespace ignored; nil
+    /// when the text is not that.
+    package static func decodeWrite(_ text: String) -> [UInt8]? {
+        // Data(base64Encoded:) takes no whitespace, and its lenient option would skip any character it does not know,
+        // so only whitespace is taken out here.
+        let whitespace: [UInt8] = [0x20, 0x0A, 0x0D, 0x09]
+        let symbols = String(decoding: text.utf8.filter { !whitespace.contains($0) }, as: UTF8.self)
+        return Data(base64Encoded: symbols).map { Array($0) }
+    }
+
     /// Decides what to watch: `$MEMORY_PRESSURE_WATCH` (with `$MEMORY_PRESSURE_WRITE`, base64) when set, with no
     /// fallback, as sd-event does; else the cgroup's own `memory.pressure`, then `/proc/pressure/memory`.
     ///
@@ -151,7 +162,7 @@ package enum MemoryPressurePlan: Hashable, Sendable {
             }
             var write: [UInt8] = []
             if let encoded = environment["MEMORY_PRESSURE_WRITE"] {
-                guard let decoded = Base64.decode(encoded) else {
+                guard let decoded = decodeWrite(encoded) else {
                     throw MemoryPressureError(
                         attempts: [],
                         summary: "MEMORY_PRESSURE_WRITE=\(encoded) is not valid base64"

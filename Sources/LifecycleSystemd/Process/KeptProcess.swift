@@ -11,7 +11,7 @@ import CLifecycleProcess
 import SystemPackage
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A program this process started beside itself (the next process of the service, in an upgrade), under a keeper

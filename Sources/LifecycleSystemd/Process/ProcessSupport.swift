@@ -77,7 +77,5 @@ package enum SystemFiles {
 
 /// CLOCK_MONOTONIC in microseconds, the clock systemd's `MONOTONIC_USEC=` and sd-event timers use.
 func monotonicMicroseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+    MonotonicClock.now() / 1_000
 }

@@ -95,12 +95,12 @@ struct ContractRevisionTests {
         let a = app.window!.rootViewController!
         a.present(LeafController(identifier: "sheet"), animated: false)
         app.runEndOfTurn()
-        #expect(recorder.lines(targets: ["a"], events: ["viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear"]).isEmpty)
+        #expect(recorder.lines(targets: ["a"], events: appearanceEvents).isEmpty)
         #expect(recorder.lines(targets: ["a/sheet"], events: ["viewWillAppear", "viewDidAppear"]) == ["a/sheet viewWillAppear", "a/sheet viewDidAppear"])
         #expect(a.isVisible)
         a.dismiss(animated: false)
         app.runEndOfTurn()
-        #expect(recorder.lines(targets: ["a"], events: ["viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear"]).isEmpty)
+        #expect(recorder.lines(targets: ["a"], events: appearanceEvents).isEmpty)
     }
 
     // §3: assigning a view counts as loading it.

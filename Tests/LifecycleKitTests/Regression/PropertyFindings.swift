@@ -248,7 +248,7 @@ struct PropertyFindings {
             root.present(cover, animated: false)
             app.runEndOfTurn()
             // The presentation below covers the cover: its viewWillDisappear unembeds x, which waits for that move.
-            cover.hooks["viewWillDisappear"] = { [unowned root, unowned x] _ in root.unembed(x) }
+            cover.hooks[TraceEventName.viewWillDisappear] = { [unowned root, unowned x] _ in root.unembed(x) }
         }
         recorder.clear()
 
@@ -294,7 +294,9 @@ struct PropertyFindings {
             root.present(cover, animated: false)
             app.runEndOfTurn()
             // The presentation below covers the cover: its viewWillDisappear pops x, which waits for that move.
-            cover.hooks["viewWillDisappear"] = { [unowned nav] _ in nav.popViewController(animated: false) }
+            cover.hooks[TraceEventName.viewWillDisappear] = { [unowned nav] _ in
+                nav.popViewController(animated: false)
+            }
             #expect(!nav.isViewLoaded)
         }
         recorder.clear()

@@ -261,7 +261,7 @@ struct ReentrancyTests {
         app.launch()
         app.runEndOfTurn()
         delegate.onEvent = { event, app in
-            if event == "applicationDidEnterBackground" { app.requestBecomeActive(cause: "third") }
+            if event == TraceEventName.applicationDidEnterBackground { app.requestBecomeActive(cause: "third") }
         }
         recorder.clear()
         app.scheduleTurnEndWork {
@@ -421,7 +421,9 @@ struct ReentrancyFindings {
         let (app, nav, recorder) = launchedNav(["a"])
         let delegate = app.delegate as! TestDelegate
         delegate.onEvent = { event, _ in
-            if event == "applicationWillEnterForeground" { nav.pushViewController(LeafController(identifier: "b"), animated: false) }
+            if event == TraceEventName.applicationWillEnterForeground {
+                nav.pushViewController(LeafController(identifier: "b"), animated: false)
+            }
         }
         app.requestEnterBackground()
         recorder.clear()
@@ -448,7 +450,9 @@ extension ReentrancyFindings {
         do {
             let c4 = Hooked("c4")
             let c3 = NavigationController(rootViewController: c4, identifier: "c3")
-            c4.hooks["viewWillDisappear"] = { [unowned c3] _ in c3.pushViewController(LeafController(identifier: "c5"), animated: false) }
+            c4.hooks[TraceEventName.viewWillDisappear] = { [unowned c3] _ in
+                c3.pushViewController(LeafController(identifier: "c5"), animated: false)
+            }
             c3.modalPresentationStyle = .fullScreen
             root.present(c3, animated: false)
         }
@@ -503,10 +507,12 @@ extension ReentrancyFindings {
             app.runEndOfTurn()
             c4.present(fullScreen(LeafController(identifier: "c5")), animated: false)
             app.runEndOfTurn()
-            c4.hooks["applicationDidEnterBackground"] = { [unowned c3] _ in
+            c4.hooks[TraceEventName.applicationDidEnterBackground] = { [unowned c3] _ in
                 c3.pushViewController(LeafController(identifier: "c6"), animated: false)
             }
-            (root as! Hooked).hooks["applicationDidEnterBackground"] = { [unowned c3] root in root.unembed(c3) }
+            (root as! Hooked).hooks[TraceEventName.applicationDidEnterBackground] = { [unowned c3] root in
+                root.unembed(c3)
+            }
         }
         recorder.clear()
 

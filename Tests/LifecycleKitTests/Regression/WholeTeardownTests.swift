@@ -202,15 +202,15 @@ struct WholeTeardownTests {
         }
         switch hook {
         case .delegateWillTerminate:
-            delegate.onEvent = { event, _ in if event == "applicationWillTerminate" { arm() } }
+            delegate.onEvent = { event, _ in if event == TraceEventName.applicationWillTerminate { arm() } }
         case .controllerWillTerminate:
-            tree.b!.hooks["applicationWillTerminate"] = arm
+            tree.b!.hooks[TraceEventName.applicationWillTerminate] = arm
         case .willDisappear:
-            tree.b!.hooks["viewWillDisappear"] = arm
+            tree.b!.hooks[TraceEventName.viewWillDisappear] = arm
         case .didDisappear:
-            tree.b!.hooks["viewDidDisappear"] = arm
+            tree.b!.hooks[TraceEventName.viewDidDisappear] = arm
         case .deinitialization:
-            tree.a!.hooks["deinit"] = arm
+            tree.a!.hooks[TraceEventName.deinitialize] = arm
         }
         let controllers = app.controllersInTreeOrder()
         let atStart = controllers.map { ($0.identifier, $0.isVisible, WeakBox($0)) }
@@ -263,7 +263,7 @@ struct WholeTeardownTests {
     // after it (in the daemon, never: the process had exited). Now they come first.
     @Test func aWindowTheDelegateLetsGoOfInApplicationWillTerminateIsTornDownBeforeTerminated() {
         let (app, host, delegate, _, _) = stack()
-        delegate.onEvent = { event, app in if event == "applicationWillTerminate" { app.window = nil } }
+        delegate.onEvent = { event, app in if event == TraceEventName.applicationWillTerminate { app.window = nil } }
 
         app.requestTermination()
 
@@ -283,7 +283,9 @@ struct WholeTeardownTests {
     @Test func aRootSetInApplicationWillTerminateIsTornDownWithTheRest() {
         let (app, host, delegate, _, _) = stack()
         delegate.onEvent = { event, app in
-            if event == "applicationWillTerminate" { app.window!.rootViewController = StopNode(identifier: "x") }
+            if event == TraceEventName.applicationWillTerminate {
+                app.window!.rootViewController = StopNode(identifier: "x")
+            }
         }
 
         app.requestTermination()
@@ -305,7 +307,9 @@ struct WholeTeardownTests {
     // alive after "terminated". Now the window set during the teardown never shows and goes in the same teardown.
     @Test func aWindowSetFromADeinitOfTheTeardownNeverAppearsAndGoesBeforeTerminated() {
         let (app, host, _, a, _) = stack()
-        a.hooks["deinit"] = { [weak app] in app?.window = Window(rootViewController: StopNode(identifier: "x")) }
+        a.hooks[TraceEventName.deinitialize] = { [weak app] in
+            app?.window = Window(rootViewController: StopNode(identifier: "x"))
+        }
         _ = consume a
 
         app.requestTermination()
@@ -324,7 +328,9 @@ struct WholeTeardownTests {
     // window: the popped controller goes as a pop makes it go, and nothing comes back on screen.
     @Test func aPopFromTheTeardownsViewWillDisappearWaitsForItsMoveAndShowsNothing() {
         let (app, host, _, _, b) = stack()
-        b.hooks["viewWillDisappear"] = { [weak b] in _ = b?.navigationController?.popViewController(animated: false) }
+        b.hooks[TraceEventName.viewWillDisappear] = { [weak b] in
+            _ = b?.navigationController?.popViewController(animated: false)
+        }
         _ = consume b
 
         app.requestTermination()
@@ -343,7 +349,9 @@ struct WholeTeardownTests {
     // but never appears, and goes with its presenter.
     @Test func aPresentationFromTheTeardownsViewDidDisappearNeverAppears() {
         let (app, host, _, _, b) = stack()
-        b.hooks["viewDidDisappear"] = { [weak b] in b?.present(StopNode(identifier: "x"), animated: false) }
+        b.hooks[TraceEventName.viewDidDisappear] = { [weak b] in
+            b?.present(StopNode(identifier: "x"), animated: false)
+        }
         _ = consume b
 
         app.requestTermination()

@@ -76,7 +76,11 @@ struct HelloServiceTests {
         squatter.leave()
         host.advance(by: .milliseconds(400))
         #expect(server.services.runCount == 4)
-        #expect(await host.waitUntil(timeout: .seconds(10)) { server.services.isActive && server.services.failureCount == 3 })
+        #expect(
+            await host.waitUntil(timeout: .seconds(10)) {
+                server.services.isActive && server.services.failureCount == 3
+            }
+        )
         #expect(host.application.applicationState == .active)
         #expect(
             host.recorder.lines(targets: ["http"], events: ["taskWillRestart"]) == [
@@ -138,7 +142,11 @@ struct HelloServiceTests {
                 message: "Address=example.com is not a numeric IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::1, ::)"
             )
         ) {
-            try configuration.apply(text: "[Hello]\nAddress=example.com\n", source: "hello.conf", applicationSection: hello)
+            try configuration.apply(
+                text: "[Hello]\nAddress=example.com\n",
+                source: "hello.conf",
+                applicationSection: hello
+            )
         }
         try configuration.apply(text: "[Hello]\nAddress=::\n", source: "hello.conf", applicationSection: hello)
         #expect((configuration.applicationSettings as? HelloService.Settings)?.address == "::")

@@ -158,7 +158,12 @@ struct HTTPServerTests {
         let listener = LoopbackListener()
         let descriptor = listener.dup()
         // The keep-alive grace is shorter than the wait below: what holds the connection is the first request's grace.
-        let serving = Serving(testRouter(), on: descriptor, idleGrace: .milliseconds(20), firstRequestGrace: .seconds(2))
+        let serving = Serving(
+            testRouter(),
+            on: descriptor,
+            idleGrace: .milliseconds(20),
+            firstRequestGrace: .seconds(2)
+        )
         let (response, end) = try await RawHTTPConnection.connect(to: listener.port) { connection in
             try await listener.waitUntilAccepted()
             await serving.shutDownGracefully()

@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-/// The process exit codes from sysexits(3) that the daemon itself returns; the command line's own errors exit with
+/// The exit statuses from sysexits(3) that the daemon itself returns; the command line's own errors exit with
 /// 64 (EX_USAGE) through swift-argument-parser, and a clean termination with 0.
-package enum SysExit: Int32, Sendable {
+package enum ExitStatus: Int32, Sendable {
     /// Something the daemon needs from the system failed (EX_OSERR).
     case osError = 71
     /// The application terminated as a failure, its restarts exhausted (EX_TEMPFAIL): systemd's `Restart=` takes over.

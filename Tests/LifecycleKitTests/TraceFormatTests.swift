@@ -9,9 +9,7 @@
 import Logging
 import Testing
 
-@_spi(Testing) import LifecycleIPC
 @_spi(Testing) import LifecycleKit
-@_spi(Testing) @testable import LifecycleSystemd
 
 @Suite struct TraceFormatTests {
     private func record(_ sequence: Int, _ target: String, _ event: String, state: String = "active", cause: String = "signal:SIGUSR1")
@@ -100,52 +98,13 @@ import Testing
         #expect(!TerminalStyle(isTerminal: true, environment: ["TERM": "dumb"]).colour)
     }
 
-    @Test func recordsComeFromLogMetadataAndFromControlReplies() {
+    @Test func aRecordComesFromTheLogMetadataOfATraceEventOnly() {
         let metadata: Logger.Metadata = [
             "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
             "lifecycle.seq": "12", "lifecycle.cause": "api", "lifecycle.detail": "nil",
         ]
         let fromLog = TraceRecord(metadata: metadata)
         #expect(fromLog == TraceRecord(sequence: 12, event: "draw", target: "root.view", state: "active", cause: "api", detail: "nil"))
-        #expect(TraceRecord(json: fromLog!.json) == fromLog)
         #expect(TraceRecord(metadata: ["pid": "1"]) == nil)
-    }
-
-    @Test func onATerminalTheStderrHandlerWritesTraceEventsInTheHumanFormatAndFoldsRepeats() throws {
-        let pipe = try Pipe()
-        let shared = SharedTraceFormatter(style: TerminalStyle(colour: false))
-        let handler = StderrLogHandler(
-            label: "t", identifier: "lifecycled", logLevel: .info, metadataProvider: nil, fileDescriptor: pipe.writeEnd,
-            terminalTrace: shared
-        )
-        let logger = Logger(label: "t") { _ in handler }
-        for sequence in 1...3 {
-            logger.info(
-                "draw root.view",
-                metadata: [
-                    "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
-                    "lifecycle.seq": "\(sequence)", "lifecycle.cause": "api",
-                ]
-            )
-        }
-        logger.info("worker paused after 3 jobs")
-        let lines = pipe.readAvailable().split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
-        #expect(lines[0] == "     1 active     api                 root.view draw")
-        #expect(lines[1].hasSuffix("⋯ root.view draw 2 times more (#2–#3)"))
-        #expect(lines[2].hasSuffix(" info lifecycled: worker paused after 3 jobs"))
-    }
-
-    @Test func theLevelOverrideReplacesTheLevelOfTheBackendsHandlersOnly() {
-        // The override itself is process-wide (SetLogLevel sets it; the end-to-end tests check that): here, the rule.
-        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: .debug) == .debug)
-        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: true, override: nil) == .info)
-        #expect(LoggingBackend.effectiveLevel(.info, followsOverride: false, override: .debug) == .info)
-        #expect((LoggingBackend.text.makeHandler(label: "t", identifier: "x", level: .info) as? StderrLogHandler)?
-            .followsLevelOverride == true)
-        #expect(!StderrLogHandler(label: "t", identifier: "x", logLevel: .info).followsLevelOverride)
-        #expect(LoggingBackend.level(syslogPriority: 7) == .debug)
-        #expect(LoggingBackend.level(syslogPriority: 5) == .notice)
-        #expect(LoggingBackend.level(syslogPriority: 8) == nil)
     }
 }
