@@ -84,11 +84,13 @@ example-test: example
 # net.unix.max_dgram_qlen (how many datagrams an unread AF_UNIX socket holds) is the kernel's 10 on these build
 # machines and 512 on any machine systemd booted (systemd raises it, in its own network namespace). The tests run in
 # a network namespace of their own (unshare, as root: the setting is the namespace's, the host's is untouched) with
-# it at 512, as the invoking user again. No unit test uses the network.
+# it at 512, as the invoking user again. The listener tests connect on loopback, which a new namespace has down: ip
+# (iproute2) brings it up first. No unit test uses any other network.
 UID_GID = $(shell id -u):$(shell id -g)
 unit-test-netns: deps
 	$(SWIFT) build $(SCRATCH) --build-tests
-	$(SUDO) unshare --net -- sh -c 'sysctl -qw net.unix.max_dgram_qlen=512 && test "$$(cat /proc/sys/net/unix/max_dgram_qlen)" = 512 && \
+	$(SUDO) unshare --net -- sh -c 'ip link set lo up && sysctl -qw net.unix.max_dgram_qlen=512 && \
+		test "$$(cat /proc/sys/net/unix/max_dgram_qlen)" = 512 && \
 		exec setpriv --reuid=$(firstword $(subst :, ,$(UID_GID))) --regid=$(lastword $(subst :, ,$(UID_GID))) --init-groups \
 		env "PATH=$(PATH)" "HOME=$(HOME)" $(SWIFT) test $(SCRATCH) --skip-build'
 
