@@ -21,12 +21,14 @@ let swiftSettings: [SwiftSetting] = [
 let package = Package(
     name: "LifecycleKit",
     products: [
+        // The API an adopter uses: the core, the daemon's entry point, hosted services, the test kit.
         .library(name: "LifecycleKit", targets: ["LifecycleKit"]),
-        .library(name: "LifecycleIPC", targets: ["LifecycleIPC"]),
-        .library(name: "LifecycleSystemd", targets: ["LifecycleSystemd"]),
         .library(name: "LifecycleDaemon", targets: ["LifecycleDaemon"]),
         .library(name: "LifecycleServices", targets: ["LifecycleServices"]),
         .library(name: "LifecycleKitTesting", targets: ["LifecycleKitTesting"]),
+        // Not an API: the lower modules, published only because SwiftPM lets another package (Fuzzing/, Benchmarks/)
+        // import a module through a product alone. What those packages reach is `@_spi(Internal)`, unstable (README).
+        .library(name: "LifecycleInternals", targets: ["LifecyclePrimitives", "LifecycleIPC", "LifecycleSystemd"]),
         .executable(name: "lifecycled", targets: ["lifecycled"]),
         .executable(name: "lifecyclectl", targets: ["lifecyclectl"]),
     ],
@@ -38,10 +40,26 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
+        // The bottom: what the core, the wire and the systemd layer share and none of them owns: duration units, the
+        // trace record, a rate limiter, system-call errors, the event-loop protocol, the lock and the clocks of the
+        // daemon's threads. Depends on nothing of ours but its C headers; no product names it.
+        .target(
+            name: "LifecyclePrimitives",
+            dependencies: [
+                "CLifecyclePrimitives",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The glibc headers LifecyclePrimitives reads clocks, locks and epoll flags from (see its header).
+        .target(name: "CLifecyclePrimitives"),
         // The pure-Swift core: application state machine, controller/view tree, trace. Never imports C.
         .target(
             name: "LifecycleKit",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "LifecyclePrimitives",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The control socket's wire, without libsystemd (lifecyclectl links it): JSON, varlink framing, a varlink server
@@ -50,7 +68,7 @@ let package = Package(
             name: "LifecycleIPC",
             dependencies: [
                 "CLifecycleIPC",
-                "LifecycleKit",
+                "LifecyclePrimitives",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -76,6 +94,7 @@ let package = Package(
                 "CLifecycleProcess",
                 "LifecycleIPC",
                 "LifecycleKit",
+                "LifecyclePrimitives",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -88,6 +107,7 @@ let package = Package(
             dependencies: [
                 "LifecycleIPC",
                 "LifecycleKit",
+                "LifecyclePrimitives",
                 "LifecycleSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,6 +150,7 @@ let package = Package(
             dependencies: [
                 "LifecycleIPC",
                 "LifecycleKit",
+                "LifecyclePrimitives",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -153,7 +174,7 @@ let package = Package(
                 "LifecycleKit",
                 "LifecycleKitTesting",
                 // ConditionLock for the tests' recorders: ThreadSanitizer sees its hand-overs (docs/testing.md).
-                "LifecycleSystemd",
+                "LifecyclePrimitives",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
@@ -163,12 +184,8 @@ let package = Package(
             dependencies: [
                 "LifecycleServices",
                 "LifecycleKitTesting",
-                "ReadmeExample",
                 "LifecycleKit",
-                "LifecycleSystemd",
-                // The README example's --help (the standard command line of an ApplicationMain).
-                "LifecycleDaemon",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "LifecyclePrimitives",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -180,22 +197,33 @@ let package = Package(
         ),
         .testTarget(
             name: "LifecycleIPCTests",
-            dependencies: ["LifecycleIPC", "LifecycleKit"],
+            dependencies: ["LifecycleIPC", "LifecyclePrimitives"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleSystemdTests",
-            dependencies: ["LifecycleSystemd", "LifecycleIPC", "LifecycleKit"],
+            dependencies: ["LifecycleSystemd", "LifecycleIPC", "LifecycleKit", "LifecyclePrimitives"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecycleDaemonTests",
-            dependencies: ["LifecycleDaemon", "LifecycleIPC", "LifecycleKit", "LifecycleSystemd"],
+            dependencies: [
+                "LifecycleDaemon",
+                "LifecycleIPC",
+                "LifecycleKit",
+                "LifecyclePrimitives",
+                "LifecycleSystemd",
+                // The README's example and its --help (the standard command line of an ApplicationMain).
+                "ReadmeExample",
+                "LifecycleServices",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LifecyclectlTests",
-            dependencies: ["lifecyclectl", "LifecycleIPC", "LifecycleKit"],
+            dependencies: ["lifecyclectl", "LifecycleIPC", "LifecycleKit", "LifecyclePrimitives"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -19,13 +19,13 @@ import PackageDescription
 /// Each fuzz target and the LifecycleKit products it reaches.
 let fuzzers: [(name: String, products: [String])] = [
     ("configuration", ["LifecycleDaemon"]),
-    ("signal-name", ["LifecycleDaemon", "LifecycleSystemd"]),
+    ("signal-name", ["LifecycleDaemon", "LifecycleInternals"]),
     ("state-archive", ["LifecycleKit"]),
     ("state-payload", ["LifecycleKit"]),
     ("storyboard", ["LifecycleKit"]),
-    ("json", ["LifecycleIPC"]),
-    ("varlink", ["LifecycleIPC", "LifecycleSystemd", "LifecycleDaemon"]),
-    ("log-json", ["LifecycleSystemd"]),
+    ("json", ["LifecycleInternals"]),
+    ("varlink", ["LifecycleInternals", "LifecycleDaemon"]),
+    ("log-json", ["LifecycleInternals"]),
 ]
 
 let package = Package(
@@ -45,8 +45,7 @@ let package = Package(
             dependencies: [
                 "CLibFuzzer",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
-                .product(name: "LifecycleIPC", package: "LifecycleKit"),
-                .product(name: "LifecycleSystemd", package: "LifecycleKit"),
+                .product(name: "LifecycleInternals", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecyclePrimitives
 
 /// A JSON value, as varlink messages carry them: parsed strictly from bytes (RFC 8259, UTF-8, bounded nesting, no
 /// duplicate keys) and written compactly, object members in the order they were given.
@@ -14,7 +14,7 @@
 /// The control socket reads messages from peers it does not control: this parser never recurses deeper than
 /// ``JSONParser/maximumDepth`` (no stack exhaustion), rejects anything RFC 8259 does not allow, and reports where and
 /// why it stopped.
-@_spi(Testing) public enum JSONValue: Hashable, Sendable {
+public enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     /// A number written without a fraction or exponent that fits 64 bits.
@@ -26,7 +26,7 @@
     case object(JSONObject)
 
     /// The value as a Swift type, for diagnostics and for the kind a parameter has.
-    @_spi(Testing) public var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "bool"
@@ -39,19 +39,19 @@
     }
 
     /// The string, if this is one.
-    @_spi(Testing) public var stringValue: String? {
+    public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
     /// The boolean, if this is one.
-    @_spi(Testing) public var boolValue: Bool? {
+    public var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// The integer, if this is one (a float with no fractional part counts, as JSON does not tell them apart).
-    @_spi(Testing) public var integerValue: Int64? {
+    public var integerValue: Int64? {
         switch self {
         case .integer(let value): value
         case .double(let value) where value.rounded() == value && abs(value) < 9.0e15: Int64(value)
@@ -60,7 +60,7 @@
     }
 
     /// The number as a double, if this is a number.
-    @_spi(Testing) public var doubleValue: Double? {
+    public var doubleValue: Double? {
         switch self {
         case .integer(let value): Double(value)
         case .double(let value): value
@@ -69,31 +69,31 @@
     }
 
     /// The object, if this is one.
-    @_spi(Testing) public var objectValue: JSONObject? {
+    public var objectValue: JSONObject? {
         if case .object(let value) = self { return value }
         return nil
     }
 
     /// The elements, if this is an array.
-    @_spi(Testing) public var arrayValue: [JSONValue]? {
+    public var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
     /// The member of an object, if this is an object that has it.
-    @_spi(Testing) public subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> JSONValue? {
         objectValue?[key]
     }
 
     /// Compact JSON text (no spaces, no newlines).
-    @_spi(Testing) public var text: String {
+    public var text: String {
         var bytes: [UInt8] = []
         write(to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Appends the compact JSON text of the value.
-    @_spi(Testing) public func write(to bytes: inout [UInt8]) {
+    public func write(to bytes: inout [UInt8]) {
         switch self {
         case .null: bytes.append(contentsOf: "null".utf8)
         case .bool(let value): bytes.append(contentsOf: (value ? "true" : "false").utf8)
@@ -134,13 +134,13 @@
     /// `\u00XX`), the C1 controls (U+0080–U+009F, among them U+0085, which some readers take for a newline) and
     /// U+2028/U+2029 (line and paragraph separators: line ends for JavaScript). A Swift string is valid Unicode, so the
     /// text is valid UTF-8. The one JSON string writer of the package: control replies and JSON log lines.
-    package static func writeString(_ string: String, to bytes: inout [UInt8]) {
+    public static func writeString(_ string: String, to bytes: inout [UInt8]) {
         var string = string
         string.withUTF8 { writeString(utf8: $0, to: &bytes) }
     }
 
     /// ``writeString(_:to:)`` for the bytes of a string (valid UTF-8).
-    package static func writeString(utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+    public static func writeString(utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         // Runs of bytes that need no escape are copied at once; most strings are one run.
         var start = 0
@@ -192,7 +192,7 @@
     }
 
     /// Parses one JSON text; throws where and why it is not valid.
-    @_spi(Testing) public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONParser.maximumDepth) throws(JSONError)
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = JSONParser.maximumDepth) throws(JSONError)
         -> JSONValue
     {
         var parser = JSONParser(bytes: Array(bytes), maximumDepth: maximumDepth)
@@ -200,14 +200,14 @@
     }
 
     /// Parses one JSON text given as a string.
-    @_spi(Testing) public static func parse(_ text: String) throws(JSONError) -> JSONValue {
+    public static func parse(_ text: String) throws(JSONError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 }
 
 extension JSONValue {
     /// JSON has one kind of number: `1` and `1.0` are equal.
-    @_spi(Testing) public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -220,7 +220,7 @@ extension JSONValue {
         }
     }
 
-    @_spi(Testing) public func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)
@@ -235,44 +235,44 @@ extension JSONValue {
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
 {
-    @_spi(Testing) public init(stringLiteral value: String) { self = .string(value) }
-    @_spi(Testing) public init(integerLiteral value: Int64) { self = .integer(value) }
-    @_spi(Testing) public init(floatLiteral value: Double) { self = .double(value) }
-    @_spi(Testing) public init(booleanLiteral value: Bool) { self = .bool(value) }
-    @_spi(Testing) public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    @_spi(Testing) public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
-    @_spi(Testing) public init(nilLiteral: ()) { self = .null }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(JSONObject(elements)) }
+    public init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue {
     /// A string, or null.
-    @_spi(Testing) public static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+    public static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
     /// An integer.
-    @_spi(Testing) public static func int(_ value: some BinaryInteger) -> JSONValue { .integer(Int64(clamping: value)) }
+    public static func int(_ value: some BinaryInteger) -> JSONValue { .integer(Int64(clamping: value)) }
     /// Seconds of a duration, as a float with millisecond precision.
-    @_spi(Testing) public static func seconds(_ duration: Duration) -> JSONValue {
+    public static func seconds(_ duration: Duration) -> JSONValue {
         .double(Double(duration.wholeMilliseconds) / 1000)
     }
 }
 
 /// A JSON object: members in order, keys unique.
-@_spi(Testing) public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Sequence {
+public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Sequence {
     /// The members, in the order given (and written).
-    @_spi(Testing) public private(set) var members: [(key: String, value: JSONValue)]
+    public private(set) var members: [(key: String, value: JSONValue)]
 
-    @_spi(Testing) public init() { members = [] }
+    public init() { members = [] }
 
-    @_spi(Testing) public init(_ members: [(String, JSONValue)]) {
+    public init(_ members: [(String, JSONValue)]) {
         self.members = []
         for (key, value) in members { self[key] = value }
     }
 
-    @_spi(Testing) public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements)
     }
 
     /// The member's value; assigning nil removes it, assigning a new key appends it.
-    @_spi(Testing) public subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> JSONValue? {
         get { members.first { $0.key == key }?.value }
         set {
             let index = members.firstIndex { $0.key == key }
@@ -291,18 +291,18 @@ extension JSONValue {
     }
 
     /// The keys, in order.
-    @_spi(Testing) public var keys: [String] { members.map(\.key) }
+    public var keys: [String] { members.map(\.key) }
 
     /// Whether the object has no members.
-    @_spi(Testing) public var isEmpty: Bool { members.isEmpty }
+    public var isEmpty: Bool { members.isEmpty }
 
-    @_spi(Testing) public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> {
+    public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> {
         members.makeIterator()
     }
 
     /// The same members with equal values, in any order. Linear: a large object is compared through a dictionary
     /// (a search of the members per member made it quadratic).
-    @_spi(Testing) public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.members.count == rhs.members.count else { return false }
         guard lhs.members.count > 16 else { return lhs.members.allSatisfy { rhs[$0.key] == $0.value } }
         var values: [String: JSONValue] = [:]
@@ -311,7 +311,7 @@ extension JSONValue {
         return lhs.members.allSatisfy { values[$0.key] == $0.value }
     }
 
-    @_spi(Testing) public func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         hasher.combine(members.count)
         for member in members.sorted(by: { $0.key < $1.key }) {
             hasher.combine(member.key)
@@ -321,19 +321,19 @@ extension JSONValue {
 }
 
 /// Why a text is not JSON, and at which byte.
-@_spi(Testing) public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct JSONError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The byte offset where parsing stopped.
-    @_spi(Testing) public var offset: Int
+    public var offset: Int
     /// What was wrong there.
-    @_spi(Testing) public var reason: String
+    public var reason: String
 
-    @_spi(Testing) public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
 }
 
 /// A strict JSON parser over bytes, with bounded nesting.
-@_spi(Testing) public struct JSONParser {
+public struct JSONParser {
     /// The deepest nesting of arrays and objects accepted by default; varlink calls need three or four levels.
-    @_spi(Testing) public static let maximumDepth = 32
+    public static let maximumDepth = 32
 
     private let bytes: [UInt8]
     private let maximumDepth: Int

@@ -8,14 +8,14 @@
 
 /// One reply to several `more` calls alike (the same batch of trace events to every follower): its message is
 /// encoded once, when the first of them sends it.
-@_spi(Testing) public final class SharedReply {
+public final class SharedReply {
     /// The reply's parameters.
-    @_spi(Testing) public let parameters: JSONObject
+    public let parameters: JSONObject
     /// The message, with `continues`.
-    package private(set) lazy var message: [UInt8] = VarlinkMessage.reply(parameters, continues: true)
+    public private(set) lazy var message: [UInt8] = VarlinkMessage.reply(parameters, continues: true)
 
     /// A reply to share.
-    @_spi(Testing) public init(_ parameters: JSONObject) {
+    public init(_ parameters: JSONObject) {
         self.parameters = parameters
     }
 }

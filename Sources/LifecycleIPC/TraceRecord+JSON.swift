@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) public import LifecycleKit
+public import LifecyclePrimitives
 
 // A trace event as the control socket's replies carry it (docs/control.md, `Event`).
 extension TraceRecord {
     /// The record in a control reply (`{"seq": 1, "event": ..., "target": ..., "state": ..., "cause": ...}`).
-    @_spi(Testing) public init?(json: JSONObject) {
+    public init?(json: JSONObject) {
         guard let sequence = json["seq"]?.integerValue, let event = json["event"]?.stringValue,
             let target = json["target"]?.stringValue
         else { return nil }
@@ -26,7 +26,7 @@ extension TraceRecord {
     }
 
     /// The record as a control reply carries it.
-    @_spi(Testing) public var json: JSONObject {
+    public var json: JSONObject {
         var object: JSONObject = [
             "seq": .int(sequence), "event": .string(event), "target": .string(target), "state": .string(state),
             "cause": .string(cause),

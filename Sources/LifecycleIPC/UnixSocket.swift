@@ -7,6 +7,7 @@
 //
 
 public import CLifecycleIPC
+public import LifecyclePrimitives
 import SystemPackage
 
 #if canImport(Glibc)
@@ -15,17 +16,17 @@ import Glibc
 
 /// Who is at the other end of an AF_UNIX connection, as the kernel recorded it when the peer connected
 /// (`SO_PEERCRED`, `SO_PEERGROUPS`): it cannot be forged by what the peer sends.
-@_spi(Testing) public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
+public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
     /// The peer's process ID (0 when it is not visible from this PID namespace).
-    @_spi(Testing) public var pid: pid_t
+    public var pid: pid_t
     /// The peer's effective user ID.
-    @_spi(Testing) public var uid: uid_t
+    public var uid: uid_t
     /// The peer's effective group ID.
-    @_spi(Testing) public var gid: gid_t
+    public var gid: gid_t
     /// The peer's supplementary groups (empty when the kernel could not tell).
-    @_spi(Testing) public var groups: [gid_t]
+    public var groups: [gid_t]
 
-    @_spi(Testing) public init(pid: pid_t, uid: uid_t, gid: gid_t, groups: [gid_t] = []) {
+    public init(pid: pid_t, uid: uid_t, gid: gid_t, groups: [gid_t] = []) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -33,15 +34,15 @@ import Glibc
     }
 
     /// Whether the peer is in a group, as its primary or a supplementary group.
-    @_spi(Testing) public func isMember(of group: gid_t) -> Bool {
+    public func isMember(of group: gid_t) -> Bool {
         gid == group || groups.contains(group)
     }
 
-    @_spi(Testing) public var description: String { "uid \(uid), gid \(gid), pid \(pid)" }
+    public var description: String { "uid \(uid), gid \(gid), pid \(pid)" }
 }
 
 /// What went wrong with a socket path.
-@_spi(Testing) public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum UnixSocketError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A system call failed.
     case system(SystemCallError)
     /// The path does not fit a `sockaddr_un` (107 bytes).
@@ -54,7 +55,7 @@ import Glibc
     /// the socket.
     case unsafeDirectory(String, reason: String)
 
-    @_spi(Testing) public var description: String {
+    public var description: String {
         switch self {
         case .system(let error): "\(error)"
         case .pathTooLong(let path): "\(path) is longer than a socket path may be (107 bytes)"
@@ -68,9 +69,9 @@ import Glibc
 
 /// AF_UNIX stream sockets: a listening socket on a path (replacing a stale one), a connection to one, and the
 /// credentials of the peer of a connection.
-@_spi(Testing) public enum UnixSocket {
+public enum UnixSocket {
     /// The most bytes of a socket path (`sun_path` without its terminating NUL).
-    @_spi(Testing) public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+    public static let maximumPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     /// A `sockaddr_un` for a path, or nil when the path is too long.
     static func address(_ path: String) -> (sockaddr_un, socklen_t)? {
@@ -114,7 +115,7 @@ import Glibc
     ///
     /// A socket file left by a process that is gone (connecting to it is refused) is replaced; a path where another
     /// process listens, or that is not a socket, is left alone and reported.
-    @_spi(Testing) public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
+    public static func listen(at path: String, mode: mode_t = 0o666, backlog: Int32 = SOMAXCONN) throws(UnixSocketError)
         -> Int32
     {
         guard Self.address(path) != nil else { throw .pathTooLong(path) }
@@ -215,7 +216,7 @@ import Glibc
     }
 
     /// Connects to the socket at `path` (blocking, close-on-exec).
-    @_spi(Testing) public static func connect(to path: String) throws(UnixSocketError) -> Int32 {
+    public static func connect(to path: String) throws(UnixSocketError) -> Int32 {
         guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
         let fd = try makeStreamSocket(nonBlocking: false)
         while true {
@@ -231,7 +232,7 @@ import Glibc
     }
 
     /// The kernel's record of who connected: `SO_PEERCRED`, plus `SO_PEERGROUPS` (Linux 4.13) when `groups` is set.
-    @_spi(Testing) public static func peerCredentials(of fd: Int32, groups: Bool = true) throws(SystemCallError) -> PeerCredentials {
+    public static func peerCredentials(of fd: Int32, groups: Bool = true) throws(SystemCallError) -> PeerCredentials {
         // struct ucred (pid, uid, gid), which glibc declares only under _GNU_SOURCE: three 32-bit fields.
         var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: raw))

@@ -13,12 +13,12 @@
 // VarlinkServer.swift serves them on the main loop, VarlinkClient.swift calls them.
 
 /// The name of the interface every varlink service implements.
-@_spi(Testing) public enum Varlink {
+public enum Varlink {
     /// `org.varlink.service`: `GetInfo`, `GetInterfaceDescription` and the standard errors.
-    @_spi(Testing) public static let serviceInterface = "org.varlink.service"
+    public static let serviceInterface = "org.varlink.service"
 
     /// The interface definition of `org.varlink.service`, as the varlink specification gives it.
-    @_spi(Testing) public static let serviceInterfaceDescription = """
+    public static let serviceInterfaceDescription = """
         # The Varlink Service Interface is provided by every varlink service. It
         # describes the service and the interfaces it implements.
         interface org.varlink.service
@@ -59,18 +59,18 @@
 }
 
 /// A method call as a peer sent it.
-@_spi(Testing) public struct VarlinkCall: Hashable, Sendable {
+public struct VarlinkCall: Hashable, Sendable {
     /// The fully qualified method: `io.systemd.service.Ping`.
-    @_spi(Testing) public var method: String
+    public var method: String
     /// The call's parameters (an empty object when it sent none).
-    @_spi(Testing) public var parameters: JSONObject
+    public var parameters: JSONObject
     /// The caller accepts several replies (`continues: true` until the last).
-    @_spi(Testing) public var more: Bool
+    public var more: Bool
     /// The caller wants no reply at all.
-    @_spi(Testing) public var oneway: Bool
+    public var oneway: Bool
 
     /// Creates a call.
-    @_spi(Testing) public init(method: String, parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false) {
+    public init(method: String, parameters: JSONObject = [:], more: Bool = false, oneway: Bool = false) {
         self.method = method
         self.parameters = parameters
         self.more = more
@@ -78,19 +78,19 @@
     }
 
     /// The interface part of ``method``: everything before the last dot.
-    @_spi(Testing) public var interface: String {
+    public var interface: String {
         guard let dot = method.lastIndex(of: ".") else { return "" }
         return String(method[..<dot])
     }
 
     /// The method's own name: everything after the last dot.
-    @_spi(Testing) public var name: String {
+    public var name: String {
         guard let dot = method.lastIndex(of: ".") else { return method }
         return String(method[method.index(after: dot)...])
     }
 
     /// The message bytes, NUL included.
-    @_spi(Testing) public var message: [UInt8] {
+    public var message: [UInt8] {
         var object: JSONObject = ["method": .string(method)]
         if !parameters.isEmpty { object["parameters"] = .object(parameters) }
         if more { object["more"] = true }
@@ -103,7 +103,7 @@
     /// Bytes that are not a JSON object are a protocol violation (``VarlinkCallError/malformed(_:)``: the server
     /// closes the connection); an object with a missing or mistyped member is answered with
     /// `org.varlink.service.InvalidParameter` naming the member.
-    @_spi(Testing) public static func decode(_ message: some Collection<UInt8>) throws(VarlinkCallError) -> VarlinkCall {
+    public static func decode(_ message: some Collection<UInt8>) throws(VarlinkCallError) -> VarlinkCall {
         let value: JSONValue
         do {
             value = try JSONValue.parse(message)
@@ -162,7 +162,7 @@
 }
 
 /// Why a message is not a call.
-@_spi(Testing) public enum VarlinkCallError: Error, Hashable, Sendable {
+public enum VarlinkCallError: Error, Hashable, Sendable {
     /// Not a JSON object at all: the connection is closed.
     case malformed(String)
     /// A call with a member missing or of the wrong type: answered with this error.
@@ -170,59 +170,59 @@
 }
 
 /// A varlink error reply: its qualified name and parameters.
-@_spi(Testing) public struct VarlinkError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct VarlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The qualified error name: `org.varlink.service.InvalidParameter`.
-    @_spi(Testing) public var name: String
+    public var name: String
     /// Its parameters.
-    @_spi(Testing) public var parameters: JSONObject
+    public var parameters: JSONObject
 
     /// Creates an error reply.
-    @_spi(Testing) public init(_ name: String, parameters: JSONObject = [:]) {
+    public init(_ name: String, parameters: JSONObject = [:]) {
         self.name = name
         self.parameters = parameters
     }
 
-    @_spi(Testing) public var description: String {
+    public var description: String {
         parameters.isEmpty ? name : "\(name) \(JSONValue.object(parameters).text)"
     }
 
     /// No interface of that name is served.
-    @_spi(Testing) public static func interfaceNotFound(_ interface: String) -> VarlinkError {
+    public static func interfaceNotFound(_ interface: String) -> VarlinkError {
         VarlinkError("org.varlink.service.InterfaceNotFound", parameters: ["interface": .string(interface)])
     }
 
     /// The interface is served but has no such method.
-    @_spi(Testing) public static func methodNotFound(_ method: String) -> VarlinkError {
+    public static func methodNotFound(_ method: String) -> VarlinkError {
         VarlinkError("org.varlink.service.MethodNotFound", parameters: ["method": .string(method)])
     }
 
     /// The interface defines the method but it is not implemented.
-    @_spi(Testing) public static func methodNotImplemented(_ method: String) -> VarlinkError {
+    public static func methodNotImplemented(_ method: String) -> VarlinkError {
         VarlinkError("org.varlink.service.MethodNotImplemented", parameters: ["method": .string(method)])
     }
 
     /// A parameter (or a member of the call itself) is missing, unknown, or of the wrong type or value.
-    @_spi(Testing) public static func invalidParameter(_ parameter: String) -> VarlinkError {
+    public static func invalidParameter(_ parameter: String) -> VarlinkError {
         VarlinkError("org.varlink.service.InvalidParameter", parameters: ["parameter": .string(parameter)])
     }
 
     /// The peer may not do this.
-    @_spi(Testing) public static let permissionDenied = VarlinkError("org.varlink.service.PermissionDenied")
+    public static let permissionDenied = VarlinkError("org.varlink.service.PermissionDenied")
 
     /// The method sends several replies and must be called with `more: true`.
-    @_spi(Testing) public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
+    public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
 
     /// A reply of `size` bytes, more than the server sends (`limit`): `<interface>.ReplyTooLarge(size, limit)`, which
     /// an interface whose replies can grow declares.
-    @_spi(Testing) public static func replyTooLarge(interface: String, size: Int, limit: Int) -> VarlinkError {
+    public static func replyTooLarge(interface: String, size: Int, limit: Int) -> VarlinkError {
         VarlinkError("\(interface).ReplyTooLarge", parameters: ["size": .int(size), "limit": .int(limit)])
     }
 }
 
 /// Encodes the messages of the protocol.
-@_spi(Testing) public enum VarlinkMessage {
+public enum VarlinkMessage {
     /// A JSON object followed by NUL.
-    @_spi(Testing) public static func encode(_ object: JSONObject) -> [UInt8] {
+    public static func encode(_ object: JSONObject) -> [UInt8] {
         var bytes: [UInt8] = []
         JSONValue.object(object).write(to: &bytes)
         bytes.append(0)
@@ -230,27 +230,27 @@
     }
 
     /// A reply with parameters; `continues` when more replies to the same call follow.
-    @_spi(Testing) public static func reply(_ parameters: JSONObject, continues: Bool = false) -> [UInt8] {
+    public static func reply(_ parameters: JSONObject, continues: Bool = false) -> [UInt8] {
         var object: JSONObject = ["parameters": .object(parameters)]
         if continues { object["continues"] = true }
         return encode(object)
     }
 
     /// An error reply.
-    @_spi(Testing) public static func error(_ error: VarlinkError) -> [UInt8] {
+    public static func error(_ error: VarlinkError) -> [UInt8] {
         encode(["error": .string(error.name), "parameters": .object(error.parameters)])
     }
 }
 
 /// One reply as a caller reads it.
-@_spi(Testing) public enum VarlinkReply: Hashable, Sendable {
+public enum VarlinkReply: Hashable, Sendable {
     /// Parameters; `continues` when more replies to the same call follow.
     case parameters(JSONObject, continues: Bool)
     /// An error.
     case error(VarlinkError)
 
     /// Reads a reply from one message (its bytes without the NUL).
-    @_spi(Testing) public static func decode(_ message: some Collection<UInt8>) throws(VarlinkProtocolError) -> VarlinkReply {
+    public static func decode(_ message: some Collection<UInt8>) throws(VarlinkProtocolError) -> VarlinkReply {
         let value: JSONValue
         do {
             value = try JSONValue.parse(message)
@@ -268,24 +268,24 @@
 }
 
 /// The peer broke the protocol.
-@_spi(Testing) public struct VarlinkProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct VarlinkProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What was wrong.
-    @_spi(Testing) public var reason: String
+    public var reason: String
 
-    @_spi(Testing) public init(reason: String) {
+    public init(reason: String) {
         self.reason = reason
     }
 
-    @_spi(Testing) public var description: String { reason }
+    public var description: String { reason }
 }
 
 /// Splits a byte stream into NUL-terminated messages, with a bound on how much may wait unterminated.
 ///
 /// Bytes are kept from the first unread one; a message is handed out once its NUL has arrived. Scanning resumes where
 /// it stopped, so a message that arrives in many pieces costs linear time.
-@_spi(Testing) public struct VarlinkFramer: Sendable {
+public struct VarlinkFramer: Sendable {
     /// The most bytes one message may have (its NUL not counted), and the most unread input that may wait.
-    @_spi(Testing) public let maximumMessageSize: Int
+    public let maximumMessageSize: Int
 
     private var buffer: [UInt8] = []
     /// Where the unread input starts.
@@ -294,15 +294,15 @@
     private var scanned = 0
 
     /// A framer that accepts messages of up to `maximumMessageSize` bytes.
-    @_spi(Testing) public init(maximumMessageSize: Int) {
+    public init(maximumMessageSize: Int) {
         self.maximumMessageSize = maximumMessageSize
     }
 
     /// How many bytes of input wait unread.
-    @_spi(Testing) public var pendingByteCount: Int { buffer.count - start }
+    public var pendingByteCount: Int { buffer.count - start }
 
     /// Appends bytes that arrived.
-    @_spi(Testing) public mutating func append(_ bytes: some Collection<UInt8>) {
+    public mutating func append(_ bytes: some Collection<UInt8>) {
         if start > 0, start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -313,7 +313,7 @@
 
     /// The next complete message (without its NUL), nil when none is complete yet; throws when the unterminated
     /// input has grown beyond ``maximumMessageSize``.
-    @_spi(Testing) public mutating func next() throws(VarlinkFramingError) -> ArraySlice<UInt8>? {
+    public mutating func next() throws(VarlinkFramingError) -> ArraySlice<UInt8>? {
         if scanned < start { scanned = start }
         while scanned < buffer.count {
             if buffer[scanned] == 0 {
@@ -341,11 +341,11 @@
 }
 
 /// The input broke the framing.
-@_spi(Testing) public enum VarlinkFramingError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum VarlinkFramingError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A message (or unterminated input) larger than the limit.
     case messageTooLarge(Int)
 
-    @_spi(Testing) public var description: String {
+    public var description: String {
         switch self {
         case .messageTooLarge(let size): "a message of more than \(size - 1) bytes, over the limit"
         }
@@ -354,9 +354,9 @@
 
 /// A method a service declares: its input parameters, checked before its handler runs, and whether it replies more
 /// than once.
-@_spi(Testing) public struct VarlinkMethodDeclaration: Hashable, Sendable {
+public struct VarlinkMethodDeclaration: Hashable, Sendable {
     /// What a parameter may hold.
-    @_spi(Testing) public enum ParameterType: String, Hashable, Sendable {
+    public enum ParameterType: String, Hashable, Sendable {
         case string
         case int
         case float
@@ -366,13 +366,13 @@
     }
 
     /// One input parameter.
-    @_spi(Testing) public struct Parameter: Hashable, Sendable {
-        @_spi(Testing) public var name: String
-        @_spi(Testing) public var type: ParameterType
+    public struct Parameter: Hashable, Sendable {
+        public var name: String
+        public var type: ParameterType
         /// Whether it may be left out (or null).
-        @_spi(Testing) public var isOptional: Bool
+        public var isOptional: Bool
 
-        @_spi(Testing) public init(_ name: String, _ type: ParameterType, optional: Bool = false) {
+        public init(_ name: String, _ type: ParameterType, optional: Bool = false) {
             self.name = name
             self.type = type
             self.isOptional = optional
@@ -380,14 +380,14 @@
     }
 
     /// The method's name within its interface: `GetStatus`.
-    @_spi(Testing) public var name: String
+    public var name: String
     /// Its input parameters; any other parameter is refused.
-    @_spi(Testing) public var parameters: [Parameter]
+    public var parameters: [Parameter]
     /// Whether it only works with `more: true` (it streams); called without, it answers
     /// `org.varlink.service.ExpectedMore`.
-    @_spi(Testing) public var requiresMore: Bool
+    public var requiresMore: Bool
 
-    @_spi(Testing) public init(_ name: String, parameters: [Parameter] = [], requiresMore: Bool = false) {
+    public init(_ name: String, parameters: [Parameter] = [], requiresMore: Bool = false) {
         self.name = name
         self.parameters = parameters
         self.requiresMore = requiresMore
@@ -395,7 +395,7 @@
 
     /// Checks a call's parameters: every one known, of its type, and none missing; the first one that is not is
     /// named in the `InvalidParameter` error.
-    @_spi(Testing) public func validate(_ call: VarlinkCall) throws(VarlinkError) {
+    public func validate(_ call: VarlinkCall) throws(VarlinkError) {
         for (key, _) in call.parameters where !parameters.contains(where: { $0.name == key }) {
             throw .invalidParameter(key)
         }

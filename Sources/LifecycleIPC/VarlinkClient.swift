@@ -6,15 +6,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-public import SystemPackage
+import LifecyclePrimitives
+package import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Why a varlink call did not return parameters.
-@_spi(Testing) public enum VarlinkClientError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum VarlinkClientError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The socket could not be reached.
     case connect(UnixSocketError)
     /// Reading or writing failed.
@@ -28,7 +28,7 @@ import Glibc
     /// The service answered with an error.
     case error(VarlinkError)
 
-    @_spi(Testing) public var description: String {
+    package var description: String {
         switch self {
         case .connect(let error): "\(error)"
         case .io(let operation, let errno): "\(operation) failed: \(errno)"
@@ -42,14 +42,14 @@ import Glibc
 
 /// A blocking varlink client over an AF_UNIX stream socket: one call at a time, each reply waited for (with a timeout,
 /// for all but streams that run until the caller stops them).
-@_spi(Testing) public final class VarlinkClient {
+package final class VarlinkClient {
     private let fd: Int32
     private var framer: VarlinkFramer
     /// How long a call waits for each reply; nil waits forever.
-    @_spi(Testing) public var timeout: Duration?
+    package var timeout: Duration?
 
     /// Connects to the service listening at `path`.
-    @_spi(Testing) public init(path: String, timeout: Duration? = .seconds(30), maximumMessageSize: Int = 64 << 20) throws(VarlinkClientError) {
+    package init(path: String, timeout: Duration? = .seconds(30), maximumMessageSize: Int = 64 << 20) throws(VarlinkClientError) {
         do {
             fd = try UnixSocket.connect(to: path)
         } catch {
@@ -62,7 +62,7 @@ import Glibc
     deinit { close(fd) }
 
     /// Calls a method and returns the parameters of its (single) reply; an error reply throws ``VarlinkClientError/error(_:)``.
-    @_spi(Testing) public func call(_ method: String, parameters: JSONObject = [:]) throws(VarlinkClientError) -> JSONObject {
+    package func call(_ method: String, parameters: JSONObject = [:]) throws(VarlinkClientError) -> JSONObject {
         try write(VarlinkCall(method: method, parameters: parameters).message)
         switch try readReply() {
         case .parameters(let parameters, _): return parameters
@@ -71,7 +71,7 @@ import Glibc
     }
 
     /// Calls a method with `more` and hands each reply to `body` until the last one (or until `body` returns false).
-    @_spi(Testing) public func stream(
+    package func stream(
         _ method: String,
         parameters: JSONObject = [:],
         _ body: (JSONObject) throws(VarlinkClientError) -> Bool
@@ -88,7 +88,7 @@ import Glibc
     }
 
     /// Sends raw bytes (tests send broken messages with it).
-    @_spi(Testing) public func write(_ bytes: [UInt8]) throws(VarlinkClientError) {
+    package func write(_ bytes: [UInt8]) throws(VarlinkClientError) {
         var offset = 0
         while offset < bytes.count {
             let count = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -104,7 +104,7 @@ import Glibc
     }
 
     /// Reads the next reply.
-    @_spi(Testing) public func readReply() throws(VarlinkClientError) -> VarlinkReply {
+    package func readReply() throws(VarlinkClientError) -> VarlinkReply {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {

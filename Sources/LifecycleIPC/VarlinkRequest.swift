@@ -10,15 +10,15 @@
 ///
 /// Replies to a connection that has gone are dropped silently; ``isConnected`` tells, and ``onDisconnect`` runs when it
 /// goes before the final reply.
-@_spi(Testing) public final class VarlinkRequest {
+public final class VarlinkRequest {
     /// The call.
-    @_spi(Testing) public let call: VarlinkCall
+    public let call: VarlinkCall
     /// Who made it.
-    @_spi(Testing) public let peer: PeerCredentials
+    public let peer: PeerCredentials
     /// Whether the final reply (or error) has been sent.
-    @_spi(Testing) public private(set) var isFinished = false
+    public private(set) var isFinished = false
     /// Runs once if the peer goes away before the final reply.
-    @_spi(Testing) public var onDisconnect: (() -> Void)?
+    public var onDisconnect: (() -> Void)?
 
     private weak var connection: VarlinkConnection?
 
@@ -29,16 +29,16 @@
     }
 
     /// Whether the peer is still there and waits for a reply.
-    @_spi(Testing) public var isConnected: Bool { !isFinished && connection?.isOpen == true }
+    public var isConnected: Bool { !isFinished && connection?.isOpen == true }
 
     /// The final reply.
-    @_spi(Testing) public func reply(_ parameters: JSONObject = [:]) {
+    public func reply(_ parameters: JSONObject = [:]) {
         finish(VarlinkMessage.reply(parameters))
     }
 
     /// One reply of several (the call was made with `more`); the final one is ``reply(_:)`` or ``fail(_:)``.
     /// Without `more` this is the final reply, as the protocol allows.
-    @_spi(Testing) public func send(_ parameters: JSONObject) {
+    public func send(_ parameters: JSONObject) {
         guard call.more else {
             reply(parameters)
             return
@@ -48,7 +48,7 @@
     }
 
     /// One reply of several that other callers get alike: encoded once for all of them.
-    @_spi(Testing) public func send(_ shared: SharedReply) {
+    public func send(_ shared: SharedReply) {
         guard call.more else {
             reply(shared.parameters)
             return
@@ -58,14 +58,14 @@
     }
 
     /// The final reply: an error.
-    @_spi(Testing) public func fail(_ error: VarlinkError) {
+    public func fail(_ error: VarlinkError) {
         finish(VarlinkMessage.error(error))
     }
 
     /// Counts work the handler did against the budget of the dispatch it runs in, in the reply bytes it is worth
     /// (``VarlinkServer/Limits/replyBytesPerDispatch``): a call that walks a large structure for a small reply ends
     /// the dispatch all the same.
-    @_spi(Testing) public func charge(_ cost: Int) {
+    public func charge(_ cost: Int) {
         connection?.charge(cost)
     }
 

@@ -7,7 +7,7 @@
 //
 
 import CLifecycleIPC
-@_spi(Testing) import LifecycleKit
+public import LifecyclePrimitives
 public import Logging
 import SystemPackage
 
@@ -30,15 +30,15 @@ import Glibc
 /// It serves `org.varlink.service` (`GetInfo`, `GetInterfaceDescription`) itself, from the interfaces added with
 /// ``add(_:)``. A reply larger than ``Limits/maximumReplySize`` is replaced by the error `ReplyTooLarge(size, limit)`
 /// of the call's interface, which an interface with large replies declares.
-@_spi(Testing) public final class VarlinkServer {
+public final class VarlinkServer {
     /// What the service says about itself in `org.varlink.service.GetInfo`.
-    @_spi(Testing) public struct Info: Hashable, Sendable {
-        @_spi(Testing) public var vendor: String
-        @_spi(Testing) public var product: String
-        @_spi(Testing) public var version: String
-        @_spi(Testing) public var url: String
+    public struct Info: Hashable, Sendable {
+        public var vendor: String
+        public var product: String
+        public var version: String
+        public var url: String
 
-        @_spi(Testing) public init(vendor: String, product: String, version: String, url: String) {
+        public init(vendor: String, product: String, version: String, url: String) {
             self.vendor = vendor
             self.product = product
             self.version = version
@@ -48,96 +48,96 @@ import Glibc
 
     /// How much any peer may take; each bound ends in an error reply, a closed connection, or a peer that waits (its
     /// input is left in the kernel's socket buffer), never in the loop waiting.
-    @_spi(Testing) public struct Limits: Hashable, Sendable {
+    public struct Limits: Hashable, Sendable {
         /// The largest message (its NUL not counted); input beyond it without a NUL closes the connection, and so does
         /// more unanswered input than this waiting behind a call in progress. It is also the most input a connection
         /// holds unhandled: beyond it nothing more is read until the calls that wait are handled.
-        @_spi(Testing) public var maximumMessageSize = 65_536
+        public var maximumMessageSize = 65_536
         /// Connections open at once; one more is closed as soon as it is accepted. Fewer when the process's descriptor
         /// limit leaves fewer after ``descriptorReserve`` (``connectionCapacity``).
-        @_spi(Testing) public var maximumConnections = 128
+        public var maximumConnections = 128
         /// Descriptors the server leaves to the rest of the process whatever peers do: sd_notify (the watchdog's ping
         /// opens a socket each time), journald's memfds, the saved state's files, the bus, a name lookup.
-        @_spi(Testing) public var descriptorReserve = 16
+        public var descriptorReserve = 16
         /// Each message must be complete within this long of the connection's acceptance or of its previous message's
         /// end, while no call of it is in progress; else the connection is closed (idle clients and slow senders
         /// alike: bytes that trickle in do not extend it).
-        @_spi(Testing) public var idleTimeout = Duration.seconds(10)
+        public var idleTimeout = Duration.seconds(10)
         /// The most reply bytes a peer may leave unread when a new reply is due (a trace follower that stopped
         /// reading): beyond it the connection is closed.
-        @_spi(Testing) public var maximumOutputBacklog = 1 << 20
+        public var maximumOutputBacklog = 1 << 20
         /// The largest reply: a larger one is replaced by the error `ReplyTooLarge` of the call's interface.
-        @_spi(Testing) public var maximumReplySize = 8 << 20
+        public var maximumReplySize = 8 << 20
         /// Reply bytes waiting to be read, over all connections: a reply that would pass it first closes the
         /// connections that left the most unread, until it fits.
-        @_spi(Testing) public var maximumTotalOutput = 16 << 20
+        public var maximumTotalOutput = 16 << 20
         /// Connections accepted per dispatch of the listening socket; then the listener yields to end-of-turn work.
-        @_spi(Testing) public var acceptsPerDispatch = 16
+        public var acceptsPerDispatch = 16
         /// Calls handled per dispatch of one connection; the rest wait for a later loop iteration.
-        @_spi(Testing) public var callsPerDispatch = 32
+        public var callsPerDispatch = 32
         /// Bytes read per dispatch of one connection.
-        @_spi(Testing) public var readBytesPerDispatch = 65_536
+        public var readBytesPerDispatch = 65_536
         /// Reply bytes one dispatch of a connection may produce: a call whose replies pass it ends the dispatch, so
         /// the cost of a dispatch is bounded by what it sends, not only by its count of calls.
-        @_spi(Testing) public var replyBytesPerDispatch = 256 << 10
+        public var replyBytesPerDispatch = 256 << 10
         /// How long the listening socket rests after `accept` failed for want of a descriptor or memory (EMFILE,
         /// ENFILE, ENOBUFS, ENOMEM): the connection stays in the backlog, and retrying at once would spin.
-        @_spi(Testing) public var acceptRetryDelay = Duration.milliseconds(250)
+        public var acceptRetryDelay = Duration.milliseconds(250)
 
-        @_spi(Testing) public init() {}
+        public init() {}
     }
 
     /// Counters of what the server did, for status reports and tests.
-    @_spi(Testing) public struct Statistics: Hashable, Sendable {
+    public struct Statistics: Hashable, Sendable {
         /// Connections accepted from authorized peers.
-        @_spi(Testing) public var accepted = 0
+        public var accepted = 0
         /// Connections refused for their peer's credentials.
-        @_spi(Testing) public var refused = 0
+        public var refused = 0
         /// Connections closed at once because ``Limits/maximumConnections`` were open.
-        @_spi(Testing) public var overLimit = 0
+        public var overLimit = 0
         /// Calls handed to a handler (including `org.varlink.service`).
-        @_spi(Testing) public var calls = 0
+        public var calls = 0
         /// Error replies the server itself sent (unknown interface or method, invalid parameters, expected more).
-        @_spi(Testing) public var errorReplies = 0
+        public var errorReplies = 0
         /// Connections closed for input that is not a JSON object or breaks the framing.
-        @_spi(Testing) public var closedMalformed = 0
+        public var closedMalformed = 0
         /// Connections closed for a message (or unread input) over the size limit.
-        @_spi(Testing) public var closedOversized = 0
+        public var closedOversized = 0
         /// Connections closed by the idle timeout.
-        @_spi(Testing) public var closedIdle = 0
+        public var closedIdle = 0
         /// Connections closed because their peer fell too far behind reading (or left the most unread when the
         /// replies of all connections reached their bound).
-        @_spi(Testing) public var closedBacklog = 0
+        public var closedBacklog = 0
         /// Replies replaced by `ReplyTooLarge`.
-        @_spi(Testing) public var repliesTooLarge = 0
+        public var repliesTooLarge = 0
         /// Times `accept` failed for want of a descriptor or memory (the listener then rests).
-        @_spi(Testing) public var acceptErrors = 0
+        public var acceptErrors = 0
         /// The most input one connection held unhandled at once, in bytes.
-        @_spi(Testing) public var peakBufferedInput = 0
+        public var peakBufferedInput = 0
         /// The most reply bytes left unread at once, over all connections.
-        @_spi(Testing) public var peakPendingOutput = 0
+        public var peakPendingOutput = 0
 
-        @_spi(Testing) public init() {}
+        public init() {}
     }
 
     /// A method: its declaration and the handler its valid calls go to.
-    @_spi(Testing) public struct Method {
-        @_spi(Testing) public var declaration: VarlinkMethodDeclaration
-        @_spi(Testing) public var handler: (VarlinkRequest) -> Void
+    public struct Method {
+        public var declaration: VarlinkMethodDeclaration
+        public var handler: (VarlinkRequest) -> Void
 
-        @_spi(Testing) public init(_ declaration: VarlinkMethodDeclaration, handler: @escaping (VarlinkRequest) -> Void) {
+        public init(_ declaration: VarlinkMethodDeclaration, handler: @escaping (VarlinkRequest) -> Void) {
             self.declaration = declaration
             self.handler = handler
         }
     }
 
     /// An interface: its name, its definition (the text `GetInterfaceDescription` returns) and its methods.
-    @_spi(Testing) public struct Interface {
-        @_spi(Testing) public var name: String
-        @_spi(Testing) public var description: String
-        @_spi(Testing) public var methods: [Method]
+    public struct Interface {
+        public var name: String
+        public var description: String
+        public var methods: [Method]
 
-        @_spi(Testing) public init(name: String, description: String, methods: [Method]) {
+        public init(name: String, description: String, methods: [Method]) {
             self.name = name
             self.description = description
             self.methods = methods
@@ -145,21 +145,21 @@ import Glibc
     }
 
     /// The service's self-description.
-    @_spi(Testing) public let info: Info
+    public let info: Info
     /// The limits in force.
-    @_spi(Testing) public let limits: Limits
+    public let limits: Limits
     /// What happened so far.
-    @_spi(Testing) public private(set) var statistics = Statistics()
+    public private(set) var statistics = Statistics()
     /// Decides, from a peer's credentials, whether it may talk to the service at all; checked right after `accept`.
     /// A refused peer gets `org.varlink.service.PermissionDenied` and the connection is closed unread.
-    @_spi(Testing) public var authorize: (PeerCredentials) -> Bool = { _ in true }
+    public var authorize: (PeerCredentials) -> Bool = { _ in true }
     /// The priority of the server's sources on the loop: above 0, so signals, timers and the watchdog go first
     /// when both are ready.
-    @_spi(Testing) public var priority: Int64 = 10
+    public var priority: Int64 = 10
     /// The priority of work the server puts off to a later iteration (the rest of a busy connection's calls, the
     /// next batch of connections): 101, below sd-event's idle priority (100), where the daemon's end-of-turn work
     /// runs. A peer that keeps the server busy therefore never keeps that work from running.
-    @_spi(Testing) public var backgroundPriority: Int64 = 101
+    public var backgroundPriority: Int64 = 101
     /// Takes one connection from the listening socket: the descriptor, or -errno (tests stand in for the kernel).
     var acceptConnection: (Int32) -> Int32 = { listening in
         lifecycle_ipc_accept4(listening, lifecycle_ipc_sock_nonblock() | lifecycle_ipc_sock_cloexec())
@@ -186,7 +186,7 @@ import Glibc
 
     /// A server on a listening socket (bound, listening, non-blocking); the server owns it from now on and closes it
     /// in ``stop()``.
-    @_spi(Testing) public init(loop: any EventLoop, listeningDescriptor: Int32, info: Info, limits: Limits = Limits(), logger: Logger) {
+    public init(loop: any EventLoop, listeningDescriptor: Int32, info: Info, limits: Limits = Limits(), logger: Logger) {
         self.loop = loop
         self.listeningDescriptor = listeningDescriptor
         self.info = info
@@ -195,25 +195,25 @@ import Glibc
     }
 
     /// Serves an interface; add every interface before ``start()``.
-    @_spi(Testing) public func add(_ interface: Interface) {
+    public func add(_ interface: Interface) {
         precondition(interface.name != Varlink.serviceInterface, "org.varlink.service is served by the server itself")
         if interfaces[interface.name] == nil { interfaceOrder.append(interface.name) }
         interfaces[interface.name] = interface
     }
 
     /// The interfaces served, `org.varlink.service` first.
-    @_spi(Testing) public var interfaceNames: [String] { [Varlink.serviceInterface] + interfaceOrder }
+    public var interfaceNames: [String] { [Varlink.serviceInterface] + interfaceOrder }
 
     /// How many connections are open.
-    @_spi(Testing) public var connectionCount: Int { connections.count }
+    public var connectionCount: Int { connections.count }
 
     /// How many connections may be open at once: ``Limits/maximumConnections``, or fewer when the descriptor limit
     /// (`RLIMIT_NOFILE`) leaves fewer after the descriptors open at start and ``Limits/descriptorReserve`` (at least
     /// one). Peers holding connections never take the descriptors the process needs to ping the watchdog.
-    package private(set) var connectionCapacity = 0
+    public private(set) var connectionCapacity = 0
 
     /// Starts accepting connections.
-    @_spi(Testing) public func start() throws(SystemCallError) {
+    public func start() throws(SystemCallError) {
         guard listener == nil else { return }
         connectionCapacity = Self.capacity(limits)
         if connectionCapacity < limits.maximumConnections {
@@ -230,7 +230,7 @@ import Glibc
     }
 
     /// Closes every connection (calls in progress are told their peer is gone) and the listening socket.
-    @_spi(Testing) public func stop() {
+    public func stop() {
         stopAccepting()
         for connection in Array(connections.values) { connection.close() }
         sweep?.cancel()
@@ -238,11 +238,11 @@ import Glibc
     }
 
     /// The listening socket the server accepts on (an upgrade hands a copy to the next process).
-    package var listeningSocket: Int32 { listeningDescriptor }
+    public var listeningSocket: Int32 { listeningDescriptor }
 
     /// Stops accepting and closes the listening socket, leaving the open connections served: the next process of
     /// the service accepts on its own copy of the socket from now on.
-    package func stopAccepting() {
+    public func stopAccepting() {
         listener?.cancel()
         listener = nil
         listenerPaused = false

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) public import LifecycleKit
+public import LifecycleKit
 
 /// Records every callback of an application, in order, so a test can assert a whole sequence at once, as the
 /// contract states them (docs/lifecycle.md): `["delegate applicationWillResignActive", "root viewWillDisappear", …]`.

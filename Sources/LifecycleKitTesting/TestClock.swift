@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
 
 /// A clock for tests: time moves only when the test advances it, and the work scheduled on it (the background time,
 /// the budgets termination and sleep give background tasks) runs then, in the order it falls due.

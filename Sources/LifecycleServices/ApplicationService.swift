@@ -7,7 +7,7 @@
 //
 
 import Dispatch
-@_spi(Testing) public import LifecycleKit
+@_spi(Internal) public import LifecycleKit
 public import Logging
 public import ServiceLifecycle
 

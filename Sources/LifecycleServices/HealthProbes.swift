@@ -7,6 +7,7 @@
 //
 
 public import LifecycleKit
+import LifecyclePrimitives
 import Synchronization
 
 /// The application's health probes for a hosted server to answer (Kubernetes' `httpGet` probes on `/readyz`,

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) public import LifecycleKit
+public import LifecycleKit
 import Logging
 public import ServiceLifecycle
 

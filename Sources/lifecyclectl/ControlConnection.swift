@@ -7,9 +7,8 @@
 //
 
 import ArgumentParser
-
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecyclePrimitives
 import SystemPackage
 
 #if canImport(Glibc)

@@ -7,9 +7,9 @@
 //
 
 import ArgumentParser
-
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
 import SystemPackage
 
 #if canImport(Glibc)

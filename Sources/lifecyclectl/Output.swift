@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecyclePrimitives
 
 #if canImport(Glibc)
 import Glibc

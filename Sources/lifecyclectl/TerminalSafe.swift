@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
 
 /// Everything lifecyclectl prints from the daemon passes through here first: a string from the daemon (a controller
 /// name, a status line, an error's reason) can hold an escape sequence that would rewrite the terminal, a newline

@@ -10,6 +10,7 @@ import ArgumentParser
 import Dispatch
 import LifecycleDaemon
 import LifecycleKit
+import LifecyclePrimitives
 import Logging
 
 /// lifecycled, the demo daemon: its delegate builds a tree whose controllers use every callback for something

@@ -8,6 +8,7 @@
 
 import Dispatch
 import LifecycleKit
+import LifecyclePrimitives
 import Logging
 
 /// Does a job per tick while the application is in the foreground; pauses in the background.

@@ -7,10 +7,9 @@
 //
 
 import ArgumentParser
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
 
 #if canImport(Glibc)
 import Glibc

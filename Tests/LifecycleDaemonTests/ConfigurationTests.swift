@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) @testable import LifecycleDaemon
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
+import LifecycleSystemd
 import Testing
 
 #if canImport(Glibc)

@@ -6,12 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+import LifecycleIPC
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -6,12 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
+import LifecycleSystemd
 import Logging
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
 
 /// A daemon whose every effect is a stand-in of ``Stage``: the manual clock and timers, recorded notifications,
 /// the terminal it was started from, process stops and exits.

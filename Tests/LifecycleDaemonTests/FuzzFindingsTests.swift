@@ -7,11 +7,11 @@
 //
 
 import ArgumentParser
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
-@_spi(Testing) import LifecycleKit
 
 /// What the fuzz targets (Fuzzing/, docs/testing.md "Fuzzing") found, each input as the fuzzer left it (minimized)
 /// and its neighbours; each input is in the seed corpus too (Fuzzing/Corpus/TARGET/finding-*).

@@ -7,12 +7,12 @@
 //
 
 import Dispatch
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) @_spi(Threads) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
 
 #if canImport(Glibc)
 import Glibc

@@ -6,10 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
 
 // READY=1 waits for logind's subscriptions and delay inhibitors (a sleep announced before them would be missed, or
 // would not wait for the application), for at most SystemEvents.readinessBudget.

@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) @testable import LifecycleDaemon
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+import LifecycleIPC
+@_spi(Internal) import LifecycleKit
+import LifecycleSystemd
 import Logging
 import Testing
 

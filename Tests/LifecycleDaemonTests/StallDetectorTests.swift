@@ -6,13 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) @testable import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 import Testing
 
-@_spi(Threads) import LifecycleSystemd
-
-@_spi(Testing) @testable import LifecycleDaemon
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) @testable import LifecycleKit
 
 /// Log records with their levels and metadata, from any thread.
 final class StallLog: Sendable {

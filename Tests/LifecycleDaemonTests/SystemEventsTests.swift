@@ -6,14 +6,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) @_spi(Threads) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+import LifecycleIPC
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
-import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
-@_spi(Testing) import LifecycleIPC
 import SystemPackage
+import Testing
 
 // SystemEvents with stand-ins for logind, PSI and the loop's timers, so that each ordering is asserted as one
 // sequence: the application's trace, the delegate's background tasks and what was done to the inhibitor, in the

@@ -6,11 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) @testable import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
+import LifecycleSystemd
 import Testing
-
-@_spi(Testing) @testable import LifecycleDaemon
 
 #if canImport(Glibc)
 import Glibc

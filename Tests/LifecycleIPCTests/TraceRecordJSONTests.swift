@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
 import Testing
 
 @Suite struct TraceRecordJSONTests {

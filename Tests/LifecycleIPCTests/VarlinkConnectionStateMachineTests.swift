@@ -8,7 +8,7 @@
 
 import Testing
 
-@_spi(Testing) @testable import LifecycleIPC
+@testable import LifecycleIPC
 
 // A varlink connection's state machine as a plain value: no socket, no loop, no clock, and a plain object standing in
 // for each request. VarlinkServerTests and VarlinkServerLimitTests run the connection around it on real sockets.

@@ -8,7 +8,7 @@
 
 import Testing
 
-@_spi(Testing) @testable import LifecycleIPC
+@testable import LifecycleIPC
 
 @Suite struct VarlinkFramingTests {
     @Test func messagesSplitOnNULWhateverPiecesTheyArriveIn() throws {

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
 
 /// A reference model of docs/lifecycle.md §3–§4 (appearance and the view tree), extending ``ReferenceModel``'s
 /// §1–§2, written from the contract and docs/lifecycle.md, never from the implementation's internals.

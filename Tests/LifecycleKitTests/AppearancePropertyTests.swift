@@ -7,7 +7,7 @@
 //
 
 import Foundation
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 import LifecycleKitTesting
 import Logging
 import PropertyBased

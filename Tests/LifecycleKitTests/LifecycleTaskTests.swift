@@ -6,11 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 import LifecycleKitTesting
+import LifecyclePrimitives
 import Testing
-
-@_spi(Threads) import LifecycleSystemd
 
 /// What the bodies of lifecycle-bound tasks did, from whichever thread they ran on.
 final class Journal: Sendable {

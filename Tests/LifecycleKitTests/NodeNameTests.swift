@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleKitTesting
 import Testing
 
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
+@_spi(Internal) @testable import LifecycleKit
 
 // A controller identifier or a view name is part of every trace path (LIFECYCLE_TARGET= in the journal, a line of the
 // trace, lifecyclectl's output): a newline, an escape sequence or a bidirectional override in one would break the field

@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
 import Testing
 
-@_spi(Testing) @testable import LifecycleKit
+@testable import LifecycleKit
 
 @Suite struct RateLimiterTests {
     @Test func theFirstEventPassesAndTheNextOnlyAfterTheInterval() {

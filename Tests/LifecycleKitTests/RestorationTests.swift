@@ -6,12 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Internal) @testable import LifecycleKit
+import LifecycleKitTesting
 import Logging
 import PropertyBased
 import Testing
-
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
 
 /// A controller that preserves whatever values it is given and records what it decodes.
 @MainActor

@@ -8,7 +8,7 @@
 
 import Testing
 
-@_spi(Testing) @testable import LifecycleKit
+@_spi(Internal) @testable import LifecycleKit
 
 /// A controller with its root view and one subview, as the scaling benchmark builds them.
 @MainActor

@@ -6,12 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Internal) @testable import LifecycleKit
+import LifecycleKitTesting
 import Logging
 import PropertyBased
 import Testing
-
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
 
 // Storyboard reloads (docs/storyboard.md, docs/lifecycle.md "Re-entrancy") with operations made from inside the
 // callbacks of the hand-over: random storyboards, random changes applied on reload (children added with what they

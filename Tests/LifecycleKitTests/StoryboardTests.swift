@@ -6,11 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Internal) @testable import LifecycleKit
+import LifecycleKitTesting
 import Logging
 import Testing
-
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
 
 /// A controller with typed storyboard properties.
 @MainActor

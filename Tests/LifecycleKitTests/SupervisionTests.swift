@@ -6,11 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) @testable import LifecycleKit
 import LifecycleKitTesting
+import LifecyclePrimitives
 import Testing
 
-@_spi(Threads) import LifecycleSystemd
+@testable import LifecycleKit
 
 /// Work that fails on every run until told otherwise, counting its runs (from whichever thread it runs on).
 private final class Flaky: Sendable {

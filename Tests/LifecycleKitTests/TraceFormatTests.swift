@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleKit
+import LifecyclePrimitives
 import Logging
 import Testing
-
-@_spi(Testing) import LifecycleKit
 
 @Suite struct TraceFormatTests {
     private func record(_ sequence: Int, _ target: String, _ event: String, state: String = "active", cause: String = "signal:SIGUSR1")

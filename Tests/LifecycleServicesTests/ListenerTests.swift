@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
 import LifecycleKitTesting
-@_spi(Testing) import LifecycleServices
+import LifecycleServices
 import ServiceLifecycle
 import Testing
 

@@ -6,14 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 import LifecycleKitTesting
-@_spi(Testing) import LifecycleServices
+import LifecyclePrimitives
+import LifecycleServices
 import Logging
 import ServiceLifecycle
 import Testing
-
-@_spi(Threads) import LifecycleSystemd
 
 /// What the services did, in order, from whichever thread they ran on.
 final class Timeline: Sendable {

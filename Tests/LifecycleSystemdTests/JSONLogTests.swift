@@ -6,12 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
 import Logging
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

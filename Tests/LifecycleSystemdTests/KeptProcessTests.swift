@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleSystemd
+import LifecycleIPC
+import LifecyclePrimitives
+import LifecycleSystemd
 import Testing
 
 #if canImport(Glibc)

@@ -6,11 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleKit
+import LifecyclePrimitives
 import Logging
 import Testing
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) @testable import LifecycleSystemd
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

@@ -6,12 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleIPC
+import LifecyclePrimitives
 import Logging
+import SystemPackage
 import Testing
 
-@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
-@_spi(Testing) import LifecycleIPC
-import SystemPackage
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

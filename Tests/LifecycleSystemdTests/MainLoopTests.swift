@@ -6,11 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleIPC
+import LifecyclePrimitives
 import SystemPackage
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
-@_spi(Testing) import LifecycleIPC
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

@@ -8,7 +8,7 @@
 
 import Testing
 
-@_spi(Testing) @testable import LifecycleSystemd
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

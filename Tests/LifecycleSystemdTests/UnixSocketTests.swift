@@ -6,12 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
 import Synchronization
 import Testing
 
-@_spi(Threads) import LifecycleSystemd
-
-@_spi(Testing) @testable import LifecycleIPC
+@testable import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

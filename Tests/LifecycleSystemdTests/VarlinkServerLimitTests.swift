@@ -6,11 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
 import Logging
 import Testing
 
-@_spi(Testing) @testable import LifecycleIPC
-@_spi(Testing) @_spi(Threads) @testable import LifecycleSystemd
+@testable import LifecycleIPC
+@testable import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

@@ -7,12 +7,13 @@
 //
 
 import ArgumentParser
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
+import SystemPackage
 import Testing
 
 @testable import lifecyclectl
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
-import SystemPackage
 
 @Suite struct OutputTests {
     let plain = TerminalStyle(colour: false)

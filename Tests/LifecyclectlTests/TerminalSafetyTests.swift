@@ -6,11 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
 import Testing
 
 @testable import lifecyclectl
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
 
 // What the daemon sends is printed on someone's terminal: a controller name, a status line or an error's reason with
 // an escape sequence in it would rewrite that terminal (clear it, retitle it, hide a line), and a number out of range

@@ -8,8 +8,8 @@
 
 @preconcurrency import Benchmark
 import LifecycleBenchSupport
-@_spi(Testing) import LifecycleDaemon
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
 import Logging
 
 #if canImport(Glibc)

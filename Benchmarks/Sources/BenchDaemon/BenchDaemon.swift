@@ -9,9 +9,9 @@
 import ArgumentParser
 import CBenchSupport
 import LifecycleBenchSupport
-@_spi(Testing) import LifecycleDaemon
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
+import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

@@ -7,8 +7,8 @@
 //
 
 import LifecycleBenchSupport
-@_spi(Testing) import LifecycleDaemon
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleDaemon
+@_spi(Internal) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc

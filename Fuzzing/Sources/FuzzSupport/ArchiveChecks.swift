@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 
 /// What must hold of any saved state `Archive.decodeState` accepted: it is written again (format 2) and read back
 /// as the same tree, generation and application values; a format 1 tree comes back migrated, as format 2.

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleDaemon
+@_spi(Internal) import LifecycleDaemon
 
 /// An application's own configuration section, as an application writes one: the demo's `[Demo]` (so the repository's
 /// lifecycled.conf reads whole) with a key of every kind `ConfigurationKey` has and a whole-section check.

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
 
 /// A second reading of RFC 8259, written apart from `JSONParser` and shaped differently (one loop over an explicit
 /// stack, no recursion): the oracle the JSON parser is compared with. It says whether a text is grammatical JSON

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleSystemd
+import LifecycleIPC
+import LifecycleSystemd
 import Logging
 
 /// One record for `JSONLogLine`, read from a fuzzer's bytes: fields split at 0xFF (a byte UTF-8 never has, so every

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 
 /// What must hold of any tree `StoryboardFormat.parse` accepted: nesting within ``StoryboardFormat/maximumDepth``,
 /// every node placed in the file, names and classes as the format allows, no two siblings of one name; and the tree

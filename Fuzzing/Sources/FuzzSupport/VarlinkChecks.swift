@@ -6,11 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleDaemon
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) import LifecycleDaemon
+import LifecycleSystemd
 import Logging
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
 
 #if canImport(Glibc)
     import Glibc

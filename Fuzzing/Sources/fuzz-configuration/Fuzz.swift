@@ -9,7 +9,7 @@
 // The configuration file: text → ConfigurationFile (the INI syntax) → DaemonConfiguration, the daemon's sections and
 // an application's own ([Demo], FuzzSettings), as `lifecycled` reads /etc/lifecycled.conf at start and on reload.
 import FuzzSupport
-@_spi(Testing) import LifecycleDaemon
+@_spi(Internal) import LifecycleDaemon
 
 @main
 enum ConfigurationFuzzer: FuzzTarget {

@@ -11,7 +11,7 @@
 // documented refusals, refuses nesting past the bound with "nested deeper than N levels" for every N, and what it accepts
 // is written compactly and read back as the same value.
 import FuzzSupport
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
 
 @main
 enum JSONFuzzer: FuzzTarget {

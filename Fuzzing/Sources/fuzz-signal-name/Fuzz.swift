@@ -9,8 +9,8 @@
 // Signal names: `--signal SIG=ACTION` values (SignalMap.parseEntry), bare names (UnixSignal(name:): SIGUSR1, usr1,
 // RTMIN+3, SIGRTMAX-1) and [Signals] entries of the configuration file. One input is one or more lines, each tried.
 import FuzzSupport
-@_spi(Testing) import LifecycleDaemon
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) import LifecycleDaemon
+import LifecycleSystemd
 
 @main
 enum SignalNameFuzzer: FuzzTarget {

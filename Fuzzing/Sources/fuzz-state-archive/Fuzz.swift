@@ -9,7 +9,7 @@
 // The saved state's file, whole: bytes → Archive.decodeState (the format 2 header with length and CRC-32, or a bare
 // format 1 tree), as StateStore reads the state file and the file descriptor store's copy at launch.
 import FuzzSupport
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 
 @main
 enum StateArchiveFuzzer: FuzzTarget {

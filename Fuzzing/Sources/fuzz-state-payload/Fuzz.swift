@@ -9,7 +9,7 @@
 // The saved state's body: the input is the JSON after the header, framed with its true length and CRC-32 before
 // Archive.decodeState reads it, so every mutation reaches the JSON and the node, view and value decoders.
 import FuzzSupport
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 
 @main
 enum StatePayloadFuzzer: FuzzTarget {

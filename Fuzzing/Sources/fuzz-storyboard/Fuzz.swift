@@ -9,7 +9,7 @@
 // Storyboards: text → StoryboardFormat.parse, as the daemon reads --storyboard / [Launch] Storyboard= at launch and
 // on every reload.
 import FuzzSupport
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
 
 @main
 enum StoryboardFuzzer: FuzzTarget {

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleSystemd
+import LifecycleSystemd
 import SystemPackage
 
 #if canImport(Glibc)
@@ -14,22 +14,22 @@ import Glibc
 #endif
 
 /// A configuration that cannot be used: the message names the file, the line and what would be valid.
-@_spi(Testing) public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+@_spi(Internal) public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file (or `--signal`, or another flag) the bad value came from.
-    @_spi(Testing) public var source: String
+    @_spi(Internal) public var source: String
     /// The line in the file, if the value came from a file.
-    @_spi(Testing) public var line: Int?
+    @_spi(Internal) public var line: Int?
     /// What is wrong and what would be valid.
-    @_spi(Testing) public var message: String
+    @_spi(Internal) public var message: String
 
     /// Creates an error.
-    @_spi(Testing) public init(source: String, line: Int?, message: String) {
+    @_spi(Internal) public init(source: String, line: Int?, message: String) {
         self.source = source
         self.line = line
         self.message = message
     }
 
-    @_spi(Testing) public var description: String {
+    @_spi(Internal) public var description: String {
         if let line { return "\(source):\(line): \(message)" }
         return "\(source): \(message)"
     }
@@ -37,28 +37,28 @@ import Glibc
 
 /// A configuration file in systemd's INI style (`[Section]` headers, `Key=Value` lines, `#` or `;` comments), split
 /// into its entries. Only the syntax is checked here; what the keys mean is up to the sections that read them.
-@_spi(Testing) public struct ConfigurationFile: Sendable, Hashable {
+@_spi(Internal) public struct ConfigurationFile: Sendable, Hashable {
     /// One `Key=Value` line.
-    @_spi(Testing) public struct Entry: Sendable, Hashable {
+    @_spi(Internal) public struct Entry: Sendable, Hashable {
         /// The section it is in, without brackets.
-        @_spi(Testing) public var section: String
+        @_spi(Internal) public var section: String
         /// The key, trimmed.
-        @_spi(Testing) public var key: String
+        @_spi(Internal) public var key: String
         /// The value, trimmed.
-        @_spi(Testing) public var value: String
+        @_spi(Internal) public var value: String
         /// The line number, from 1.
-        @_spi(Testing) public var line: Int
+        @_spi(Internal) public var line: Int
     }
 
     /// The file (or other source) the text came from, for errors.
-    @_spi(Testing) public let source: String
+    @_spi(Internal) public let source: String
     /// The entries, in file order.
-    @_spi(Testing) public let entries: [Entry]
+    @_spi(Internal) public let entries: [Entry]
     /// Every section header, in file order, with its line.
-    @_spi(Testing) public let sections: [(name: String, line: Int)]
+    @_spi(Internal) public let sections: [(name: String, line: Int)]
 
     /// Splits configuration text; `source` names it in errors.
-    @_spi(Testing) public init(text: String, source: String) throws(ConfigurationError) {
+    @_spi(Internal) public init(text: String, source: String) throws(ConfigurationError) {
         self.source = source
         var entries: [Entry] = []
         var sections: [(name: String, line: Int)] = []
@@ -93,7 +93,7 @@ import Glibc
     /// Reads and splits a file; errors name the file and the system's reason. Only a regular file of at most 1 MiB is
     /// read, and opening it never blocks (a FIFO or a device at the path is refused, not waited on); the null device
     /// (`--config /dev/null`) reads as an empty file.
-    @_spi(Testing) public init(contentsOf path: String) throws(ConfigurationError) {
+    @_spi(Internal) public init(contentsOf path: String) throws(ConfigurationError) {
         let text: String
         do {
             text = try RegularFile.readText(path, limit: RegularFile.configurationLimit, nullDeviceIsEmpty: true)
@@ -108,11 +108,11 @@ import Glibc
         try self.init(text: text, source: path)
     }
 
-    @_spi(Testing) public static func == (lhs: Self, rhs: Self) -> Bool {
+    @_spi(Internal) public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.source == rhs.source && lhs.entries == rhs.entries
     }
 
-    @_spi(Testing) public func hash(into hasher: inout Hasher) {
+    @_spi(Internal) public func hash(into hasher: inout Hasher) {
         hasher.combine(source)
         hasher.combine(entries)
     }

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
 
 /// A value a configuration key does not accept; the reader adds the file and line.
 public struct ConfigurationValueError: Error, Sendable, Hashable {

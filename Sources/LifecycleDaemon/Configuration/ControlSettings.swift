@@ -6,36 +6,37 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) @_spi(Threads) import LifecycleSystemd
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 
 #if canImport(Glibc)
 public import Glibc
 #endif
 
 /// `[Control]`: the control socket (docs/control.md).
-@_spi(Testing) public struct ControlSettings: Sendable, Hashable {
+@_spi(Internal) public struct ControlSettings: Sendable, Hashable {
     /// A group whose members may use the control socket, as configured and as resolved.
-    @_spi(Testing) public struct Group: Sendable, Hashable {
+    @_spi(Internal) public struct Group: Sendable, Hashable {
         /// The name (or number) as written.
-        @_spi(Testing) public var name: String
+        @_spi(Internal) public var name: String
         /// Its group ID.
-        @_spi(Testing) public var id: gid_t
+        @_spi(Internal) public var id: gid_t
     }
 
     /// Whether the control socket is served (`Enable=`, default yes).
-    @_spi(Testing) public var isEnabled = true
+    @_spi(Internal) public var isEnabled = true
     /// Where it listens (`Socket=`); nil: the standard place (see ``ControlSocketLocation``).
-    @_spi(Testing) public var socketPath: String?
+    @_spi(Internal) public var socketPath: String?
     /// A group whose members may use it besides the service's own user and root (`Group=`).
-    @_spi(Testing) public var group: Group?
+    @_spi(Internal) public var group: Group?
     /// How many of the delegate's recent trace events (the application's transitions) the daemon keeps for
     /// `lifecyclectl trace` (`TraceBacklog=`, 0 to 10,000); 0 keeps none, and then the trace is only watched while
     /// someone follows it or waits for a request.
-    @_spi(Testing) public var traceBacklog = 256
+    @_spi(Internal) public var traceBacklog = 256
 
-    @_spi(Testing) public init() {}
+    @_spi(Internal) public init() {}
 
     /// The section's keys, in DaemonConfiguration's one table.
     static let keys: [ConfigurationKey<DaemonConfiguration>] = [
@@ -140,7 +141,7 @@ public import Glibc
 /// Where the control socket listens, in order of precedence: a listening socket systemd handed over (`LISTEN_FDS`,
 /// named `control`, or the only `AF_UNIX` one when it has no name but its socket unit's), `[Control] Socket=`, `$RUNTIME_DIRECTORY/control` (systemd's `RuntimeDirectory=`),
 /// `$XDG_RUNTIME_DIR/<program>/control` (run by hand), `/run/<program>/control` (run by hand as root).
-@_spi(Testing) public enum ControlSocketLocation: Hashable, Sendable {
+@_spi(Internal) public enum ControlSocketLocation: Hashable, Sendable {
     /// A listening socket systemd passed.
     case inherited(descriptor: Int32, name: String)
     /// A path to bind, after making its directory (with this mode) if it is missing.

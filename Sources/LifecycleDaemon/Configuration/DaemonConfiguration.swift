@@ -6,60 +6,60 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) public import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+public import LifecycleKit
+import LifecycleSystemd
 
 /// Everything the daemon reads from its configuration file and flags, plus the application's own section.
-@_spi(Testing) public struct DaemonConfiguration: Sendable {
+@_spi(Internal) public struct DaemonConfiguration: Sendable {
     /// Which signal asks for what.
-    @_spi(Testing) public var signalMap = SignalMap.standard
+    @_spi(Internal) public var signalMap = SignalMap.standard
     /// Launch into the foreground or the background.
-    @_spi(Testing) public var launchInto = LaunchTarget.active
+    @_spi(Internal) public var launchInto = LaunchTarget.active
     /// Log controller and view events at info too.
-    @_spi(Testing) public var traceAll = false
+    @_spi(Internal) public var traceAll = false
     /// Where log records go and in what form (`[Logging] Format=`, `--log-format`); read at start only.
-    @_spi(Testing) public var logFormat = LogFormat.auto
+    @_spi(Internal) public var logFormat = LogFormat.auto
     /// How long termination waits for background tasks before their expiration handlers run.
-    @_spi(Testing) public var backgroundTaskBudget = Duration.seconds(30)
+    @_spi(Internal) public var backgroundTaskBudget = Duration.seconds(30)
     /// How long background tasks may run once the application is in the background (UIKit's background time).
-    @_spi(Testing) public var backgroundTime = Duration.seconds(30)
+    @_spi(Internal) public var backgroundTime = Duration.seconds(30)
     /// The lame-duck delay (`[Termination] LameDuckSec=`): on a termination request the application first stops
     /// being ready and serves on this long, while an orchestrator stops routing to it; 0 (the default) terminates
     /// at once.
-    @_spi(Testing) public var lameDuck = Duration.zero
+    @_spi(Internal) public var lameDuck = Duration.zero
     /// The stop budget the operator gives the service (`[Termination] StopTimeoutSec=`: Kubernetes'
     /// `terminationGracePeriodSeconds`, systemd's `TimeoutStopSec=`): the lame-duck delay and the drain stay inside it.
     /// nil: none is known.
-    @_spi(Testing) public var stopTimeout: Duration?
+    @_spi(Internal) public var stopTimeout: Duration?
     /// Memory pressure: the stall (`some`) that triggers a warning, within ``memoryPressureWindow``.
-    @_spi(Testing) public var memoryPressureThreshold = Duration.milliseconds(200)
+    @_spi(Internal) public var memoryPressureThreshold = Duration.milliseconds(200)
     /// Memory pressure: the window the stall is measured over.
-    @_spi(Testing) public var memoryPressureWindow = Duration.seconds(2)
+    @_spi(Internal) public var memoryPressureWindow = Duration.seconds(2)
     /// At most one memory warning from pressure per this interval.
-    @_spi(Testing) public var memoryWarningMinimumInterval = Duration.seconds(10)
+    @_spi(Internal) public var memoryWarningMinimumInterval = Duration.seconds(10)
     /// Whether to watch memory pressure at all.
-    @_spi(Testing) public var watchMemoryPressure = true
+    @_spi(Internal) public var watchMemoryPressure = true
     /// Whether to watch logind's sleep and shutdown announcements.
-    @_spi(Testing) public var watchLogind = true
+    @_spi(Internal) public var watchLogind = true
     /// A test's switch (`LIFECYCLE_HANG_IN`): the callback that blocks the main thread when it first fires.
-    @_spi(Testing) public var hangIn: String?
+    @_spi(Internal) public var hangIn: String?
     /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``). Off by default: the
     /// first signal after idle pays for faulting them back in (docs/configuration.md).
-    @_spi(Testing) public var releaseStartupMemory = false
+    @_spi(Internal) public var releaseStartupMemory = false
     /// Whether a thread watches for a callback that blocks the main loop (``StallDetector``).
-    @_spi(Testing) public var watchStalls = true
+    @_spi(Internal) public var watchStalls = true
     /// When the stall detector first warns; nil: a quarter of the watchdog interval, else one second.
-    @_spi(Testing) public var stallWarning: Duration?
+    @_spi(Internal) public var stallWarning: Duration?
     /// State restoration and storyboards (RestorationSettings.swift).
-    @_spi(Testing) public var restoration = RestorationSettings()
+    @_spi(Internal) public var restoration = RestorationSettings()
     /// The control socket (`[Control]`, docs/control.md): whether it is served, where, and which group may use it
     /// besides the service's own user and root.
-    @_spi(Testing) public var control = ControlSettings()
+    @_spi(Internal) public var control = ControlSettings()
     /// The application's own section (see ``ConfigurationSection``), as read; nil when it has none.
-    @_spi(Testing) public var applicationSettings: (any ConfigurationSection)?
+    @_spi(Internal) public var applicationSettings: (any ConfigurationSection)?
 
     /// The defaults of the lifecycle contract and this project's docs.
-    @_spi(Testing) public init() {}
+    @_spi(Internal) public init() {}
 
     /// The daemon's own sections and their keys: the one table that parses, validates and lists them.
     static let sections: [(name: String, keys: [ConfigurationKey<DaemonConfiguration>])] = [
@@ -116,7 +116,7 @@
     static var sectionNames: [String] { [signalsSection] + sections.map(\.name) }
 
     /// Reads a configuration file over the current values; errors name the file and line.
-    @_spi(Testing) public mutating func load(
+    @_spi(Internal) public mutating func load(
         file path: String,
         applicationSection: (any ConfigurationSection.Type)? = nil
     ) throws(ConfigurationError) {
@@ -124,7 +124,7 @@
     }
 
     /// Applies configuration text (systemd's INI style: `[Section]`, `Key=Value`, `#` comments).
-    @_spi(Testing) public mutating func apply(
+    @_spi(Internal) public mutating func apply(
         text: String,
         source: String,
         applicationSection: (any ConfigurationSection.Type)? = nil
@@ -134,7 +134,7 @@
 
     /// Applies a file's entries: unknown sections are errors listing the valid ones (the daemon's and the
     /// application's), then each section is read through its key table.
-    @_spi(Testing) public mutating func apply(
+    @_spi(Internal) public mutating func apply(
         _ file: ConfigurationFile,
         applicationSection: (any ConfigurationSection.Type)? = nil
     ) throws(ConfigurationError) {

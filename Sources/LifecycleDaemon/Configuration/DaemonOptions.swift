@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) package import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+package import LifecycleKit
+import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc

@@ -6,11 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleSystemd
+import LifecycleSystemd
 
 /// Where the daemon's log records go and in what form: `--log-format`, `[Logging] Format=` (docs/configuration.md;
 /// docs/operations.md, "Log formats"). Chosen once, at start.
-@_spi(Testing) public enum LogFormat: String, Sendable, Hashable, CaseIterable {
+@_spi(Internal) public enum LogFormat: String, Sendable, Hashable, CaseIterable {
     /// The journal when stderr is a journald stream, the text format on a terminal, JSON lines anywhere else.
     case auto
     /// The journal's native protocol, whatever stderr is.

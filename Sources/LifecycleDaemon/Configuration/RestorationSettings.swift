@@ -6,31 +6,31 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
 
 /// The configuration of state restoration and storyboards: `[Launch] Storyboard=`, `[State]`, and the debug switch
 /// that slows the state's write down.
-@_spi(Testing) public struct RestorationSettings: Sendable, Hashable {
+@_spi(Internal) public struct RestorationSettings: Sendable, Hashable {
     /// The storyboard the tree is loaded from at launch and re-applied from on reload (`--storyboard`,
     /// `[Launch] Storyboard=`); nil: the delegate builds the tree.
-    @_spi(Testing) public var storyboard: String?
+    @_spi(Internal) public var storyboard: String?
     /// Where the saved state is written (`--state-directory`, `[State] Directory=`); nil: `$STATE_DIRECTORY` (the
     /// unit's `StateDirectory=`), else nowhere on disk.
-    @_spi(Testing) public var stateDirectory: String?
+    @_spi(Internal) public var stateDirectory: String?
     /// How many rejected (corrupt, truncated, unreadable) state files are kept aside (`[State] KeepRejected=`).
-    @_spi(Testing) public var keepRejectedFiles = 3
+    @_spi(Internal) public var keepRejectedFiles = 3
     /// Whether the state also goes to systemd's file descriptor store (`[State] FileDescriptorStore=`).
-    @_spi(Testing) public var fileDescriptorStore = FileDescriptorStoreUse.auto
+    @_spi(Internal) public var fileDescriptorStore = FileDescriptorStoreUse.auto
     /// A test's switch (`LIFECYCLE_STATE_WRITE_DELAY_MS`): how long writing the state file takes at least, spread over
     /// its chunks, so the crash test can kill the daemon in the middle of a write.
-    @_spi(Testing) public var stateWriteDelay = Duration.zero
+    @_spi(Internal) public var stateWriteDelay = Duration.zero
 
     /// The defaults.
-    @_spi(Testing) public init() {}
+    @_spi(Internal) public init() {}
 }
 
 /// When the saved state goes to systemd's file descriptor store.
-@_spi(Testing) public enum FileDescriptorStoreUse: String, Sendable, Hashable, CaseIterable {
+@_spi(Internal) public enum FileDescriptorStoreUse: String, Sendable, Hashable, CaseIterable {
     /// Under systemd (a notification socket), unless `$FDSTORE` (systemd 254 and later) says the store holds nothing.
     case auto
     /// Whenever there is a notification socket.

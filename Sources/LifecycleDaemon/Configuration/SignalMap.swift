@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) public import LifecycleKit
-@_spi(Testing) public import LifecycleSystemd
+public import LifecycleKit
+public import LifecycleSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -15,13 +15,13 @@ import Glibc
 
 /// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped, nor SIGABRT and the
 /// synchronous fault signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), which report a crash.
-@_spi(Testing) public struct SignalMap: Sendable, Hashable {
+@_spi(Internal) public struct SignalMap: Sendable, Hashable {
     /// What each mapped signal asks for; a signal left at its default disposition (`default` in the configuration) is
     /// not in it.
-    @_spi(Testing) public private(set) var requests: [UnixSignal: LifecycleRequest]
+    @_spi(Internal) public private(set) var requests: [UnixSignal: LifecycleRequest]
 
     /// The defaults of docs/lifecycle.md §6.
-    @_spi(Testing) public static var standard: SignalMap {
+    @_spi(Internal) public static var standard: SignalMap {
         var requests: [UnixSignal: LifecycleRequest] = [:]
         for (name, request) in standardSignalRequests {
             // Every name in the table is one UnixSignal reads (the configuration tests check the whole map).
@@ -31,20 +31,20 @@ import Glibc
     }
 
     /// Creates a map.
-    @_spi(Testing) public init(requests: [UnixSignal: LifecycleRequest]) {
+    package init(requests: [UnixSignal: LifecycleRequest]) {
         self.requests = requests
     }
 
     /// Maps one signal to a request, or (nil: `default`) leaves it at its default disposition.
-    @_spi(Testing) public mutating func set(_ signal: UnixSignal, to request: LifecycleRequest?) {
+    @_spi(Internal) public mutating func set(_ signal: UnixSignal, to request: LifecycleRequest?) {
         requests[signal] = request
     }
 
     /// The signals that are mapped, in number order.
-    @_spi(Testing) public var signals: [UnixSignal] { requests.keys.sorted { $0.rawValue < $1.rawValue } }
+    @_spi(Internal) public var signals: [UnixSignal] { requests.keys.sorted { $0.rawValue < $1.rawValue } }
 
     /// Parses `SIG=REQUEST` (`default` for none); the error message names the text and what would be valid.
-    @_spi(Testing) public static func parseEntry(_ text: String) throws(ConfigurationError) -> (UnixSignal, LifecycleRequest?) {
+    @_spi(Internal) public static func parseEntry(_ text: String) throws(ConfigurationError) -> (UnixSignal, LifecycleRequest?) {
         guard let equals = text.firstIndex(of: "=") else {
             throw ConfigurationError(
                 source: "--signal",

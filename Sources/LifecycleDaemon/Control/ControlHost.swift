@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleKit
+import LifecycleSystemd
 import Logging
 
 /// What the control service needs of the daemon it serves, and nothing else: the application, the settings in force,

@@ -6,26 +6,27 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
-@_spi(Testing) public import LifecycleIPC
+public import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 
 /// The interfaces the control socket serves besides `org.varlink.service`: their definitions (the text
 /// `GetInterfaceDescription` returns and docs/control.md prints), their methods' declarations, and the JSON shapes
 /// of their replies.
-@_spi(Testing) public enum ControlInterface {
+@_spi(Internal) public enum ControlInterface {
     /// LifecycleKit's own interface.
-    @_spi(Testing) public static let name = "io.lifecyclekit.Lifecycle"
+    @_spi(Internal) public static let name = "io.lifecyclekit.Lifecycle"
     /// systemd's standard service interface, as journald and logind serve it.
-    @_spi(Testing) public static let serviceName = "io.systemd.service"
+    @_spi(Internal) public static let serviceName = "io.systemd.service"
 
 
     /// The most events a `Request` reply lists; the rest are counted in `eventsOmitted`.
-    @_spi(Testing) public static let maximumEventsPerReply = 10_000
+    @_spi(Internal) public static let maximumEventsPerReply = 10_000
 
     /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
-    @_spi(Testing) public static let defaultBacklog = 50
+    @_spi(Internal) public static let defaultBacklog = 50
 
     /// The most nodes a `GetTree` reply lists; a larger tree is refused with `TreeTooLarge` before it is walked.
     static let maximumTreeNodes = 20_000
@@ -36,7 +37,7 @@ import Logging
     static let costPerNode = 200
 
     /// The definition of `io.lifecyclekit.Lifecycle`.
-    @_spi(Testing) public static let description = """
+    @_spi(Internal) public static let description = """
         # The lifecycle of a LifecycleKit daemon: the application's state, its controller and view tree, its
         # background tasks, requests that move it (their cause is `control`), and the live trace.
         interface io.lifecyclekit.Lifecycle
@@ -290,7 +291,7 @@ import Logging
         """
 
     /// The definition of `io.systemd.service`.
-    @_spi(Testing) public static let serviceDescription = """
+    @_spi(Internal) public static let serviceDescription = """
         # An interface to control basic properties of systemd services (as journald and logind serve it).
         interface io.systemd.service
 
@@ -308,7 +309,7 @@ import Logging
 
     /// The methods of `io.lifecyclekit.Lifecycle`, as declared to the server (public for the fuzz target of the control
     /// protocol, which checks the server's answers against them).
-    @_spi(Testing) public static let methods: [VarlinkMethodDeclaration] = [
+    @_spi(Internal) public static let methods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration("GetStatus"),
         VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
         VarlinkMethodDeclaration("GetBackgroundTasks"),
@@ -319,7 +320,7 @@ import Logging
     ]
 
     /// The methods of `io.systemd.service`, as declared to the server.
-    @_spi(Testing) public static let serviceMethods: [VarlinkMethodDeclaration] = [
+    @_spi(Internal) public static let serviceMethods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration("Ping"),
         VarlinkMethodDeclaration("Reload"),
         VarlinkMethodDeclaration("SetLogLevel", parameters: [.init("level", .int)]),

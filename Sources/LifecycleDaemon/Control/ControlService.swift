@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleIPC
+import LifecycleKit
+import LifecycleSystemd
 import Logging
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) @_spi(Threads) import LifecycleSystemd
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
+import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 
 /// What the control socket needs from the trace: the application delegate's last events, kept for `Trace` (a ring
 /// of `TraceBacklog=` events), the events of requests in flight for their replies, and the live events for

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) package import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+@_spi(Internal) package import LifecycleKit
+import LifecycleSystemd
 import Logging
 
 /// Reads storyboard files.

@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) @_spi(Threads) import LifecycleSystemd
+import LifecyclePrimitives
+import LifecycleSystemd
 import SystemPackage
 
 #if canImport(Glibc)

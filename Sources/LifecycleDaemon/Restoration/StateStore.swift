@@ -6,11 +6,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleIPC
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 import SystemPackage
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -7,8 +7,8 @@
 //
 
 public import ArgumentParser
-@_spi(Testing) public import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+public import LifecycleKit
+import LifecycleSystemd
 
 /// UIKit's `UIApplicationMain` for a daemon: put `@main` on an application delegate that adopts this protocol and
 /// it is a whole program.

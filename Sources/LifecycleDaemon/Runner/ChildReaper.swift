@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
 import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)

@@ -6,10 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) package import LifecycleKit
-@_spi(Testing) package import LifecycleSystemd
+import LifecycleIPC
+@_spi(Internal) package import LifecycleKit
+package import LifecyclePrimitives
+package import LifecycleSystemd
 package import Logging
-@_spi(Testing) package import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

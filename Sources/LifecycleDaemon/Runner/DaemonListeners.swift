@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleKit
+import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)

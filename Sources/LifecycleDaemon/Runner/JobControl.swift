@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
 import Logging
 
 /// Job control for a daemon run by hand in a terminal: Ctrl-Z (`SIGTSTP`) backgrounds the application, then stops

@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 
 /// The lame-duck stop (docs/operations.md, "Containers and Kubernetes"): with `[Termination] LameDuckSec=` above 0,

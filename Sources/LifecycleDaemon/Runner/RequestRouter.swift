@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) package import LifecycleKit
-@_spi(Testing) package import LifecycleSystemd
+package import LifecycleKit
+package import LifecycleSystemd
 import Logging
 
 /// Where a request comes from; it names the transition's cause in the trace (`LIFECYCLE_CAUSE`).

@@ -6,10 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) public import LifecycleKit
+import LifecycleIPC
+@_spi(Internal) public import LifecycleKit
+public import LifecyclePrimitives
+import LifecycleSystemd
 public import Logging
-@_spi(Testing) @_spi(Threads) import LifecycleSystemd
-@_spi(Testing) public import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc
@@ -32,22 +33,22 @@ import Glibc
 ///
 /// A callback is what the trace calls one: "runs past" is measured from its start to the next callback or the end of
 /// the dispatch, whichever comes first.
-@_spi(Testing) public final class StallDetector: CallbackMonitor, Sendable {
+@_spi(Internal) public final class StallDetector: CallbackMonitor, Sendable {
     /// When to warn, measured from the start of the callback that still runs.
-    @_spi(Testing) public struct Thresholds: Hashable, Sendable {
+    @_spi(Internal) public struct Thresholds: Hashable, Sendable {
         /// The first warning.
-        @_spi(Testing) public var warning: Duration
+        @_spi(Internal) public var warning: Duration
         /// The second, louder one; nil for none (no watchdog).
-        @_spi(Testing) public var urgent: Duration?
+        @_spi(Internal) public var urgent: Duration?
 
         /// Thresholds for a watchdog interval: a quarter of it, then half of it; without a watchdog, one second.
-        @_spi(Testing) public static func forWatchdog(_ interval: Duration?) -> Thresholds {
+        @_spi(Internal) public static func forWatchdog(_ interval: Duration?) -> Thresholds {
             guard let interval, interval > .zero else { return Thresholds(warning: .seconds(1), urgent: nil) }
             return Thresholds(warning: interval / 4, urgent: interval / 2)
         }
 
         /// Explicit thresholds.
-        @_spi(Testing) public init(warning: Duration, urgent: Duration?) {
+        @_spi(Internal) public init(warning: Duration, urgent: Duration?) {
             self.warning = warning
             self.urgent = urgent
         }
@@ -79,7 +80,7 @@ import Glibc
     }
 
     /// Where the warnings go (a logger usable from any thread: the journal or stderr handler).
-    @_spi(Testing) public let logger: Logger
+    @_spi(Internal) public let logger: Logger
     /// Runs on the watcher thread before each warning: the daemon writes the trace lines the stuck dispatch
     /// deferred, so the journal has every callback that completed before the stall (and the stuck one's).
     private let beforeWarning: @Sendable () -> Void
@@ -87,7 +88,7 @@ import Glibc
     private let lock = ConditionLock(State())
 
     /// A detector that warns at `thresholds`; ``start()`` starts the watcher thread.
-    @_spi(Testing) public init(thresholds: Thresholds, logger: Logger, beforeWarning: @escaping @Sendable () -> Void = {}) {
+    @_spi(Internal) public init(thresholds: Thresholds, logger: Logger, beforeWarning: @escaping @Sendable () -> Void = {}) {
         self.thresholds = thresholds
         self.logger = logger
         self.beforeWarning = beforeWarning
@@ -99,7 +100,7 @@ import Glibc
 
     /// Starts the watcher thread. It inherits the caller's signal mask (start it after the mapped signals are
     /// blocked, so no signal is ever delivered to it).
-    @_spi(Testing) public func start() throws(SystemCallError) {
+    @_spi(Internal) public func start() throws(SystemCallError) {
         switch SystemThread.start(blockingSignals: false, { [self] in watch() }) {
         case .success(let created):
             lock.withLock { $0.thread = created }
@@ -109,7 +110,7 @@ import Glibc
     }
 
     /// Stops and joins the watcher thread.
-    @_spi(Testing) public func stop() {
+    @_spi(Internal) public func stop() {
         let thread = lock.withLock { state -> pthread_t? in
             state.stopping = true
             defer { state.thread = nil }
@@ -122,7 +123,7 @@ import Glibc
 
     // MARK: The main thread's side
 
-    @_spi(Testing) public func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
+    @_spi(Internal) public func callbackWillStart(sequence: Int, event: String, target: CallbackTarget) {
         let now = MonotonicClock.coarseNow()
         let (late, wake) = lock.withLock { state -> (Slot?, Bool) in
             // The one before returned late: its notice goes out now.
@@ -142,7 +143,7 @@ import Glibc
     }
 
     /// The loop's dispatch returned: no callback runs any more.
-    @_spi(Testing) public func dispatchDidEnd() {
+    @_spi(Internal) public func dispatchDidEnd() {
         let late = lock.withLock { state -> Slot? in
             guard state.slot.active else { return nil }
             let late = state.slot.warnings > 0 ? state.slot : nil

@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) package import LifecycleKit
-@_spi(Testing) package import LifecycleSystemd
+@_spi(Internal) package import LifecycleKit
+import LifecyclePrimitives
+package import LifecycleSystemd
 import Logging
 
 /// Turns the system's notifications other than signals into application requests (docs/lifecycle.md §6):
@@ -102,7 +103,7 @@ package final class SystemEvents {
     }
 
     /// Releases the inhibitors and stops watching.
-    @_spi(Testing) public func stop() {
+    package func stop() {
         stopLogind()
         stopMemoryPressure()
     }
@@ -119,7 +120,7 @@ package final class SystemEvents {
 
     /// Applies a reloaded configuration: starts or stops logind and memory pressure watching, re-arms the trigger
     /// when its threshold or window changed, and takes a new minimum interval at once.
-    @_spi(Testing) public func apply(configuration fresh: DaemonConfiguration) {
+    package func apply(configuration fresh: DaemonConfiguration) {
         let old = configuration
         configuration = fresh
         if old.watchLogind != fresh.watchLogind {

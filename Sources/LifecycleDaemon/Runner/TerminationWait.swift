@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 
 /// Termination's wait for background tasks (the lifecycle's §5): from `STOPPING=1` on, while tasks run, systemd hears

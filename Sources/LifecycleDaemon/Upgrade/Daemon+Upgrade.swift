@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleIPC
+import LifecycleKit
+import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)

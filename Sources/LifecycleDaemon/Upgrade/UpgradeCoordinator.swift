@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleSystemd
+import LifecycleIPC
+@_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
+import LifecycleSystemd
 import Logging
 
 #if canImport(Glibc)

@@ -159,7 +159,7 @@ package struct ApplicationStateMachine: Sendable {
     package init() {}
 
     /// The application state reached so far (during a transition: after the last step handed out).
-    @_spi(Testing) public var applicationState: ApplicationState {
+    package var applicationState: ApplicationState {
         switch state {
         case .notRunning: .notRunning
         case .idle(let s): s

@@ -10,21 +10,21 @@ import FoundationEssentials
 import Synchronization
 
 /// A place in a text file: line and column, both from 1 (the column counts characters).
-@_spi(Testing) public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConvertible {
+@_spi(Internal) public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The line, from 1.
-    @_spi(Testing) public var line: Int
+    @_spi(Internal) public var line: Int
     /// The column, from 1, in characters.
-    @_spi(Testing) public var column: Int
+    @_spi(Internal) public var column: Int
 
     /// Creates a location.
-    @_spi(Testing) public init(line: Int, column: Int) {
+    @_spi(Internal) public init(line: Int, column: Int) {
         self.line = line
         self.column = column
     }
 
-    @_spi(Testing) public var description: String { "\(line):\(column)" }
+    @_spi(Internal) public var description: String { "\(line):\(column)" }
 
-    @_spi(Testing) public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
+    @_spi(Internal) public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
         (lhs.line, lhs.column) < (rhs.line, rhs.column)
     }
 }
@@ -33,20 +33,20 @@ import Synchronization
 ///
 /// Not part of a node's value: two nodes that differ only in where they were written are equal, so a storyboard
 /// whose lines moved (a comment added) is not a changed storyboard.
-@_spi(Testing) public struct SourceOrigin: Sendable, Hashable {
+@_spi(Internal) public struct SourceOrigin: Sendable, Hashable {
     /// Where the node starts.
-    @_spi(Testing) public var location: SourceLocation?
+    @_spi(Internal) public var location: SourceLocation?
     /// Where each property's value starts, by key.
-    @_spi(Testing) public var propertyLocations: [String: SourceLocation]
+    @_spi(Internal) public var propertyLocations: [String: SourceLocation]
 
     /// Creates an origin.
-    @_spi(Testing) public init(location: SourceLocation? = nil, propertyLocations: [String: SourceLocation] = [:]) {
+    @_spi(Internal) public init(location: SourceLocation? = nil, propertyLocations: [String: SourceLocation] = [:]) {
         self.location = location
         self.propertyLocations = propertyLocations
     }
 
-    @_spi(Testing) public static func == (lhs: SourceOrigin, rhs: SourceOrigin) -> Bool { true }
-    @_spi(Testing) public func hash(into hasher: inout Hasher) {}
+    @_spi(Internal) public static func == (lhs: SourceOrigin, rhs: SourceOrigin) -> Bool { true }
+    @_spi(Internal) public func hash(into hasher: inout Hasher) {}
 }
 
 extension ModalPresentationStyle: Codable {}
@@ -62,21 +62,21 @@ extension ModalPresentationStyle: Codable {}
 /// ```
 public struct Archive: Sendable, Hashable {
     /// The format saved states are written in.
-    @_spi(Testing) public static let currentFormatVersion = 2
+    @_spi(Internal) public static let currentFormatVersion = 2
 
     /// A view declared under a controller (storyboards): added to the controller's root view when it loads, before
     /// `viewDidLoad`.
-    @_spi(Testing) public struct ViewNode: Codable, Sendable, Hashable {
+    @_spi(Internal) public struct ViewNode: Codable, Sendable, Hashable {
         /// The registered view class (``ArchiveClassRegistry/registerView(_:make:)``).
-        @_spi(Testing) public var className: String
+        @_spi(Internal) public var className: String
         /// Its name in trace paths.
-        @_spi(Testing) public var name: String?
+        @_spi(Internal) public var name: String?
         /// Values its factory reads.
-        @_spi(Testing) public var properties: [String: String]
+        @_spi(Internal) public var properties: [String: String]
         /// Its subviews, back to front.
-        @_spi(Testing) public var subviews: [ViewNode]
+        @_spi(Internal) public var subviews: [ViewNode]
         /// Where it was written.
-        @_spi(Testing) public var origin: SourceOrigin
+        @_spi(Internal) public var origin: SourceOrigin
 
         enum CodingKeys: String, CodingKey {
             case className = "class"
@@ -84,7 +84,7 @@ public struct Archive: Sendable, Hashable {
         }
 
         /// Creates a view node.
-        package init(
+        @_spi(Internal) public init(
             className: String,
             name: String? = nil,
             properties: [String: String] = [:],
@@ -98,7 +98,7 @@ public struct Archive: Sendable, Hashable {
             self.origin = origin
         }
 
-        @_spi(Testing) public init(from decoder: any Decoder) throws {
+        @_spi(Internal) public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             className = try container.decode(String.self, forKey: .className)
             name = try container.decodeIfPresent(String.self, forKey: .name)
@@ -107,7 +107,7 @@ public struct Archive: Sendable, Hashable {
             origin = SourceOrigin()
         }
 
-        @_spi(Testing) public func encode(to encoder: any Encoder) throws {
+        @_spi(Internal) public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(className, forKey: .className)
             try container.encodeIfPresent(name, forKey: .name)
@@ -117,30 +117,30 @@ public struct Archive: Sendable, Hashable {
     }
 
     /// One controller of the tree.
-    @_spi(Testing) public struct Node: Codable, Sendable, Hashable {
+    @_spi(Internal) public struct Node: Codable, Sendable, Hashable {
         /// The registered class name to instantiate.
-        @_spi(Testing) public var className: String
+        @_spi(Internal) public var className: String
         /// The node's identifier in trace paths.
-        @_spi(Testing) public var identifier: String?
+        @_spi(Internal) public var identifier: String?
         /// The controller's restoration identifier: it opted in to state preservation.
-        @_spi(Testing) public var restorationIdentifier: String?
+        @_spi(Internal) public var restorationIdentifier: String?
         /// Values the class reads in `init(coder:)` (a storyboard's properties), as written.
-        @_spi(Testing) public var properties: [String: String]
+        @_spi(Internal) public var properties: [String: String]
         /// The values its `encodeRestorableState(with:)` wrote (saved states).
-        package var state: [String: StateValue]
+        @_spi(Internal) public var state: [String: StateValue]
         /// Child controllers (a navigation controller's stack, bottom first).
-        @_spi(Testing) public var children: [Node]
+        @_spi(Internal) public var children: [Node]
         /// How it is shown when presented.
-        package var modalPresentationStyle: ModalPresentationStyle?
+        @_spi(Internal) public var modalPresentationStyle: ModalPresentationStyle?
         /// Views under its root view (storyboards).
-        @_spi(Testing) public var views: [ViewNode]
+        @_spi(Internal) public var views: [ViewNode]
         /// Where it was written.
-        @_spi(Testing) public var origin: SourceOrigin
+        @_spi(Internal) public var origin: SourceOrigin
         // At most one: a value type cannot hold itself directly.
         private var presentedStorage: [Node]
 
         /// The controller this one presents.
-        @_spi(Testing) public var presented: Node? {
+        @_spi(Internal) public var presented: Node? {
             get { presentedStorage.first }
             set { presentedStorage = newValue.map { [$0] } ?? [] }
         }
@@ -153,7 +153,7 @@ public struct Archive: Sendable, Hashable {
         }
 
         /// Creates a node.
-        package init(
+        @_spi(Internal) public init(
             className: String,
             identifier: String? = nil,
             restorationIdentifier: String? = nil,
@@ -178,7 +178,7 @@ public struct Archive: Sendable, Hashable {
         }
 
         /// Decodes a node; everything but the class may be absent.
-        @_spi(Testing) public init(from decoder: any Decoder) throws {
+        @_spi(Internal) public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             className = try container.decode(String.self, forKey: .className)
             identifier = try container.decodeIfPresent(String.self, forKey: .identifier)
@@ -192,7 +192,7 @@ public struct Archive: Sendable, Hashable {
             origin = SourceOrigin()
         }
 
-        @_spi(Testing) public func encode(to encoder: any Encoder) throws {
+        @_spi(Internal) public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(className, forKey: .className)
             try container.encodeIfPresent(identifier, forKey: .identifier)
@@ -215,7 +215,7 @@ public struct Archive: Sendable, Hashable {
         }
 
         /// Every node of the subtree, pre-order (itself, its children, what it presents).
-        package func preOrder() -> [Node] {
+        @_spi(Internal) public func preOrder() -> [Node] {
             var list: [Node] = []
             appendPreOrder(to: &list)
             return list
@@ -229,25 +229,25 @@ public struct Archive: Sendable, Hashable {
     }
 
     /// The root node.
-    @_spi(Testing) public var root: Node
+    @_spi(Internal) public var root: Node
     /// The file the archive came from, for error messages.
-    package var sourceName = "archive"
+    @_spi(Internal) public var sourceName = "archive"
     /// The format it was read from (1: a bare JSON tree, migrated; 2: a saved state); what it is written in is
     /// always the current one, 2.
     public var formatVersion = Archive.currentFormatVersion
     /// Saved states: counts the saves of this service, +1 each; the newest of two copies has the higher one.
     public var generation = 0
     /// Saved states: the values the delegate wrote in `application(_:willEncodeRestorableStateWith:)`.
-    @_spi(Testing) public var applicationState: [String: StateValue] = [:]
+    @_spi(Internal) public var applicationState: [String: StateValue] = [:]
 
     /// Wraps a root node.
-    package init(root: Node, sourceName: String = "archive") {
+    @_spi(Internal) public init(root: Node, sourceName: String = "archive") {
         self.root = root
         self.sourceName = sourceName
     }
 
     /// Parses a tree archive of format 1 from JSON bytes; `source` names the file in errors.
-    package init(json: [UInt8], source: String) throws(ArchiveError) {
+    @_spi(Internal) public init(json: [UInt8], source: String) throws(ArchiveError) {
         do {
             root = try JSONDecoder().decode(Node.self, from: Data(json))
         } catch {
@@ -267,7 +267,7 @@ public struct Archive: Sendable, Hashable {
     /// `requiringEveryProperty` (storyboards), a property that no `init(coder:)` read is an error naming what the
     /// class does read.
     @MainActor
-    package func decodeTree(
+    @_spi(Internal) public func decodeTree(
         using registry: ArchiveClassRegistry,
         for application: Application? = nil,
         requiringEveryProperty: Bool = false
@@ -291,9 +291,9 @@ public struct ArchiveError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, as a sentence fragment.
     public var reason: String
     /// Where in the file, when it has places (storyboards).
-    @_spi(Testing) public var location: SourceLocation?
+    @_spi(Internal) public var location: SourceLocation?
     /// The property whose value is wrong, when one is (thrown by ``Coder``).
-    package var property: String?
+    @_spi(Internal) public var property: String?
 
     /// An error in `source` (the archive's name), saying what is wrong and what would be valid.
     public init(source: String, reason: String) {
@@ -301,7 +301,7 @@ public struct ArchiveError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// An error at a place in the archive's text, about one property.
-    package init(source: String, reason: String, location: SourceLocation? = nil, property: String? = nil) {
+    @_spi(Internal) public init(source: String, reason: String, location: SourceLocation? = nil, property: String? = nil) {
         self.source = source
         self.reason = reason
         self.location = location
@@ -473,22 +473,22 @@ public struct ArchiveClassRegistry: Sendable {
     }
 
     /// The class registered under `name`.
-    package func type(named name: String) -> ViewController.Type? { types[name] }
+    @_spi(Internal) public func type(named name: String) -> ViewController.Type? { types[name] }
 
     /// The name `type` is registered under; nil when it is not.
-    @_spi(Testing) public func name(of type: ViewController.Type) -> String? { namesByType[ObjectIdentifier(type)] }
+    @_spi(Internal) public func name(of type: ViewController.Type) -> String? { namesByType[ObjectIdentifier(type)] }
 
     /// The view factory registered under `name`.
-    package func viewFactory(named name: String) -> ViewFactory? { viewFactories[name] }
+    @_spi(Internal) public func viewFactory(named name: String) -> ViewFactory? { viewFactories[name] }
 
     /// Every registered controller class name, sorted.
-    package var names: [String] { types.keys.sorted() }
+    @_spi(Internal) public var names: [String] { types.keys.sorted() }
 
     /// Every registered view class name, sorted.
-    package var viewNames: [String] { viewFactories.keys.sorted() }
+    @_spi(Internal) public var viewNames: [String] { viewFactories.keys.sorted() }
 
     /// This registry with every class of `other` added (`other` wins for a name both have).
-    package func merging(_ other: ArchiveClassRegistry) -> ArchiveClassRegistry {
+    @_spi(Internal) public func merging(_ other: ArchiveClassRegistry) -> ArchiveClassRegistry {
         var merged = self
         for (name, type) in other.types { merged.register(type, as: name) }
         for (name, factory) in other.viewFactories { merged.viewFactories[name] = factory }

@@ -32,12 +32,12 @@
 ///
 /// ``parse(_:source:)`` is a pure function from text to an archive whose nodes know where they were written, or an
 /// ``ArchiveError`` naming `file:line:column` and what would be valid there.
-@_spi(Testing) public enum StoryboardFormat {
+@_spi(Internal) public enum StoryboardFormat {
     /// How deep controllers and views may nest.
-    @_spi(Testing) public static let maximumDepth = 64
+    @_spi(Internal) public static let maximumDepth = 64
 
     /// Parses storyboard text; `source` names the file in errors.
-    @_spi(Testing) public static func parse(_ text: String, source: String) throws(ArchiveError) -> Archive {
+    @_spi(Internal) public static func parse(_ text: String, source: String) throws(ArchiveError) -> Archive {
         var parser = StoryboardParser(text: text, source: source)
         return Archive(root: try parser.parseStoryboard(), sourceName: source)
     }

@@ -9,7 +9,7 @@
 import FoundationEssentials
 
 /// Why bytes are not a usable saved state. Every case is refused, never half-read.
-@_spi(Testing) public enum StateArchiveProblem: Sendable, Hashable {
+@_spi(Internal) public enum StateArchiveProblem: Sendable, Hashable {
     /// No bytes at all.
     case empty
     /// Not a LifecycleKit state archive (another file, or garbage).
@@ -29,20 +29,20 @@ import FoundationEssentials
 }
 
 /// Bytes that are not a usable saved state: the file, and why.
-@_spi(Testing) public struct StateArchiveError: Error, Sendable, Hashable, CustomStringConvertible {
+@_spi(Internal) public struct StateArchiveError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file (or other source) the bytes came from.
-    @_spi(Testing) public var source: String
+    @_spi(Internal) public var source: String
     /// What is wrong.
-    @_spi(Testing) public var problem: StateArchiveProblem
+    @_spi(Internal) public var problem: StateArchiveProblem
 
     /// Creates an error.
-    @_spi(Testing) public init(source: String, problem: StateArchiveProblem) {
+    @_spi(Internal) public init(source: String, problem: StateArchiveProblem) {
         self.source = source
         self.problem = problem
     }
 
     /// Why, as a sentence fragment: "is truncated: …".
-    @_spi(Testing) public var reason: String {
+    @_spi(Internal) public var reason: String {
         switch problem {
         case .empty:
             return "is empty"
@@ -65,7 +65,7 @@ import FoundationEssentials
         }
     }
 
-    @_spi(Testing) public var description: String { "\(source) \(reason)" }
+    @_spi(Internal) public var description: String { "\(source) \(reason)" }
 }
 
 /// The saved-state file format (version 2): one header line, then the JSON body.
@@ -169,7 +169,7 @@ enum StateArchiveFormat {
 extension Archive {
     /// A format 1 tree as a saved state: every node is restored by its identifier (format 1 had no restoration
     /// identifiers, and restored the whole tree), its properties kept for `init(coder:)`; generation 0.
-    package func migratedFromFormat1() -> Archive {
+    @_spi(Internal) public func migratedFromFormat1() -> Archive {
         guard formatVersion == 1 else { return self }
         func migrate(_ node: Node) -> Node {
             var node = node
@@ -187,19 +187,19 @@ extension Archive {
 
     /// The saved-state file's bytes, in format ``currentFormatVersion`` (a header with the length and CRC-32 of the
     /// JSON body that follows it).
-    @_spi(Testing) public func encodedState() -> [UInt8] {
+    @_spi(Internal) public func encodedState() -> [UInt8] {
         StateArchiveFormat.encode(self)
     }
 
     /// Reads a saved state: a pure function from bytes to an archive or the reason they are refused (empty,
     /// truncated, torn, of a newer format, malformed). A format 1 tree is migrated.
-    @_spi(Testing) public static func decodeState(_ bytes: [UInt8], source: String) throws(StateArchiveError) -> Archive {
+    @_spi(Internal) public static func decodeState(_ bytes: [UInt8], source: String) throws(StateArchiveError) -> Archive {
         try StateArchiveFormat.decode(bytes, source: source)
     }
 }
 
 /// CRC-32 (IEEE 802.3, as zlib and gzip compute it).
-@_spi(Testing) public enum CRC32 {
+@_spi(Internal) public enum CRC32 {
     private static let table: [UInt32] = (0..<256).map { index in
         var value = UInt32(index)
         for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
@@ -207,7 +207,7 @@ extension Archive {
     }
 
     /// The checksum of `bytes`.
-    @_spi(Testing) public static func checksum(_ bytes: [UInt8]) -> UInt32 {
+    @_spi(Internal) public static func checksum(_ bytes: [UInt8]) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
         return crc ^ 0xFFFF_FFFF

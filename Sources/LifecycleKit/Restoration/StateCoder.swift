@@ -11,7 +11,7 @@
 /// In the archive each value is a one-key object naming its type (`{"i": 3}`, `{"s": "beta"}`); doubles are kept as
 /// their shortest exact text (`{"d": "0.1"}`), or as their bits when the text would lose some (a NaN's payload:
 /// `{"d": "bits:7ff8000000000001"}`), so every double comes back bit for bit.
-@_spi(Testing) public enum StateValue: Sendable, Hashable, Codable, CustomStringConvertible {
+@_spi(Internal) public enum StateValue: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Text.
     case string(String)
     /// A whole number.
@@ -27,7 +27,7 @@
         case s, i, d, b, a
     }
 
-    @_spi(Testing) public init(from decoder: any Decoder) throws {
+    @_spi(Internal) public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         guard container.allKeys.count == 1, let key = container.allKeys.first else {
             throw DecodingError.dataCorrupted(
@@ -52,7 +52,7 @@
         }
     }
 
-    @_spi(Testing) public func encode(to encoder: any Encoder) throws {
+    @_spi(Internal) public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         switch self {
         case .string(let value): try container.encode(value, forKey: .s)
@@ -68,7 +68,7 @@
     }
 
     // Doubles compare by their bits: a restored NaN equals the NaN that was saved.
-    @_spi(Testing) public static func == (lhs: StateValue, rhs: StateValue) -> Bool {
+    @_spi(Internal) public static func == (lhs: StateValue, rhs: StateValue) -> Bool {
         switch (lhs, rhs) {
         case (.string(let a), .string(let b)): a == b
         case (.integer(let a), .integer(let b)): a == b
@@ -79,7 +79,7 @@
         }
     }
 
-    @_spi(Testing) public func hash(into hasher: inout Hasher) {
+    @_spi(Internal) public func hash(into hasher: inout Hasher) {
         switch self {
         case .string(let value): hasher.combine(0); hasher.combine(value)
         case .integer(let value): hasher.combine(1); hasher.combine(value)
@@ -89,7 +89,7 @@
         }
     }
 
-    @_spi(Testing) public var description: String {
+    @_spi(Internal) public var description: String {
         switch self {
         case .string(let value): value.debugDescription
         case .integer(let value): "\(value)"
@@ -107,19 +107,19 @@
 /// written by another version of a controller cannot be misread.
 public final class StateCoder {
     /// The values, by key.
-    package private(set) var values: [String: StateValue]
+    @_spi(Internal) public private(set) var values: [String: StateValue]
     /// The restoration path of the controller being encoded or decoded (`root/modes/beta`), or `application` for the
     /// delegate's own values.
     public let restorationPath: String
 
     /// A coder over `values` (empty to encode).
-    package init(values: [String: StateValue] = [:], restorationPath: String = "") {
+    @_spi(Internal) public init(values: [String: StateValue] = [:], restorationPath: String = "") {
         self.values = values
         self.restorationPath = restorationPath
     }
 
     /// Stores a value.
-    package func encode(_ value: StateValue, forKey key: String) { values[key] = value }
+    @_spi(Internal) public func encode(_ value: StateValue, forKey key: String) { values[key] = value }
     /// Stores text.
     public func encode(_ value: String, forKey key: String) { values[key] = .string(value) }
     /// Stores a whole number.
@@ -134,7 +134,7 @@ public final class StateCoder {
     /// Whether a value is stored for `key`.
     public func containsValue(forKey key: String) -> Bool { values[key] != nil }
     /// The value for `key`, of whatever type.
-    package func value(forKey key: String) -> StateValue? { values[key] }
+    @_spi(Internal) public func value(forKey key: String) -> StateValue? { values[key] }
 
     /// The text for `key`; nil when absent or not text.
     public func decodeString(forKey key: String) -> String? {

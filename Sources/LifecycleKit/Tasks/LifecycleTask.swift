@@ -6,6 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
+
 /// When a controller's lifecycle-bound work runs (``ViewController/task(_:while:restartPolicy:priority:operation:)``).
 public enum LifecycleActivity: String, Sendable, Hashable, CaseIterable {
     /// While the controller is on screen (from `viewDidAppear` to `viewWillDisappear`) and the application is in

@@ -32,7 +32,7 @@ package final class TaskBudget {
     }
 
     /// What is waiting, for logs: `termination`, `sleep`, `background time`.
-    @_spi(Testing) public let name: String
+    package let name: String
     /// When the budget runs out, while waiting.
     package private(set) var deadline: ContinuousClock.Instant?
     /// Whether a wait is in progress.

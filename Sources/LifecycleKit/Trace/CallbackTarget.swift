@@ -12,7 +12,7 @@
 /// A fixed name (`delegate`, the path of a task whose controller is gone), or a controller or a view by its identity
 /// and its type, with its path when the trace built it for the event (whenever the event is logged or observed).
 /// Telling a monitor of a callback nobody observes costs no path: a node's path is built only when somebody reads it.
-@_spi(Testing) public struct CallbackTarget: Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+@_spi(Internal) public struct CallbackTarget: Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     enum Node: Sendable {
         case controller(ViewController.Type)
         case view(View.Type)
@@ -20,17 +20,17 @@
 
     /// `delegate`, a fixed name, or the node's path when the trace built it for this callback; nil for a node whose
     /// path was not built.
-    @_spi(Testing) public let path: String?
+    @_spi(Internal) public let path: String?
     /// The node's identity (never dereferenced: only compared), nil for a named target.
-    package let identity: ObjectIdentifier?
+    @_spi(Internal) public let identity: ObjectIdentifier?
     let node: Node?
 
     /// A target known by its name alone.
-    @_spi(Testing) public static func named(_ name: String) -> CallbackTarget {
+    @_spi(Internal) public static func named(_ name: String) -> CallbackTarget {
         CallbackTarget(path: name, identity: nil, node: nil)
     }
 
-    @_spi(Testing) public init(stringLiteral name: String) {
+    @_spi(Internal) public init(stringLiteral name: String) {
         self.init(path: name, identity: nil, node: nil)
     }
 
@@ -53,7 +53,7 @@
     }
 
     /// The node's type, nil for a named target.
-    @_spi(Testing) public var nodeType: Any.Type? {
+    @_spi(Internal) public var nodeType: Any.Type? {
         switch node {
         case .controller(let type): type
         case .view(let type): type
@@ -63,7 +63,7 @@
 
     /// The path when known, else the node's type in angle brackets (`<ModeController>`), as `lifecyclectl tree` writes
     /// a node.
-    @_spi(Testing) public var description: String {
+    @_spi(Internal) public var description: String {
         if let path { return path }
         return nodeType.map { "<\($0)>" } ?? "?"
     }

@@ -54,7 +54,7 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 /// ``callbackWillStart(sequence:event:target:)`` runs on the main actor just before every callback, traced or not;
 /// the monitor must be quick (it runs on the hot path). What it is told are values (a number, a name, a
 /// ``CallbackTarget``), which it may hand to another thread.
-@_spi(Testing) public protocol CallbackMonitor: AnyObject, Sendable {
+@_spi(Internal) public protocol CallbackMonitor: AnyObject, Sendable {
     /// A callback is about to run: its sequence number, its event name and its target (`delegate`, a named target, or
     /// a controller or a view: its identity, its type, and its path when the trace built it).
     func callbackWillStart(sequence: Int, event: String, target: CallbackTarget)
@@ -95,7 +95,7 @@ package final class TraceLineBuffer: Sendable {
     }
 
     /// Writes every waiting line, in order; safe from any thread.
-    @_spi(Testing) public func flush() {
+    package func flush() {
         pending.withLock { pending in Self.write(&pending) }
     }
 
@@ -172,7 +172,7 @@ public final class Trace {
     }
 
     /// Told of every callback just before it runs (the daemon's stall detector).
-    @exclusivity(unchecked) @_spi(Testing) public var monitor: (any CallbackMonitor)?
+    @exclusivity(unchecked) @_spi(Internal) public var monitor: (any CallbackMonitor)?
 
     /// The lines that wait for ``flush()`` (``defersLogLines``); another thread may write them too.
     package let lineBuffer: TraceLineBuffer
@@ -240,7 +240,7 @@ public final class Trace {
     }
 
     /// Writes the log lines that wait (``defersLogLines``), in order.
-    @_spi(Testing) public func flush() {
+    package func flush() {
         lineBuffer.flush()
     }
 

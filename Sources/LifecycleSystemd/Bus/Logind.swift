@@ -6,10 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleIPC
+import LifecycleKit
+package import LifecyclePrimitives
 package import Logging
 import SystemPackage
-@_spi(Testing) package import LifecycleIPC
-@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc

@@ -7,8 +7,9 @@
 //
 
 import CSystemd
+import LifecycleIPC
+import LifecyclePrimitives
 import SystemPackage
-@_spi(Testing) import LifecycleIPC
 
 #if canImport(Glibc)
 import Glibc

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecycleKit
 public import Logging
 
 /// One log record as one line of JSON: the `json` log format (docs/operations.md, "Log formats").
@@ -30,27 +30,27 @@ public import Logging
 /// U+2028 and U+2029 are escaped (`JSONValue.writeString`), and a string longer than ``maximumValueBytes`` of UTF-8 is
 /// cut at a character boundary and ends with ``cutMarker(_:)``. Bytes that are not UTF-8 never reach it: a Swift string
 /// holds valid Unicode, and text read from outside became one with U+FFFD in place of each invalid sequence.
-@_spi(Testing) public enum JSONLogLine {
+public enum JSONLogLine {
     /// The most bytes of UTF-8 of one string value that a line holds; the rest is cut.
     ///
     /// Container runtimes split a log line longer than 16 KiB into partial lines (containerd's and Docker's default),
     /// which their collectors join again: a line with one value of ordinary text cut here stays within that.
-    @_spi(Testing) public static let maximumValueBytes = 8192
+    public static let maximumValueBytes = 8192
 
     /// What follows the kept part of a cut string: how many bytes of UTF-8 were left out.
-    @_spi(Testing) public static func cutMarker(_ omitted: Int) -> String { "…[\(omitted) bytes cut]" }
+    public static func cutMarker(_ omitted: Int) -> String { "…[\(omitted) bytes cut]" }
 
     /// The journal field name of the trace's sequence number, the one value written as a number.
-    @_spi(Testing) public static let sequenceField = fieldName(forMetadataKey: LogKey.sequence)
+    public static let sequenceField = fieldName(forMetadataKey: LogKey.sequence)
 
     /// The key a metadata key has in the line: the journal's field name for it
     /// (``JournalLogHandler/fieldName(forMetadataKey:)``).
-    @_spi(Testing) public static func fieldName(forMetadataKey key: String) -> String {
+    public static func fieldName(forMetadataKey key: String) -> String {
         JournalLogHandler.fieldName(forMetadataKey: key)
     }
 
     /// The record's line, newline included.
-    @_spi(Testing) public static func line(
+    public static func line(
         timestamp: String,
         level: Logger.Level,
         program: String,
@@ -156,7 +156,7 @@ public import Logging
 
     /// `text` within ``maximumValueBytes``: unchanged, or its longest prefix of whole characters (Unicode scalars)
     /// that fits, followed by ``cutMarker(_:)``.
-    @_spi(Testing) public static func cut(_ text: String) -> String {
+    public static func cut(_ text: String) -> String {
         let utf8 = text.utf8
         guard utf8.count > maximumValueBytes else { return text }
         var end = utf8.index(utf8.startIndex, offsetBy: maximumValueBytes)

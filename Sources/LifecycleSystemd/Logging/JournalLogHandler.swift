@@ -22,7 +22,7 @@ package struct JournalLogHandler: LogHandler {
     /// The swift-log label of the logger this handler serves.
     package let label: String
     /// The `SYSLOG_IDENTIFIER` of every record, as `journalctl -t` filters it.
-    @_spi(Testing) public let identifier: String
+    package let identifier: String
     /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set, for
     /// a handler that ``followsLevelOverride``).
     package var logLevel: Logger.Level {

@@ -7,9 +7,10 @@
 //
 
 import CSystemd
+import LifecycleKit
+import LifecyclePrimitives
 import Logging
 import SystemPackage
-@_spi(Testing) import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -38,60 +39,60 @@ import Glibc
 /// ``stallTimeout`` without journald taking an entry; once a wait has given up, the next ones return at once until the
 /// queue has drained (journald has caught up). So journald, slowed down or stopped, holds the main loop at most one
 /// budget per outage, never once per wait.
-package final class JournalWriter: Sendable {
+public final class JournalWriter: Sendable {
 
     /// How many entries may wait for journald, and how many bytes they may hold in all; beyond either, new entries are
     /// dropped and counted.
-    package struct Limits: Hashable, Sendable {
+    public struct Limits: Hashable, Sendable {
         /// Entries waiting at most.
-        @_spi(Testing) public var entries: Int
+        public var entries: Int
         /// Bytes of waiting entries at most (their fields' sizes).
-        package var bytes: Int
+        public var bytes: Int
 
-        package init(entries: Int, bytes: Int) {
+        public init(entries: Int, bytes: Int) {
             self.entries = entries
             self.bytes = bytes
         }
     }
 
     /// What the writer did so far.
-    package struct Statistics: Hashable, Sendable {
+    public struct Statistics: Hashable, Sendable {
         /// Entries journald took at once, from the thread that logged them.
-        package var sentDirectly = 0
+        public var sentDirectly = 0
         /// Entries that waited in the queue and reached journald late.
-        package var sentLate = 0
+        public var sentLate = 0
         /// Entries sent in a memfd, being too large for a datagram.
-        package var sentInMemfd = 0
+        public var sentInMemfd = 0
         /// Entries dropped because the queue was full.
-        package var dropped = 0
+        public var dropped = 0
         /// Entries journald refused for good (an error other than a full or missing socket), written to stderr.
-        package var failed = 0
+        public var failed = 0
         /// Entries waiting now.
-        package var waiting = 0
+        public var waiting = 0
         /// The reports of drops and stalls the writer sent.
-        package var reports = 0
+        public var reports = 0
     }
 
     /// 1024 entries (about 57 signals' worth of the demo's lines, 18 for a background transition) or 4 MiB.
-    package static let defaultLimits = Limits(entries: 1024, bytes: 4 << 20)
+    public static let defaultLimits = Limits(entries: 1024, bytes: 4 << 20)
     /// journald taking nothing for this long is a stall: callers of ``waitForDelivery()`` stop waiting.
-    package static let defaultStallTimeout = Duration.milliseconds(250)
+    public static let defaultStallTimeout = Duration.milliseconds(250)
     /// The longest one ``waitForDelivery()`` lasts, however steadily journald takes entries.
-    package static let defaultDeliveryBudget = Duration.milliseconds(250)
+    public static let defaultDeliveryBudget = Duration.milliseconds(250)
     /// journald's native socket.
-    package static let defaultSocketPath = "/run/systemd/journal/socket"
+    public static let defaultSocketPath = "/run/systemd/journal/socket"
 
     /// The process's writer, to journald's socket; ``JournalLogHandler`` sends through it.
-    package static let shared = JournalWriter()
+    public static let shared = JournalWriter()
 
     /// The socket the entries are sent to.
-    package let socketPath: String
+    public let socketPath: String
     /// The queue's bounds.
-    package let limits: Limits
+    public let limits: Limits
     /// How long journald may take nothing before waiting for it stops.
-    package let stallTimeout: Duration
+    public let stallTimeout: Duration
     /// The longest one ``waitForDelivery()`` lasts (the daemon lowers it to an eighth of a short watchdog interval).
-    package var deliveryBudget: Duration {
+    public var deliveryBudget: Duration {
         get { lock.withLock { $0.deliveryBudget } }
         set { lock.withLock { $0.deliveryBudget = newValue } }
     }
@@ -149,7 +150,7 @@ package final class JournalWriter: Sendable {
     /// A writer to `socketPath` (a path, not an abstract name). `sendBufferSize` is asked for the socket's
     /// `SO_SNDBUF`, which bounds the size of one datagram (the kernel caps it at twice `net.core.wmem_max`); larger
     /// entries go in a memfd.
-    package init(
+    public init(
         socketPath: String = JournalWriter.defaultSocketPath,
         limits: Limits = JournalWriter.defaultLimits,
         stallTimeout: Duration = JournalWriter.defaultStallTimeout,
@@ -179,7 +180,7 @@ package final class JournalWriter: Sendable {
 
     /// Sends one entry (`NAME=value` fields; `identifier` is its `SYSLOG_IDENTIFIER`, for the writer's own report),
     /// at once if journald takes it, else after the entries waiting; never blocks beyond taking a lock.
-    package func submit(_ fields: [String], identifier: String) {
+    public func submit(_ fields: [String], identifier: String) {
         let wake = lock.withLock { state -> Bool in
             state.lastIdentifier = identifier
             if state.queue.isEmpty {
@@ -214,7 +215,7 @@ package final class JournalWriter: Sendable {
     /// Waits until every waiting entry reached journald, at most ``deliveryBudget`` and no longer than
     /// ``stallTimeout`` without journald taking one; returns at once when nothing waits, or when an earlier wait gave up
     /// and the queue has not drained since.
-    package func waitForDelivery() {
+    public func waitForDelivery() {
         let start = Self.now()
         var waiting = false
         lock.withLock { (state: inout State) -> ConditionLock<State>.Step<Void> in
@@ -239,7 +240,7 @@ package final class JournalWriter: Sendable {
 
     /// Waits, at most `timeout`, until every waiting entry reached journald; gives up once journald has taken nothing
     /// for ``stallTimeout`` from now on. For the end of the process: what waits is lost when it exits.
-    @_spi(Testing) public func flush(timeout: Duration = .seconds(2)) {
+    public func flush(timeout: Duration = .seconds(2)) {
         let start = Self.now()
         let end = start &+ UInt64(timeout.wholeNanoseconds)
         var waiting = false
@@ -258,7 +259,7 @@ package final class JournalWriter: Sendable {
     }
 
     /// What the writer did so far.
-    package var statistics: Statistics {
+    public var statistics: Statistics {
         lock.withLock { state in
             var statistics = state.statistics
             statistics.waiting = state.queue.count
@@ -267,7 +268,7 @@ package final class JournalWriter: Sendable {
     }
 
     /// Ends the writer thread once the queue is empty or journald took nothing for ``stallTimeout`` (tests).
-    @_spi(Testing) public func stop() {
+    public func stop() {
         let thread = lock.withLock { state -> pthread_t? in
             state.stopping = true
             defer { state.thread = nil }
@@ -282,7 +283,7 @@ package final class JournalWriter: Sendable {
     /// One entry in journald's native protocol: `NAME=value\n` per field, or, for a value with a newline, `NAME\n`,
     /// the value's length as 64-bit little endian, the value and `\n`. A field without `=` is skipped (libsystemd
     /// refuses the whole entry for it).
-    package static func encode(_ fields: [String]) -> [UInt8] {
+    public static func encode(_ fields: [String]) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(fields.reduce(fields.count * 9) { $0 + $1.utf8.count })
         for field in fields {

@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) package import LifecycleKit
+package import LifecycleKit
+import LifecyclePrimitives
 package import Logging
 import Synchronization
 

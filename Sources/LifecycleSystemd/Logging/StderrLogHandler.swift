@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import Logging
-@_spi(Testing) import LifecycleKit
 import CSystemd
+import LifecycleKit
+import LifecyclePrimitives
+package import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -32,7 +33,7 @@ package struct StderrLogHandler: LogHandler {
     /// The swift-log label of the logger this handler serves.
     package let label: String
     /// The program name written before each message.
-    @_spi(Testing) public let identifier: String
+    package let identifier: String
     /// The minimum level this handler is asked to write (``LoggingBackend/levelOverride`` replaces it while set, for
     /// a handler that ``followsLevelOverride``).
     package var logLevel: Logger.Level {

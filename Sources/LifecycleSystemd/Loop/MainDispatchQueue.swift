@@ -7,6 +7,7 @@
 //
 
 import CSystemd
+
 // The hooks live in libdispatch.so; importing Dispatch is what links it into programs that never import it.
 import Dispatch
 

@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import CSystemd
-@_spi(Testing) public import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+public import CSystemd
+import LifecycleIPC
+import LifecycleKit
+public import LifecyclePrimitives
 
 #if canImport(Glibc)
 import Glibc
@@ -23,9 +24,9 @@ import Glibc
 /// ``integrateMainDispatchQueue()``, drains the main queue, so `@MainActor` tasks run in the same turns).
 ///
 /// Idle, the loop sleeps in epoll_wait and wakes for nothing except the watchdog, when enabled.
-@_spi(Testing) public final class MainLoop {
+public final class MainLoop {
     /// The underlying `sd_event *`, e.g. for `sd_bus_attach_event`.
-    package let eventPointer: OpaquePointer
+    public let eventPointer: OpaquePointer
 
     // The thread whose sd-event default loop this is; every call is checked against it.
     private let ownerThread: pid_t
@@ -36,10 +37,10 @@ import Glibc
 
     /// Called on the loop after every handler it dispatched (a signal, a descriptor, a timer, the turn end): where
     /// the daemon writes the log lines the handler deferred and marks the main thread idle for its stall detector.
-    package var afterDispatch: (() -> Void)?
+    public var afterDispatch: (() -> Void)?
 
     /// Takes the main thread's default sd-event loop; must be called on the main thread.
-    @_spi(Testing) public convenience init() throws(SystemCallError) {
+    public convenience init() throws(SystemCallError) {
         precondition(
             MainLoop.isMainThread,
             "MainLoop must be created on the main thread: it runs the main queue and @MainActor work there"
@@ -67,7 +68,7 @@ import Glibc
     }
 
     /// Whether the calling thread is the process's main thread.
-    package static var isMainThread: Bool {
+    public static var isMainThread: Bool {
         csystemd_gettid() == getpid()
     }
 
@@ -89,7 +90,7 @@ import Glibc
     /// creates them, and a signal that some thread leaves unblocked is delivered there with its default action.
     /// (Dispatch's parked main thread in `dispatchMain()` or an `async` `main` waits in sigsuspend with an empty
     /// mask, which is why the loop must own the main thread instead.)
-    package static func blockSignals(_ signals: [UnixSignal]) {
+    public static func blockSignals(_ signals: [UnixSignal]) {
         var set = sigset_t()
         sigemptyset(&set)
         for signal in signals {
@@ -103,7 +104,7 @@ import Glibc
 
     /// Unblocks the signals in the calling thread: their default action applies again (a signal the configuration
     /// left unmapped). Like ``blockSignals(_:)``, call it before any thread exists.
-    package static func unblockSignals(_ signals: [UnixSignal]) {
+    public static func unblockSignals(_ signals: [UnixSignal]) {
         var set = sigset_t()
         sigemptyset(&set)
         for signal in signals { sigaddset(&set, signal.rawValue) }
@@ -118,7 +119,7 @@ import Glibc
     /// Standard signals coalesce: several sent before the loop reads them arrive as one. Real-time signals queue,
     /// each with its own ``SignalInfo/value``. Only one handler per signal is possible.
     @discardableResult
-    package func addSignal(_ signal: UnixSignal, handler: @escaping (SignalInfo) -> Void) throws(SystemCallError)
+    public func addSignal(_ signal: UnixSignal, handler: @escaping (SignalInfo) -> Void) throws(SystemCallError)
         -> Source
     {
         assertOwnerThread()
@@ -148,7 +149,7 @@ import Glibc
     ///
     /// The caller keeps owning the descriptor: cancel the source before closing it.
     @discardableResult
-    package func addIO(fd: Int32, events: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemCallError)
+    public func addIO(fd: Int32, events: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemCallError)
         -> Source
     {
         assertOwnerThread()
@@ -177,7 +178,7 @@ import Glibc
     /// The delay counts from the start of the current loop iteration (sd_event_now), and the loop may fire up to
     /// `accuracy` late to share its wake-up with other timers.
     @discardableResult
-    package func addTimer(
+    public func addTimer(
         after delay: Duration,
         accuracy: Duration = .milliseconds(1),
         handler: @escaping () -> Void
@@ -212,7 +213,7 @@ import Glibc
     /// an idle loop never calls it. A later call replaces the body.
     ///
     /// This is where layout and display passes belong: everything that happened in the turn is already applied.
-    package func setTurnEndHandler(_ body: @escaping () -> Void) throws(SystemCallError) {
+    public func setTurnEndHandler(_ body: @escaping () -> Void) throws(SystemCallError) {
         assertOwnerThread()
         if let turnEnd {
             turnEnd.handler = .turnEnd(body)
@@ -246,7 +247,7 @@ import Glibc
 
     /// Drains Dispatch's main queue on this loop, so `DispatchQueue.main.async` blocks and `@MainActor` tasks run
     /// here, in the loop's turns. Idempotent; main thread only.
-    package func integrateMainDispatchQueue() throws(SystemCallError) {
+    public func integrateMainDispatchQueue() throws(SystemCallError) {
         assertOwnerThread()
         precondition(MainLoop.isMainThread, "only the main thread can drain Dispatch's main queue")
         guard mainQueueSource == nil else { return }
@@ -264,14 +265,14 @@ import Glibc
     ///
     /// The pings come from the loop's iterations, so a handler that blocks the loop stops them and systemd
     /// acts on the hang.
-    package func enableWatchdog() throws(SystemCallError) -> Bool {
+    public func enableWatchdog() throws(SystemCallError) -> Bool {
         assertOwnerThread()
         return try SystemCallError.check(sd_event_set_watchdog(eventPointer, 1), "sd_event_set_watchdog") > 0
     }
 
     /// Stops the loop's `WATCHDOG=1` pings: the process is no longer the service's main process (an upgrade handed
     /// over), and systemd takes notifications from the main process only.
-    package func disableWatchdog() {
+    public func disableWatchdog() {
         assertOwnerThread()
         _ = sd_event_set_watchdog(eventPointer, 0)
     }
@@ -279,7 +280,7 @@ import Glibc
     // MARK: Running
 
     /// Runs the loop until ``exit(code:)`` and returns that code; a loop runs once.
-    package func run() throws(SystemCallError) -> Int32 {
+    public func run() throws(SystemCallError) -> Int32 {
         assertOwnerThread()
         return try SystemCallError.check(sd_event_loop(eventPointer), "sd_event_loop")
     }
@@ -287,7 +288,7 @@ import Glibc
     /// Runs one iteration: waits up to the timeout (nil: forever) and dispatches at most one source; returns
     /// whether one was dispatched.
     @discardableResult
-    @_spi(Testing) public func runOnce(timeout: Duration?) throws(SystemCallError) -> Bool {
+    public func runOnce(timeout: Duration?) throws(SystemCallError) -> Bool {
         assertOwnerThread()
         let usec = timeout.map(\.microsecondsRoundedUp) ?? .max
         return try SystemCallError.check(sd_event_run(eventPointer, usec), "sd_event_run") > 0
@@ -296,7 +297,7 @@ import Glibc
     /// Asks the loop to stop after the current handler; ``run()`` then returns the code (0–255).
     ///
     /// Sources still pending, including the turn-end handler of the current turn, are not dispatched.
-    package func exit(code: Int32) {
+    public func exit(code: Int32) {
         assertOwnerThread()
         precondition(code >= 0, "exit codes are 0…255; \(code) would read as an error from sd_event_loop")
         // Fails only when the loop already finished, which makes a second request moot.
@@ -319,7 +320,7 @@ import Glibc
 
     /// An event source registered on a ``MainLoop``; the loop keeps it and its handler alive until it is cancelled
     /// (or, for a timer, has fired).
-    package final class Source {
+    public final class Source {
         fileprivate enum Handler {
             case signal((SignalInfo) -> Void)
             case io((IOEvents) -> Void)
@@ -342,23 +343,23 @@ import Glibc
         }
 
         /// Whether the source is still registered.
-        package var isActive: Bool { pointer != nil }
+        public var isActive: Bool { pointer != nil }
 
         /// The priority among sources ready at once: lower runs first; 0 (sd-event's normal) by default. Sources that
         /// serve peers (a control socket) take a higher number so that signals and the watchdog go first.
-        package func setPriority(_ priority: Int64) throws(SystemCallError) {
+        public func setPriority(_ priority: Int64) throws(SystemCallError) {
             guard let pointer else { return }
             try SystemCallError.check(sd_event_source_set_priority(pointer, priority), "sd_event_source_set_priority")
         }
 
         /// Changes the events an io source waits for (e.g. adds ``IOEvents/writable`` while output is pending).
-        package func setIOEvents(_ events: IOEvents) throws(SystemCallError) {
+        public func setIOEvents(_ events: IOEvents) throws(SystemCallError) {
             guard let pointer else { return }
             try SystemCallError.check(sd_event_source_set_io_events(pointer, events.rawValue), "sd_event_source_set_io_events")
         }
 
         /// Stops and drops the source; safe to call twice, after a timer fired, or from its own handler.
-        package func cancel() {
+        public func cancel() {
             guard pointer != nil else { return }
             // Unregistering may drop the last reference to self while the caller still uses it.
             withExtendedLifetime(self) {
@@ -405,20 +406,20 @@ import Glibc
 }
 
 /// What the kernel told about one delivery of a signal (from signalfd_siginfo).
-package struct SignalInfo: Hashable, Sendable {
+public struct SignalInfo: Hashable, Sendable {
     /// The signal delivered.
-    package let signal: UnixSignal
+    public let signal: UnixSignal
     /// The sender's PID (0 when the kernel sent it).
-    package let senderPID: pid_t
+    public let senderPID: pid_t
     /// The sender's real UID.
-    package let senderUID: uid_t
+    public let senderUID: uid_t
     /// The integer sent with sigqueue(3) (`si_value.sival_int`); 0 for kill(2).
-    package let value: Int32
+    public let value: Int32
     /// Whether the signal was sent with sigqueue(3), i.e. carries a ``value``.
-    package let isQueued: Bool
+    public let isQueued: Bool
 
     /// Describes a delivery.
-    package init(signal: UnixSignal, senderPID: pid_t, senderUID: uid_t, value: Int32, isQueued: Bool) {
+    public init(signal: UnixSignal, senderPID: pid_t, senderUID: uid_t, value: Int32, isQueued: Bool) {
         self.signal = signal
         self.senderPID = senderPID
         self.senderUID = senderUID
@@ -439,13 +440,13 @@ package struct SignalInfo: Hashable, Sendable {
 
 // The varlink server runs on any loop that gives it io and timer sources; this one is the daemon's.
 extension MainLoop: EventLoop {
-    @_spi(Testing) public func addIOSource(fd: Int32, events: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemCallError)
+    public func addIOSource(fd: Int32, events: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemCallError)
         -> any EventLoopSource
     {
         try addIO(fd: fd, events: events, handler: handler)
     }
 
-    @_spi(Testing) public func addTimerSource(after delay: Duration, accuracy: Duration, handler: @escaping () -> Void) throws(SystemCallError)
+    public func addTimerSource(after delay: Duration, accuracy: Duration, handler: @escaping () -> Void) throws(SystemCallError)
         -> any EventLoopSource
     {
         try addTimer(after: delay, accuracy: accuracy, handler: handler)

@@ -6,8 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import SystemPackage
 package import CSystemd
+package import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

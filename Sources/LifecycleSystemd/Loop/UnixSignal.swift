@@ -7,19 +7,20 @@
 //
 
 import CSystemd
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
+import LifecyclePrimitives
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A Unix signal, named as `kill -l` and signal(7) name it (`SIGUSR1`, `SIGRTMIN+2`).
-@_spi(Testing) public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
+public struct UnixSignal: Hashable, Sendable, CustomStringConvertible {
     /// The signal number.
-    @_spi(Testing) public let rawValue: Int32
+    public let rawValue: Int32
 
     /// Wraps a signal number.
-    package init(rawValue: Int32) {
+    public init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
@@ -35,12 +36,12 @@ import Glibc
     ]
 
     /// The lowest real-time signal available to applications (glibc reserves the first few).
-    package static var realTimeMin: Int32 { Int32(__libc_current_sigrtmin()) }
+    public static var realTimeMin: Int32 { Int32(__libc_current_sigrtmin()) }
     /// The highest real-time signal.
-    @_spi(Testing) public static var realTimeMax: Int32 { Int32(__libc_current_sigrtmax()) }
+    public static var realTimeMax: Int32 { Int32(__libc_current_sigrtmax()) }
 
     /// Parses `SIGUSR1`, `USR1`, `usr1`, `SIGRTMIN+2`, `RTMIN`, `SIGRTMAX-1`; nil when no such signal exists.
-    @_spi(Testing) public init?(name: String) {
+    public init?(name: String) {
         var text = name.uppercased()
         if !text.hasPrefix("SIG") { text = "SIG" + text }
         if let match = Self.standard.first(where: { $0.0 == text }) {
@@ -70,7 +71,7 @@ import Glibc
     }
 
     /// The conventional name: `SIGUSR1`, or `SIGRTMIN+n` for real-time signals.
-    @_spi(Testing) public var name: String {
+    public var name: String {
         if let match = Self.standard.first(where: { $0.1 == rawValue }) { return match.0 }
         if rawValue >= Self.realTimeMin, rawValue <= Self.realTimeMax {
             let offset = rawValue - Self.realTimeMin
@@ -80,29 +81,29 @@ import Glibc
     }
 
     /// The conventional name, as ``name``.
-    @_spi(Testing) public var description: String { name }
+    public var description: String { name }
 
     /// True for `SIGKILL` and `SIGSTOP`, which no process can catch, block or map.
-    @_spi(Testing) public var isUncatchable: Bool { rawValue == SIGKILL || rawValue == SIGSTOP }
+    public var isUncatchable: Bool { rawValue == SIGKILL || rawValue == SIGSTOP }
 
     /// `SIGHUP`: reload by convention.
-    package static let hangup = UnixSignal(rawValue: SIGHUP)
+    public static let hangup = UnixSignal(rawValue: SIGHUP)
     /// `SIGINT`: Ctrl-C in a terminal.
-    package static let interrupt = UnixSignal(rawValue: SIGINT)
+    public static let interrupt = UnixSignal(rawValue: SIGINT)
     /// `SIGTERM`: systemd's stop request.
-    package static let terminate = UnixSignal(rawValue: SIGTERM)
+    public static let terminate = UnixSignal(rawValue: SIGTERM)
     /// `SIGUSR1`.
-    package static let user1 = UnixSignal(rawValue: SIGUSR1)
+    public static let user1 = UnixSignal(rawValue: SIGUSR1)
     /// `SIGUSR2`.
-    package static let user2 = UnixSignal(rawValue: SIGUSR2)
+    public static let user2 = UnixSignal(rawValue: SIGUSR2)
     /// `SIGTSTP`: Ctrl-Z in a terminal.
-    package static let terminalStop = UnixSignal(rawValue: SIGTSTP)
+    public static let terminalStop = UnixSignal(rawValue: SIGTSTP)
     /// `SIGCONT`: resumes a stopped process.
-    package static let `continue` = UnixSignal(rawValue: SIGCONT)
+    public static let `continue` = UnixSignal(rawValue: SIGCONT)
     /// The memory-warning signal by default: `SIGRTMIN+2`.
-    package static var memoryWarning: UnixSignal { UnixSignal(rawValue: realTimeMin + 2) }
+    public static var memoryWarning: UnixSignal { UnixSignal(rawValue: realTimeMin + 2) }
     /// The interruption signal by default (the application becomes inactive): `SIGRTMIN+3`.
-    package static var interruption: UnixSignal { UnixSignal(rawValue: realTimeMin + 3) }
+    public static var interruption: UnixSignal { UnixSignal(rawValue: realTimeMin + 3) }
 
     /// Sends the signal with sigqueue(3)'s integer to one thread of this process (a gettid(2) ID).
     ///

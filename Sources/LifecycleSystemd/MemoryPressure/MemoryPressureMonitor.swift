@@ -9,10 +9,11 @@
 // CSystemd's shim declares socket helpers whose bodies name glibc's SOCK_* constants; once the target compiles them,
 // those constants resolve through CSystemd, so this file, which uses them too, imports it.
 import CSystemd
+import LifecyclePrimitives
 package import Logging
 import SystemPackage
-@_spi(Testing) import LifecycleIPC
-@_spi(Testing) import LifecycleKit
+import LifecycleIPC
+import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
@@ -158,7 +159,7 @@ package final class MemoryPressureMonitor {
     /// with a 250 Hz tick, several times that on a busy machine. It runs on a thread of its own, so the loop never
     /// waits for it; the process still exits only once it has returned (exit waits for every thread), which is why
     /// the daemon stops watching as soon as termination begins. A FIFO or socket is closed at once.
-    @_spi(Testing) public func stop() {
+    package func stop() {
         ioSource?.cancel()
         ioSource = nil
         if fd >= 0 {

@@ -7,7 +7,8 @@
 //
 
 import FoundationEssentials
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
+import LifecyclePrimitives
 
 /// A PSI trigger: report when tasks stalled on memory for at least `threshold` within any `window`.
 ///
@@ -97,7 +98,7 @@ package struct MemoryPressureSource: Hashable, Sendable, CustomStringConvertible
     /// The path.
     package var path: String
     /// Where the path came from.
-    @_spi(Testing) public var origin: Origin
+    package var origin: Origin
     /// Written once after opening: a PSI trigger, or `$MEMORY_PRESSURE_WRITE`; empty for none.
     package var write: [UInt8]
 
@@ -208,7 +209,7 @@ package struct MemoryPressureError: Error, Hashable, Sendable, CustomStringConve
         /// The source.
         package var source: MemoryPressureSource
         /// What went wrong, e.g. `open: Read-only file system (errno 30)`.
-        @_spi(Testing) public var reason: String
+        package var reason: String
 
         package var description: String { "\(source.path): \(reason)" }
     }

@@ -7,8 +7,9 @@
 //
 
 import CSystemd
-package import SystemPackage
-@_spi(Testing) package import LifecycleIPC
+import LifecycleIPC
+public import LifecyclePrimitives
+public import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -20,28 +21,28 @@ import Glibc
 /// A stored memfd is sent with `FDSTORE=1` and a name (`FDNAME=`); at the next start it comes back among the
 /// `LISTEN_FDS` with that name (``takeStored(prefix:)``). `FDSTOREREMOVE=1` with the name drops it. The memfd is
 /// sealed before it is sent (no writes, no growing or shrinking), so what comes back is exactly what was stored.
-package struct FileDescriptorStore: Sendable {
+public struct FileDescriptorStore: Sendable {
     /// One stored file, as handed back at start.
-    package struct Entry: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable {
         /// Its `FDNAME=`.
-        @_spi(Testing) public var name: String
+        public var name: String
         /// Its bytes, or the errno that reading them failed with.
-        package var contents: Result<[UInt8], Errno>
+        public var contents: Result<[UInt8], Errno>
     }
 
     private let notifier: SystemdNotifier
 
     /// A store reached through `notifier` (disabled outside systemd).
-    package init(notifier: SystemdNotifier) {
+    public init(notifier: SystemdNotifier) {
         self.notifier = notifier
     }
 
     /// Whether there is a service manager to store anything with.
-    package var isAvailable: Bool { notifier.isEnabled }
+    public var isAvailable: Bool { notifier.isEnabled }
 
     /// The stored files passed to this process whose names start with `prefix`, read and closed; other passed
     /// descriptors are left open (and `LISTEN_FDS` set) for whoever else reads them.
-    package static func takeStored(prefix: String) -> [Entry] {
+    public static func takeStored(prefix: String) -> [Entry] {
         SocketActivation.passed().filter { $0.name.hasPrefix(prefix) }.map { passed in
             defer { close(passed.descriptor) }
             return Entry(name: passed.name, contents: readAll(passed.descriptor))
@@ -70,7 +71,7 @@ package struct FileDescriptorStore: Sendable {
 
     /// Stores `bytes` under `name` in a new sealed memfd. Names are ASCII without control characters or `:`, at most
     /// 255 characters (sd_notify(3)).
-    package func store(_ bytes: [UInt8], name: String) throws(SystemCallError) {
+    public func store(_ bytes: [UInt8], name: String) throws(SystemCallError) {
         guard let socket = notifier.socketPath, !socket.isEmpty else { return }
         let descriptor = try Self.sealedMemfd(bytes, name: name)
         defer { close(descriptor) }
@@ -84,7 +85,7 @@ package struct FileDescriptorStore: Sendable {
 
     /// A new memfd holding `bytes`, sealed against writes, growing and shrinking and, where the kernel can (Linux
     /// 6.3, `MFD_NOEXEC_SEAL`), against ever being executable; the caller closes it.
-    package static func sealedMemfd(_ bytes: [UInt8], name: String) throws(SystemCallError) -> Int32 {
+    public static func sealedMemfd(_ bytes: [UInt8], name: String) throws(SystemCallError) -> Int32 {
         let descriptor = try SystemCallError.check(csystemd_memfd_create(name), "memfd_create(\(name))")
         do {
             _ = try FileDescriptor(rawValue: descriptor).writeAll(bytes)
@@ -104,7 +105,7 @@ package struct FileDescriptorStore: Sendable {
     /// Keeps `descriptor` (a listening socket) in the store under `name`, unpolled: systemd hands it back at the next
     /// start of the service after a crash or a restart it makes itself, and does not drop it when it signals an error
     /// (a socket shut down in the background signals a hangup).
-    package func store(descriptor: Int32, name: String) throws(SystemCallError) {
+    public func store(descriptor: Int32, name: String) throws(SystemCallError) {
         guard let socket = notifier.socketPath, !socket.isEmpty else { return }
         var descriptors = [descriptor]
         let message = "FDSTORE=1\nFDNAME=\(name)\nFDPOLL=0"
@@ -115,7 +116,7 @@ package struct FileDescriptorStore: Sendable {
     }
 
     /// Drops every stored descriptor named `name`.
-    package func remove(name: String) throws(SystemCallError) {
+    public func remove(name: String) throws(SystemCallError) {
         guard notifier.isEnabled else { return }
         try SystemCallError.check(sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=\(name)"), "sd_notify(FDSTOREREMOVE=1 FDNAME=\(name))")
     }

@@ -6,14 +6,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleKit
+import LifecycleKit
+import LifecyclePrimitives
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// One `KEY=VALUE` assignment of the sd_notify(3) protocol.
-package enum NotifyAssignment: Hashable, Sendable {
+public enum NotifyAssignment: Hashable, Sendable {
     /// `READY=1`: start-up (or a reload) finished.
     case ready
     /// `STATUS=…`: a one-line status shown by `systemctl status`.
@@ -35,7 +36,7 @@ package enum NotifyAssignment: Hashable, Sendable {
 
     /// The most bytes of status text sent. systemd 252 drops a whole notification datagram over 4 KiB, with every
     /// assignment in it (a `READY=1` next to a long status would be lost, and the start time out).
-    package static let maximumStatusLength = 1024
+    public static let maximumStatusLength = 1024
 
     /// Status text as one safe line: a newline would end the assignment and start another one (`READY=1`, `MAINPID=`,
     /// from whoever wrote the text), a NUL would cut the datagram short, and other control characters reach the
@@ -70,7 +71,7 @@ package enum NotifyAssignment: Hashable, Sendable {
     }
 
     /// The assignment as sent, e.g. `STATUS=active`; `.reloading` renders two lines.
-    @_spi(Testing) public var line: String {
+    public var line: String {
         switch self {
         case .ready:
             return "READY=1"

@@ -16,7 +16,7 @@ import Glibc
 package enum SocketActivation {
     /// One descriptor systemd passed, with its name (`FileDescriptorName=`, by default the socket unit's name).
     package struct Socket: Hashable, Sendable {
-        @_spi(Testing) public var name: String
+        package var name: String
         package var descriptor: Int32
 
         package init(name: String, descriptor: Int32) {

@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Testing) import LifecycleIPC
+import LifecycleIPC
+import LifecyclePrimitives
 import SystemPackage
 
 extension SystemCallError {

@@ -7,35 +7,36 @@
 //
 
 import CSystemd
-@_spi(Testing) package import LifecycleIPC
+import LifecycleIPC
+public import LifecyclePrimitives
 
 /// Sends sd_notify(3) messages to the service manager, or does nothing when not started by one.
-package struct SystemdNotifier: Sendable {
+public struct SystemdNotifier: Sendable {
     /// The notification socket named by `$NOTIFY_SOCKET` when the notifier was made; nil outside a notify service.
-    package let socketPath: String?
+    public let socketPath: String?
 
     /// A notifier whose every `notify` is a silent no-op.
-    package static let disabled = SystemdNotifier(socketPath: nil)
+    public static let disabled = SystemdNotifier(socketPath: nil)
 
     private init(socketPath: String?) {
         self.socketPath = socketPath
     }
 
     /// Reads `$NOTIFY_SOCKET`; without it the notifier is disabled.
-    package static func fromEnvironment() -> SystemdNotifier {
+    public static func fromEnvironment() -> SystemdNotifier {
         SystemdNotifier(socketPath: ProcessEnvironment.value("NOTIFY_SOCKET"))
     }
 
     /// Whether messages are sent at all.
-    package var isEnabled: Bool { socketPath != nil }
+    public var isEnabled: Bool { socketPath != nil }
 
     /// True when a service manager started this process (`$INVOCATION_ID` or `$NOTIFY_SOCKET` is set).
-    package static var isUnderSystemd: Bool {
+    public static var isUnderSystemd: Bool {
         ProcessEnvironment.value("INVOCATION_ID") != nil || ProcessEnvironment.value("NOTIFY_SOCKET") != nil
     }
 
     /// Sends the assignments as one datagram, one per line; a no-op when disabled.
-    package func notify(_ assignments: [NotifyAssignment]) throws(SystemCallError) {
+    public func notify(_ assignments: [NotifyAssignment]) throws(SystemCallError) {
         guard isEnabled, !assignments.isEmpty else { return }
         let message = assignments.map(\.line).joined(separator: "\n")
         // sd_notify reads $NOTIFY_SOCKET again at every call; it is left in the environment so that
@@ -44,19 +45,19 @@ package struct SystemdNotifier: Sendable {
     }
 
     /// Sends the assignments as one datagram, one per line; a no-op when disabled.
-    package func notify(_ assignments: NotifyAssignment...) throws(SystemCallError) {
+    public func notify(_ assignments: NotifyAssignment...) throws(SystemCallError) {
         try notify(assignments)
     }
 
     /// Waits until the service manager has processed every message sent before (`BARRIER=1`, sd_notify_barrier(3)),
     /// at most `timeout`; a no-op when disabled.
-    package func barrier(timeout: Duration) throws(SystemCallError) {
+    public func barrier(timeout: Duration) throws(SystemCallError) {
         guard isEnabled else { return }
         try SystemCallError.check(sd_notify_barrier(0, UInt64(timeout.components.seconds) * 1_000_000 + UInt64(timeout.components.attoseconds / 1_000_000_000_000)), "sd_notify_barrier")
     }
 
     /// The watchdog timeout systemd expects pings within (`$WATCHDOG_USEC` for this PID), or nil when none is set.
-    package func watchdogInterval() -> Duration? {
+    public func watchdogInterval() -> Duration? {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0 else { return nil }
         return .microseconds(Int64(clamping: usec))

@@ -7,7 +7,8 @@
 //
 
 import CLifecycleProcess
-@_spi(Testing) package import LifecycleIPC
+import LifecycleIPC
+package import LifecyclePrimitives
 import SystemPackage
 
 #if canImport(Glibc)

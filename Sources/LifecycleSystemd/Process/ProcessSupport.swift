@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import SystemPackage
 import CSystemd
+import LifecyclePrimitives
+package import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

@@ -6,11 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Testing
 import Dispatch
-import Logging
-@_spi(Testing) @testable import LifecycleKit
+@_spi(Internal) @testable import LifecycleKit
 import LifecycleKitTesting
+import Logging
+import Testing
 
 @MainActor
 final class TerminateOnDidAppear: ViewController {

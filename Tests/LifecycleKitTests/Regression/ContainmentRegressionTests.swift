@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Testing
-@_spi(Testing) @testable import LifecycleKit
 import LifecycleKitTesting
+import Testing
+
+@_spi(Internal) @testable import LifecycleKit
 
 @MainActor
 @Suite("Regression: containment edge cases") struct ContainmentRegressionTests {

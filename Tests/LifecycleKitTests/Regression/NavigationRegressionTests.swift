@@ -6,9 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Testing
-@_spi(Testing) @testable import LifecycleKit
 import LifecycleKitTesting
+import Testing
+
+@_spi(Internal) @testable import LifecycleKit
 
 let appearance: Set<String> = ["viewWillAppear", "viewDidAppear", "viewWillDisappear", "viewDidDisappear"]
 

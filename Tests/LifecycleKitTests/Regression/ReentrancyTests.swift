@@ -6,11 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Internal) @testable import LifecycleKit
+import LifecycleKitTesting
 import Logging
 import Testing
-
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
 
 // What real code does inside callbacks (docs/lifecycle.md, "Re-entrancy"): requests and tree edits made from a
 // callback. Each test is one of the examples a close reading of the core found, asserts the whole sequence, and

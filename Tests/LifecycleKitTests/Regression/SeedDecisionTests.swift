@@ -6,11 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+@_spi(Internal) @testable import LifecycleKit
+import LifecycleKitTesting
 import Logging
 import Testing
-
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
 
 // Where the seed documents and the contract disagreed or the contract was silent, decided in docs/lifecycle.md §3–§4:
 // the layout pair's count, a released superview's willRemoveSubview, what a view reads in each appearance callback,

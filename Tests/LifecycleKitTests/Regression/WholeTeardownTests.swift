@@ -6,10 +6,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleKitTesting
 import Testing
 
-@_spi(Testing) @testable import LifecycleKit
-import LifecycleKitTesting
+@_spi(Internal) @testable import LifecycleKit
 
 /// A controller that runs a hook the first time a named callback of its own fires, the termination path's included:
 /// `applicationWillTerminate`, `viewWillDisappear`, `viewDidDisappear`, `deinit`.

@@ -7,7 +7,7 @@
 //
 
 import ArgumentParser
-@_spi(Testing) import LifecycleDaemon
+@_spi(Internal) import LifecycleDaemon
 import LifecycleKit
 import LifecycleKitTesting
 import LifecycleServices

@@ -9,20 +9,20 @@
 public import SystemPackage
 
 /// A system call (or a libsystemd call) that failed, with the errno it reported.
-@_spi(Testing) public struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The call that failed, e.g. `sd_event_add_signal(SIGUSR1)`.
-    @_spi(Testing) public let operation: String
+    public let operation: String
     /// The error the call reported.
-    @_spi(Testing) public let errno: Errno
+    public let errno: Errno
 
     /// Wraps a failed call and its errno.
-    @_spi(Testing) public init(operation: String, errno: Errno) {
+    public init(operation: String, errno: Errno) {
         self.operation = operation
         self.errno = errno
     }
 
     /// A full sentence naming the call and the error, e.g. "sd_notify failed: Connection refused (errno 111)."
-    @_spi(Testing) public var description: String {
+    public var description: String {
         "\(operation) failed: \(errno.description) (errno \(errno.rawValue))."
     }
 }

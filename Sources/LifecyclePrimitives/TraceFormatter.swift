@@ -6,68 +6,24 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-public import Logging
-
-/// One trace event as text: the fields of the journal's `LIFECYCLE_*` entries, from log metadata (the daemon's own
-/// records) or from a control reply (`lifecyclectl`).
-@_spi(Testing) public struct TraceRecord: Hashable, Sendable {
-    /// `LIFECYCLE_SEQ`.
-    @_spi(Testing) public var sequence: Int
-    /// `LIFECYCLE_EVENT`: the callback, such as `applicationDidEnterBackground`.
-    @_spi(Testing) public var event: String
-    /// `LIFECYCLE_TARGET`: `delegate`, or a path such as `root/modes/serving`.
-    @_spi(Testing) public var target: String
-    /// `LIFECYCLE_STATE`.
-    @_spi(Testing) public var state: String
-    /// `LIFECYCLE_CAUSE`.
-    @_spi(Testing) public var cause: String
-    /// `LIFECYCLE_DETAIL`, when the callback's argument matters.
-    @_spi(Testing) public var detail: String?
-
-    @_spi(Testing) public init(sequence: Int, event: String, target: String, state: String, cause: String, detail: String? = nil) {
-        self.sequence = sequence
-        self.event = event
-        self.target = target
-        self.state = state
-        self.cause = cause
-        self.detail = detail
-    }
-
-    /// The record behind a log event that carries the trace's metadata (`LogKey`); nil for any other log event.
-    @_spi(Testing) public init?(metadata: Logger.Metadata) {
-        guard case .string(let event)? = metadata[LogKey.event],
-            case .string(let target)? = metadata[LogKey.target],
-            let sequence = metadata[LogKey.sequence].flatMap({ Int("\($0)") })
-        else { return nil }
-        self.init(
-            sequence: sequence,
-            event: event,
-            target: target,
-            state: metadata[LogKey.state].map { "\($0)" } ?? "",
-            cause: metadata[LogKey.cause].map { "\($0)" } ?? "",
-            detail: metadata[LogKey.detail].map { "\($0)" }
-        )
-    }
-}
-
 /// ANSI styles for a terminal, off unless asked for.
-@_spi(Testing) public struct TerminalStyle: Hashable, Sendable {
+public struct TerminalStyle: Hashable, Sendable {
     /// Whether escape sequences are written at all.
-    @_spi(Testing) public var colour: Bool
+    public var colour: Bool
 
-    @_spi(Testing) public init(colour: Bool) {
+    public init(colour: Bool) {
         self.colour = colour
     }
 
     /// Colour for an output: only on a terminal, never with `NO_COLOR` set to anything (no-color.org) or
     /// `TERM=dumb`.
-    @_spi(Testing) public init(isTerminal: Bool, environment: [String: String]) {
+    public init(isTerminal: Bool, environment: [String: String]) {
         let noColour = environment["NO_COLOR"].map { !$0.isEmpty } ?? false
         self.init(colour: isTerminal && !noColour && environment["TERM"] != "dumb")
     }
 
     /// SGR codes.
-    @_spi(Testing) public enum Code: String, Sendable {
+    public enum Code: String, Sendable {
         case bold = "1"
         case dim = "2"
         case red = "31"
@@ -79,13 +35,13 @@ public import Logging
     }
 
     /// `text` in the style (unchanged without colour).
-    @_spi(Testing) public func apply(_ code: Code, _ text: String) -> String {
+    public func apply(_ code: Code, _ text: String) -> String {
         colour && !text.isEmpty ? "\u{1B}[\(code.rawValue)m\(text)\u{1B}[0m" : text
     }
 
     /// An application state in its colour (active green, inactive yellow, background blue, terminated red), or
     /// `text` in that colour.
-    @_spi(Testing) public func state(_ state: String, showing text: String? = nil) -> String {
+    public func state(_ state: String, showing text: String? = nil) -> String {
         let shown = text ?? state
         switch state {
         case "active": return apply(.green, shown)
@@ -97,7 +53,7 @@ public import Logging
     }
 
     /// A path with its parent part dimmed: the last component stands out.
-    @_spi(Testing) public func path(_ path: String) -> String {
+    public func path(_ path: String) -> String {
         guard colour else { return path }
         if path == "delegate" { return apply(.cyan, path) }
         guard let cut = path.lastIndex(where: { $0 == "/" || $0 == "." }) else { return path }
@@ -120,11 +76,11 @@ public import Logging
 /// Repeats fold: an event identical to the one before (same target, event, state and cause: a view that redraws on
 /// a timer) is counted instead of printed, and one line says how many there were when something else happens, or
 /// every ``foldInterval`` while they go on. The journal keeps every event with its fields.
-@_spi(Testing) public struct TraceFormatter: Sendable {
+public struct TraceFormatter: Sendable {
     /// Colour, or none.
-    @_spi(Testing) public var style: TerminalStyle
+    public var style: TerminalStyle
     /// How often a run of repeats that goes on prints its count.
-    @_spi(Testing) public var foldInterval: Duration
+    public var foldInterval: Duration
 
     private var lastCause: String?
     private var run: Run?
@@ -144,14 +100,14 @@ public import Logging
     /// The width of the cause column; a longer cause pushes its line's target along.
     static let causeWidth = 16
 
-    @_spi(Testing) public init(style: TerminalStyle, foldInterval: Duration = .seconds(60)) {
+    public init(style: TerminalStyle, foldInterval: Duration = .seconds(60)) {
         self.style = style
         self.foldInterval = foldInterval
     }
 
     /// What to print for the next event: its line, after the count of a run of repeats it ends; nothing while it
     /// repeats the one before. Every line ends with a newline.
-    @_spi(Testing) public mutating func format(_ record: TraceRecord, now: ContinuousClock.Instant = .now) -> String {
+    public mutating func format(_ record: TraceRecord, now: ContinuousClock.Instant = .now) -> String {
         if var current = run, Self.repeats(record, current.record) {
             if current.repeats == 0 { current.firstRepeat = record.sequence }
             current.repeats += 1
@@ -170,7 +126,7 @@ public import Logging
 
     /// The count of the run of repeats in progress, if it has any (before a line that is not a trace event, or at the
     /// end); the run goes on.
-    @_spi(Testing) public mutating func flush(now: ContinuousClock.Instant = .now) -> String {
+    public mutating func flush(now: ContinuousClock.Instant = .now) -> String {
         guard var current = run, current.repeats > 0 else { return "" }
         let record = current.record
         let range =
@@ -188,7 +144,7 @@ public import Logging
     }
 
     /// One event's line, newline included; `showCause` fills the cause column.
-    @_spi(Testing) public func line(_ record: TraceRecord, showCause: Bool) -> String {
+    public func line(_ record: TraceRecord, showCause: Bool) -> String {
         var text = style.apply(.dim, Self.padLeft(String(record.sequence), Self.sequenceWidth))
         text += " "
         text += style.state(record.state) + String(repeating: " ", count: max(1, Self.stateWidth - record.state.count))
@@ -229,7 +185,7 @@ public import Logging
 
     /// The event with its argument, as the call reads: `willMove(toWindow: nil)`, `didAddSubview(progress)`,
     /// `didMoveToWindow(window)`.
-    @_spi(Testing) public static func call(_ event: String, detail: String?) -> String {
+    public static func call(_ event: String, detail: String?) -> String {
         guard let detail else { return event }
         if event.hasSuffix("(_:)") { return event.dropLast(3) + detail + ")" }
         if event.hasSuffix(":)") { return event.dropLast(1) + " " + detail + ")" }
@@ -238,7 +194,7 @@ public import Logging
 
     /// How deep a target hangs: the delegate 0, the root controller 1, each `/` one more, and a controller's root view
     /// (`.view`) one below its controller.
-    @_spi(Testing) public static func depth(of target: String) -> Int {
+    public static func depth(of target: String) -> Int {
         guard target != "delegate" else { return 0 }
         var depth = 1
         for character in target.utf8 where character == UInt8(ascii: "/") { depth += 1 }

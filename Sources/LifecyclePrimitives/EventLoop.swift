@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import CLifecycleIPC
+import CLifecyclePrimitives
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ import Glibc
 /// What a ``VarlinkServer`` needs of the event loop it runs on: io sources and one-shot timers, each of which it can
 /// prioritise and cancel. The daemon's sd-event loop (`MainLoop`) is one; the server never calls into a loop from
 /// another thread.
-@_spi(Testing) public protocol EventLoop: AnyObject {
+public protocol EventLoop: AnyObject {
     /// Calls `handler` whenever `fd` is ready for any of `events` (level-triggered), with the events that occurred.
     func addIOSource(fd: Int32, events: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemCallError)
         -> any EventLoopSource
@@ -25,7 +25,7 @@ import Glibc
 }
 
 /// A source registered on an ``EventLoop``.
-@_spi(Testing) public protocol EventLoopSource: AnyObject {
+public protocol EventLoopSource: AnyObject {
     /// Whether the source is still registered.
     var isActive: Bool { get }
     /// The priority among sources ready at once: lower runs first.
@@ -37,25 +37,25 @@ import Glibc
 }
 
 /// The epoll events an io source waits for and reports.
-@_spi(Testing) public struct IOEvents: OptionSet, Hashable, Sendable {
+public struct IOEvents: OptionSet, Hashable, Sendable {
     /// The epoll bit mask.
-    @_spi(Testing) public let rawValue: UInt32
+    public let rawValue: UInt32
 
     /// Wraps an epoll bit mask.
-    @_spi(Testing) public init(rawValue: UInt32) {
+    public init(rawValue: UInt32) {
         self.rawValue = rawValue
     }
 
     /// `EPOLLIN`: data to read (or a listening socket has a connection).
-    @_spi(Testing) public static let readable = IOEvents(rawValue: EPOLLIN.rawValue)
+    public static let readable = IOEvents(rawValue: EPOLLIN.rawValue)
     /// `EPOLLOUT`: room to write.
-    @_spi(Testing) public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
+    public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
     /// `EPOLLPRI`: an exceptional condition, e.g. a PSI memory-pressure trigger fired.
-    @_spi(Testing) public static let priority = IOEvents(rawValue: EPOLLPRI.rawValue)
+    public static let priority = IOEvents(rawValue: EPOLLPRI.rawValue)
     /// `EPOLLRDHUP`: the peer closed its writing end.
-    @_spi(Testing) public static let readHangup = IOEvents(rawValue: EPOLLRDHUP.rawValue)
+    public static let readHangup = IOEvents(rawValue: EPOLLRDHUP.rawValue)
     /// `EPOLLERR`: an error on the descriptor (always reported).
-    @_spi(Testing) public static let error = IOEvents(rawValue: EPOLLERR.rawValue)
+    public static let error = IOEvents(rawValue: EPOLLERR.rawValue)
     /// `EPOLLHUP`: hang-up (always reported).
-    @_spi(Testing) public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue)
+    public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue)
 }

@@ -7,12 +7,12 @@
 //
 
 import ArgumentParser
-@_spi(Testing) import LifecycleKit
-@_spi(Testing) import LifecycleServices
+@_spi(Internal) import LifecycleKit
+import LifecycleServices
 import Logging
 import Testing
 
-@testable import LifecycleDaemon
+@_spi(Internal) @testable import LifecycleDaemon
 @testable import ReadmeExample
 
 /// The README's example is the ReadmeExample target's one file, printed verbatim; this suite checks both that the

@@ -6,17 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// In a release build the compiler takes timespec from a module whose headers declare it besides Glibc (CSystemd here;
-// the toolchain's private SwiftOverlayShims in a module that does not import CSystemd), and MemberImportVisibility
-// then wants that module imported wherever a member is read. So the package reads clocks and sleeps only here and in
-// SystemThread, which import CSystemd (MonotonicClock, WallClock, SystemThread.sleep(for:)); no other file needs a
-// workaround.
-public import CSystemd
-
-#if canImport(Glibc)
-// Public: the inlinable lock and clock below call glibc.
-public import Glibc
-#endif
+// Public, in a module no product names: the inlinable lock and clocks below are inlined into the modules that take
+// them on a hot path (a package declaration's inlinable body is not, in Swift 6.3), so they call glibc from there.
+public import CLifecyclePrimitives
 
 /// A value behind a lock, and a condition to wait on for it: the one primitive of the threads the daemon adds (the
 /// stall detector's watcher, the journal writer's sender) and of the callers that wait for them.
@@ -26,9 +18,8 @@ public import Glibc
 /// does and `Mutex` (locked only for the span of a closure) cannot; and ThreadSanitizer sees every hand-over of a
 /// POSIX mutex, while `Mutex`'s contended path runs in the standard library, uninstrumented, so the sanitizer took two
 /// critical sections of one `Mutex` for a race (`make sanitize-thread`, issue 22).
-// SPI, not package: a package declaration's inlinable body is not inlined into another module of the package (Swift
-// 6.3), and the stall detector takes this lock for every callback; `@_spi(Threads) import LifecycleSystemd` reaches it.
-@_spi(Threads)
+// Public, not package: a package declaration's inlinable body is not inlined into another module of the package
+// (Swift 6.3), and the stall detector takes this lock for every callback.
 public final class ConditionLock<State: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `state` is only read or written with `mutex` held (withLock and withLock(waiting:)). The
     // mutex and the condition live at addresses of their own, allocated once, as POSIX requires; so does the state,
@@ -108,52 +99,4 @@ public final class ConditionLock<State: Sendable>: @unchecked Sendable {
         pthread_cond_broadcast(condition)
     }
 
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds, as the daemon's threads measure time (no wall-clock change stretches it).
-@_spi(Threads)
-public enum MonotonicClock {
-    /// Now.
-    @inlinable
-    public static func now() -> UInt64 {
-        read(CLOCK_MONOTONIC)
-    }
-
-    /// As of the last tick (4 ms with HZ=250): a quarter of the cost of ``now()``, for a time read on a hot path (the
-    /// stall detector reads it per callback, from another module: inlined).
-    /// Never ahead of ``now()``, so a duration measured from it is at most a tick long.
-    @inlinable @inline(__always)
-    public static func coarseNow() -> UInt64 {
-        read(CLOCK_MONOTONIC_COARSE)
-    }
-
-    /// The time on ``now()`` `duration` from now, for ``ConditionLock/withLock(waiting:)``: now for a duration of zero
-    /// or less, the end of time for one past it.
-    package static func deadline(after duration: Duration) -> UInt64 {
-        let start = now()
-        guard duration > .zero else { return start }
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        let (span, tooLong) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
-        let (deadline, late) = start.addingReportingOverflow(span)
-        return overflow || tooLong || late ? .max : deadline
-    }
-
-    @inlinable @inline(__always)
-    static func read(_ clock: clockid_t) -> UInt64 {
-        var now = timespec()
-        clock_gettime(clock, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
-}
-
-/// `CLOCK_REALTIME`, the wall clock: for a time a person reads (a log line's timestamp, a file name), never for
-/// measuring how long something takes (a change of the wall clock moves it).
-package enum WallClock {
-    /// Now, as seconds and nanoseconds since the Unix epoch.
-    package static func now() -> (seconds: Int, nanoseconds: Int) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return (now.tv_sec, now.tv_nsec)
-    }
 }
