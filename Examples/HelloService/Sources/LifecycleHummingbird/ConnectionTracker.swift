@@ -13,12 +13,11 @@ import Synchronization
 /// Every connection of one run of an ``HTTPServer``, from accept to close: hands each to the run once its pipeline is
 /// set up, stops accepting without dropping one, and tells the run when the last has closed.
 ///
-/// This does what NIOExtras' `ServerQuiescingHelper` does with SwiftNIO's async bootstrap (as Hummingbird's `Server`
-/// uses them), without their race: closing the server channel drops a connection that was accepted but not yet
-/// handed over — its `NIOAsyncChannel` is released unfinished, which is a precondition failure, and the bootstrap
-/// closes a connection whose set-up ends after the server channel closed. Here the server channel stops reading
-/// first, and closes once every connection it accepted is registered; and nothing that was set up is ever released
-/// without being handed to the run.
+/// This does what NIOExtras' `ServerQuiescingHelper` does for a server channel, for the server's ``Acceptor``: a
+/// graceful shutdown stops accepting and closes the listening descriptor at once (what was accepted is already
+/// SwiftNIO's, as a connected socket), lets every connection finish, and the run ends once the last has closed;
+/// nothing that was set up is ever released without being handed to the run (an unfinished `NIOAsyncChannel` may not
+/// be released).
 final class ConnectionTracker: Sendable {
     /// A connection's pipeline, set up by Hummingbird's `HTTP1Channel`.
     typealias Connection = HTTP1Channel.Value
@@ -34,31 +33,22 @@ final class ConnectionTracker: Sendable {
 
     private struct State {
         var phase = Phase.serving
-        /// The server channel; nil once it closed.
-        var server: (any Channel)?
-        /// Accepted and not closed: the run ends when this is empty and the server channel closed.
+        /// Whether the acceptor's listening descriptor is still open.
+        var listening = true
+        /// Accepted connections whose channel SwiftNIO has not made yet: the run does not end while there are any.
+        var pending = 0
+        /// Channels made and not closed: the run ends when this is empty, nothing is pending and the acceptor closed.
         var accepted: Set<ObjectIdentifier> = []
-        /// Accepted, neither registered nor closed: closing the server channel now would close these unserved.
-        var unregistered: Set<ObjectIdentifier> = []
         /// Set up and not closed: what a shutdown quiesces and a cancellation closes.
         var ready: [ObjectIdentifier: any Channel] = [:]
         /// Set up, waiting for the run to take them.
         var handOver: [Connection] = []
         /// The run, waiting for a connection or the end.
         var waiter: CheckedContinuation<Connection?, Never>?
-        /// Whether the server channel's close was asked for.
-        var closingServer = false
         /// Whether `next()` returned the end: nobody takes a connection any more.
         var ended = false
 
-        var finished: Bool { server == nil && accepted.isEmpty }
-
-        // Whether the server channel should close now: stopping, and nothing is left that its close would drop.
-        mutating func shouldCloseServer() -> (any Channel)? {
-            guard phase == .stopping, unregistered.isEmpty, !closingServer, let server else { return nil }
-            closingServer = true
-            return server
-        }
+        var finished: Bool { !listening && pending == 0 && accepted.isEmpty }
 
         // The waiting run, to be resumed with the end, if the run has ended.
         mutating func endedWaiter() -> CheckedContinuation<Connection?, Never>? {
@@ -70,20 +60,46 @@ final class ConnectionTracker: Sendable {
     }
 
     private let state = Mutex(State())
+    /// What accepts the connections; set once, before it starts.
+    private let acceptor = Mutex<Acceptor?>(nil)
 
-    /// The handlers to put on the server channel: they see each accepted connection before SwiftNIO sets it up.
-    func serverHandlers(for server: any Channel) -> [any ChannelHandler] {
-        state.withLock { $0.server = server }
-        server.closeFuture.whenComplete { _ in self.serverClosed() }
-        return [AcceptedHandler(tracker: self), AcceptBackoffHandler(shouldForwardIOErrorCaught: false)]
+    /// Accepts with `acceptor` from now on: it must call ``connectionAccepted()`` for each connection before SwiftNIO
+    /// makes its channel, ``connectionSettled()`` once SwiftNIO has registered the channel or failed to, and
+    /// ``listeningClosed()`` once it closed the listening descriptor.
+    func start(_ acceptor: Acceptor) {
+        self.acceptor.withLock { $0 = acceptor }
+        acceptor.start()
     }
 
-    /// Prepares an accepted connection's pipeline before Hummingbird sets it up; call on its event loop, in the child
-    /// channel initializer.
-    func prepare(_ channel: any Channel) throws {
-        // Before anything else: should this fail, no NIOAsyncChannel exists yet that would have to be finished.
+    /// A connection was accepted; its channel is being made.
+    func connectionAccepted() {
+        state.withLock { $0.pending += 1 }
+    }
+
+    /// The accepted connection's channel was made (in the channel initializer, on its event loop, before anything
+    /// else): from now on its close counts.
+    func channelMade(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)
-        try channel.pipeline.syncOperations.addHandler(RegisteredHandler { self.registered(key) }, position: .first)
+        state.withLock { _ = $0.accepted.insert(key) }
+        channel.closeFuture.whenComplete { _ in self.closed(key) }
+    }
+
+    /// SwiftNIO registered the accepted connection's channel, or failed to and closed the connection.
+    func connectionSettled() {
+        let waiter = state.withLock { state in
+            state.pending -= 1
+            return state.endedWaiter()
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The acceptor closed the listening descriptor.
+    func listeningClosed() {
+        let waiter = state.withLock { state in
+            state.listening = false
+            return state.endedWaiter()
+        }
+        waiter?.resume(returning: nil)
     }
 
     /// Puts `connection` in the run's hands once Hummingbird set up its pipeline; call on its event loop, in the child
@@ -119,7 +135,7 @@ final class ConnectionTracker: Sendable {
         }
     }
 
-    /// The next connection to serve, or nil once the server channel closed and every connection has closed.
+    /// The next connection to serve, or nil once the listening descriptor closed and every connection has closed.
     func next() async -> Connection? {
         await withCheckedContinuation { continuation in
             let next: Connection?? = state.withLock { state in
@@ -135,31 +151,25 @@ final class ConnectionTracker: Sendable {
         }
     }
 
-    /// Graceful shutdown: stop accepting, close the server channel once nothing it accepted is left unregistered, and
-    /// ask every connection to finish.
+    /// Graceful shutdown: stop accepting, close the listening descriptor, and ask every connection to finish.
     func stopAccepting() {
-        guard let server = state.withLock({ $0.server }) else { return }
-        server.eventLoop.execute {
-            // No accept after this one; what the kernel queues meanwhile waits for the next server.
-            _ = server.setOption(ChannelOptions.autoRead, value: false)
-            let (ready, close) = self.state.withLock { state -> ([any Channel], (any Channel)?) in
-                guard state.phase == .serving else { return ([], nil) }
-                state.phase = .stopping
-                return (Array(state.ready.values), state.shouldCloseServer())
-            }
-            close?.close(promise: nil)
-            for channel in ready { Self.quiesce(channel) }
+        let ready = state.withLock { state -> [any Channel] in
+            guard state.phase == .serving else { return [] }
+            state.phase = .stopping
+            return Array(state.ready.values)
         }
+        // What the kernel queues from now on waits for the next server.
+        acceptor.withLock { $0 }?.stop()
+        for channel in ready { Self.quiesce(channel) }
     }
 
-    /// Cancellation: close the server channel and every connection now.
+    /// Cancellation: stop accepting and close every connection now.
     func cancel() {
-        let (server, ready) = state.withLock { state -> ((any Channel)?, [any Channel]) in
+        let ready = state.withLock { state -> [any Channel] in
             state.phase = .cancelled
-            state.closingServer = true
-            return (state.server, Array(state.ready.values))
+            return Array(state.ready.values)
         }
-        server?.close(promise: nil)
+        acceptor.withLock { $0 }?.stop()
         for channel in ready { channel.close(promise: nil) }
     }
 
@@ -168,81 +178,12 @@ final class ConnectionTracker: Sendable {
         channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
     }
 
-    // The server channel accepted `channel` (on the server's event loop, before SwiftNIO sets it up).
-    fileprivate func accepted(_ channel: any Channel) {
-        let key = ObjectIdentifier(channel)
-        state.withLock { state in
-            state.accepted.insert(key)
-            state.unregistered.insert(key)
-        }
-        channel.closeFuture.whenComplete { _ in self.closed(key) }
-    }
-
-    // The connection was registered with its event loop: the server channel's close no longer affects it.
-    private func registered(_ key: ObjectIdentifier) {
-        let close = state.withLock { state in
-            state.unregistered.remove(key)
-            return state.shouldCloseServer()
-        }
-        close?.close(promise: nil)
-    }
-
     private func closed(_ key: ObjectIdentifier) {
-        let (close, waiter) = state.withLock { state in
-            state.accepted.remove(key)
-            state.unregistered.remove(key)
-            state.ready.removeValue(forKey: key)
-            return (state.shouldCloseServer(), state.endedWaiter())
-        }
-        close?.close(promise: nil)
-        waiter?.resume(returning: nil)
-    }
-
-    private func serverClosed() {
         let waiter = state.withLock { state in
-            state.server = nil
+            state.accepted.remove(key)
+            state.ready.removeValue(forKey: key)
             return state.endedWaiter()
         }
         waiter?.resume(returning: nil)
     }
 }
-
-/// On the server channel: reports each accepted connection to the tracker and passes it on.
-private final class AcceptedHandler: ChannelInboundHandler {
-    typealias InboundIn = any Channel
-    typealias InboundOut = any Channel
-
-    private let tracker: ConnectionTracker
-
-    init(tracker: ConnectionTracker) {
-        self.tracker = tracker
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        tracker.accepted(unwrapInboundIn(data))
-        context.fireChannelRead(data)
-    }
-}
-
-/// On a connection: says when it is registered with its event loop.
-private final class RegisteredHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-
-    private let onRegistered: () -> Void
-
-    init(_ onRegistered: @escaping () -> Void) {
-        self.onRegistered = onRegistered
-    }
-
-    func channelRegistered(context: ChannelHandlerContext) {
-        onRegistered()
-        context.fireChannelRegistered()
-        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-    }
-}
-
-@available(*, unavailable)
-extension AcceptedHandler: Sendable {}
-
-@available(*, unavailable)
-extension RegisteredHandler: Sendable {}

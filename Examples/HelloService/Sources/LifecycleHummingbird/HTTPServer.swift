@@ -32,17 +32,18 @@ import Synchronization
 /// The server owns `descriptor`: `run()` closes it when it returns, whatever the reason, and a server that never runs
 /// closes it when it is released. Closing it is all the server does to the socket, so the socket keeps listening
 /// through its other descriptors, and connections that arrive while no server runs wait in the kernel's backlog
-/// until the next server (on a new `dup`) accepts them. SwiftNIO calls listen(2) on the descriptor it is given, which
-/// sets the backlog to 128; the server puts the socket's own backlog back right after (for a Unix socket, whose
-/// backlog Linux does not report, `SOMAXCONN`).
+/// until the next server (on a new `dup`) accepts them. Others may accept on the socket at the same time (during an
+/// upgrade the running process and the next one both do): each connection goes to one of them. The server accepts
+/// itself and hands each connection to SwiftNIO as a connected socket, since SwiftNIO's server channel assumes it is
+/// the socket's only accepter (its debug build traps on a wake-up that finds nothing to accept); nothing calls
+/// listen(2) again, so the socket keeps its backlog.
 ///
 /// **Graceful shutdown** (swift-service-lifecycle's, such as `ServiceGroup.triggerGracefulShutdown()`) stops
 /// accepting by closing the server's descriptor, lets every open connection finish, and `run()` returns once all have
-/// closed. (It stops reading from the socket first and closes the descriptor once every connection it accepted has
-/// been set up, so none is dropped half-accepted.) No request is lost to the shutdown: a request in progress
-/// finishes, and its response says
-/// `Connection: close`; a connection with no request in progress is kept for a grace — `firstRequestGrace` when it
-/// never had a request (accepted a moment ago, its request still on the way), `idleGrace` when it is kept alive
+/// closed (a connection accepted before is SwiftNIO's already, so closing the descriptor drops none). No request is
+/// lost to the shutdown: a request in progress finishes, and its response says `Connection: close`; a connection
+/// with no request in progress is kept for a grace — `firstRequestGrace` when it never had a request (accepted a
+/// moment ago, its request still on the way), `idleGrace` when it is kept alive
 /// between requests: a request that arrives within it is answered, with `Connection: close`, and the connection then
 /// closes; one that stays idle is closed when the grace runs out.
 /// (Hummingbird alone closes both at once, under the request its client may be sending.) What is left is a client
@@ -128,9 +129,9 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             return unclaimed
         }
         guard claimed else { throw HTTPServerError(code: .alreadyRun, descriptor: descriptor, reason: "") }
-        let backlog: Int32
+        let localAddress: String
         do {
-            backlog = try ListeningSocket.backlog(of: descriptor)
+            localAddress = try ListeningSocket.checkListening(descriptor)
         } catch {
             ListeningSocket.close(descriptor)
             throw error
@@ -139,27 +140,28 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         let logger = self.logger
         let http1 = HTTP1Channel(responder: channelResponder(), configuration: gatedConfiguration())
         let connections = ConnectionTracker()
-        // From here the server channel owns the descriptor: closing the channel closes it (and only it). SwiftNIO
-        // also closes it if the bootstrap fails past this point; before it, the checks above leave nothing to fail.
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers(connections.serverHandlers(for: channel))
+        // Each accepted connection becomes a SwiftNIO channel of its own: the listening socket never is one (see
+        // Acceptor), so SwiftNIO neither polls it nor calls listen(2) on it, and its backlog stays as it was.
+        let acceptor = Acceptor(descriptor: descriptor) { connection in
+            connections.connectionAccepted()
+            let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { connections.channelMade(channel) }
+                        .flatMap { http1.setup(channel: channel, logger: logger) }
+                        .map { connections.setUp($0) }
                 }
+            bootstrap.withConnectedSocket(connection).whenComplete { result in
+                if case .failure(let error) = result {
+                    logger.debug("an accepted connection could not be set up", metadata: ["error": "\(error)"])
+                }
+                connections.connectionSettled()
             }
-            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try connections.prepare(channel) }
-                    .flatMap { http1.setup(channel: channel, logger: logger) }
-                    .map { connections.setUp($0) }
-            }
-            .withBoundSocket(descriptor)
-            .get()
-        ListeningSocket.restore(backlog: backlog, of: descriptor)
-        logger.info(
-            "serving HTTP/1.1",
-            metadata: ["descriptor": "\(descriptor)", "address": "\(server.localAddress.map { "\($0)" } ?? "unknown")"]
-        )
+        } onClose: {
+            connections.listeningClosed()
+        }
+        connections.start(acceptor)
+        logger.info("serving HTTP/1.1", metadata: ["descriptor": "\(descriptor)", "address": "\(localAddress)"])
 
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {

@@ -40,13 +40,12 @@ public struct HTTPServerError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// The calls on the listening descriptor that SwiftNIO does not make: checking it listens, keeping its backlog.
+/// The calls on the listening descriptor besides accepting: checking it listens, naming where, closing it.
 enum ListeningSocket {
-    /// The backlog `descriptor` listens with, or `SOMAXCONN` where the kernel does not say (a Unix socket).
+    /// Where `descriptor` listens (`127.0.0.1:8080`, `[::1]:8080`, a Unix socket's path), after checking it does.
     ///
-    /// Throws unless `descriptor` is a listening socket: SwiftNIO would register anything, and a descriptor that
-    /// cannot accept would fail every read.
-    static func backlog(of descriptor: Int32) throws(HTTPServerError) -> Int32 {
+    /// Throws unless `descriptor` is a listening socket: a descriptor that cannot accept would fail every accept.
+    static func checkListening(_ descriptor: Int32) throws(HTTPServerError) -> String {
         var accepting: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(descriptor, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &length) == 0 else {
@@ -55,18 +54,38 @@ enum ListeningSocket {
         guard accepting != 0 else {
             throw HTTPServerError(code: .notListening, descriptor: descriptor, reason: "listen(2) was not called on it")
         }
-        // For a listening TCP socket, tcp_info carries the accept queue's limit in tcpi_sacked (and its length in
-        // tcpi_unacked); Linux has no such query for a Unix socket.
-        var info = tcp_info()
-        length = socklen_t(MemoryLayout<tcp_info>.size)
-        guard getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0 else { return SOMAXCONN }
-        return Int32(clamping: info.tcpi_sacked)
+        return localAddress(of: descriptor)
     }
 
-    /// Sets the backlog `descriptor` listens with; a socket that listens already keeps listening, with the new limit.
-    static func restore(backlog: Int32, of descriptor: Int32) {
-        // It cannot fail on a socket that was checked to listen; if it did, the socket listens with SwiftNIO's 128.
-        _ = listen(descriptor, backlog)
+    /// `127.0.0.1:8080`, `[::1]:8080`, a Unix socket's path, or `unknown`.
+    static func localAddress(of descriptor: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard named else { return "unknown" }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }
+            inet_ntop(AF_INET, &address.sin_addr, &text, socklen_t(text.count))
+            return "\(string(text)):\(UInt16(bigEndian: address.sin_port))"
+        case AF_INET6:
+            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }
+            inet_ntop(AF_INET6, &address.sin6_addr, &text, socklen_t(text.count))
+            return "[\(string(text))]:\(UInt16(bigEndian: address.sin6_port))"
+        case AF_UNIX:
+            var address = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_un.self) }
+            return withUnsafeBytes(of: &address.sun_path) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        default:
+            return "unknown"
+        }
+    }
+
+    // The text of a NUL-terminated buffer.
+    private static func string(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Closes `descriptor`: a run that cannot start still owns it.

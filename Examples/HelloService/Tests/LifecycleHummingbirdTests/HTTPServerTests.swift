@@ -127,6 +127,35 @@ struct HTTPServerTests {
         }
     }
 
+    // An upgrade's two processes both accept on the socket until the old one has stopped: each server is woken for
+    // every connection, and one of them finds nothing to accept. (SwiftNIO's server channel asserts, in a debug build,
+    // that a wake-up always has a connection to accept: this test trapped there.)
+    @Test func twoServersOnTheSameSocketAnswerEveryConnectionBetweenThem() async throws {
+        let listener = LoopbackListener(backlog: 256)
+        let port = listener.port
+        let first = Serving(testRouter(), on: listener.dup())
+        let second = Serving(testRouter(), on: listener.dup())
+        // Most wake-ups find the connection still there; a few hundred rounds meet the one that does not.
+        for round in 0..<200 {
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<32 {
+                    group.addTask {
+                        try await RawHTTPConnection.connect(to: port) { connection in
+                            try await connection.get("/")
+                            return try await connection.response().status
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 32), "round \(round)")
+        }
+        await first.shutDownGracefully()
+        await second.shutDownGracefully()
+        try await first.finished()
+        try await second.finished()
+    }
+
     @Test func aConnectionStillBeingSetUpWhenTheShutdownBeginsIsServedNotDropped() async throws {
         let listener = LoopbackListener()
         // Each connection's set-up takes 50 ms on its event loop, so the shutdown begins while it is being set up. That
