@@ -146,16 +146,8 @@ static void become_program(
     _exit(127);
 }
 
-int clifecycle_spawn_kept(
-    const char *path,
-    char *const argv[],
-    char *const envp[],
-    const char *const pid_names[],
-    int pid_name_count,
-    const int fds[],
-    int fd_count,
-    clifecycle_kept *kept
-) {
+int clifecycle_spawn_kept(const char *path, char *const argv[], char *const envp[], const char *const pid_names[],
+                          int pid_name_count, const int fds[], int fd_count, clifecycle_kept *kept) {
     int envp_count = 0;
     while (envp[envp_count] != NULL) envp_count++;
 

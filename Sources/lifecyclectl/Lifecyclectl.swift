@@ -218,38 +218,29 @@ struct Trace: ParsableCommand {
 protocol RequestCommandKind {
     /// The request the command makes.
     static var request: LifecycleRequest { get }
-    static var abstract: String { get }
 }
 
-enum Background: RequestCommandKind {
-    static let request = LifecycleRequest.enterBackground
-    static let abstract = "Enter the background (what SIGUSR1 asks for), and print the events it caused."
+extension RequestCommandKind {
+    /// The command's line in `--help`.
+    static var abstract: String {
+        switch request {
+        case .enterBackground: "Enter the background (what SIGUSR1 asks for), and print the events it caused."
+        case .becomeActive: "Return to the foreground, active (what SIGUSR2 asks for), and print the events it caused."
+        case .resignActive:
+            "Become inactive, an interruption (what SIGRTMIN+3 asks for), and print the events it caused."
+        case .reload: "Reload the configuration (what SIGHUP asks for), and print the events it caused."
+        case .memoryWarning: "Deliver a memory warning (what SIGRTMIN+2 asks for), and print the events it caused."
+        case .terminate: "Terminate (what SIGTERM asks for): the daemon exits once its background tasks end."
+        }
+    }
 }
 
-enum Foreground: RequestCommandKind {
-    static let request = LifecycleRequest.becomeActive
-    static let abstract = "Return to the foreground, active (what SIGUSR2 asks for), and print the events it caused."
-}
-
-enum Inactive: RequestCommandKind {
-    static let request = LifecycleRequest.resignActive
-    static let abstract = "Become inactive, an interruption (what SIGRTMIN+3 asks for), and print the events it caused."
-}
-
-enum Reload: RequestCommandKind {
-    static let request = LifecycleRequest.reload
-    static let abstract = "Reload the configuration (what SIGHUP asks for), and print the events it caused."
-}
-
-enum MemoryWarning: RequestCommandKind {
-    static let request = LifecycleRequest.memoryWarning
-    static let abstract = "Deliver a memory warning (what SIGRTMIN+2 asks for), and print the events it caused."
-}
-
-enum Terminate: RequestCommandKind {
-    static let request = LifecycleRequest.terminate
-    static let abstract = "Terminate (what SIGTERM asks for): the daemon exits once its background tasks end."
-}
+enum Background: RequestCommandKind { static let request = LifecycleRequest.enterBackground }
+enum Foreground: RequestCommandKind { static let request = LifecycleRequest.becomeActive }
+enum Inactive: RequestCommandKind { static let request = LifecycleRequest.resignActive }
+enum Reload: RequestCommandKind { static let request = LifecycleRequest.reload }
+enum MemoryWarning: RequestCommandKind { static let request = LifecycleRequest.memoryWarning }
+enum Terminate: RequestCommandKind { static let request = LifecycleRequest.terminate }
 
 /// A request command: submits the request with the cause `control`, waits for its transition, prints its events.
 struct RequestCommand<Kind: RequestCommandKind>: ParsableCommand {

@@ -56,11 +56,33 @@ public struct ConfigurationKey<Root>: Sendable {
         _ keyPath: any WritableKeyPath<Root, Duration> & Sendable,
         unit: Duration = .seconds(1)
     ) -> Self {
+        durationKey(name, unit: unit, positive: false) { root, duration in root[keyPath: keyPath] = duration }
+    }
+
+    /// A positive number of seconds, at most 292 years, for a setting that is unset until a file sets it:
+    /// `StopTimeoutSec=90`.
+    package static func positiveSeconds(
+        _ name: String,
+        _ keyPath: any WritableKeyPath<Root, Duration?> & Sendable
+    ) -> Self {
+        durationKey(name, unit: .seconds(1), positive: true) { root, duration in root[keyPath: keyPath] = duration }
+    }
+
+    private static func durationKey(
+        _ name: String,
+        unit: Duration,
+        positive: Bool,
+        store: @escaping @Sendable (inout Root, Duration) -> Void
+    ) -> Self {
         Self(name) { root, value throws(ConfigurationValueError) in
-            guard let duration = ConfigurationParsing.duration(value, unit: unit) else {
-                throw ConfigurationValueError("\(name)=\(value) is not a non-negative number (at most 292 years)")
+            guard let duration = ConfigurationParsing.duration(value, unit: unit), !positive || duration > .zero else {
+                throw ConfigurationValueError(
+                    positive
+                        ? "\(name)=\(value) is not a positive number of seconds (at most 292 years)"
+                        : "\(name)=\(value) is not a non-negative number (at most 292 years)"
+                )
             }
-            root[keyPath: keyPath] = duration
+            store(&root, duration)
         }
     }
 

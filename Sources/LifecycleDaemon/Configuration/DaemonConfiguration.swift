@@ -86,12 +86,7 @@ import LifecycleSystemd
             "Stall",
             [
                 .boolean("Watch", \.watchStalls),
-                ConfigurationKey("WarningSec") { configuration, value throws(ConfigurationValueError) in
-                    guard let duration = ConfigurationParsing.duration(value, unit: .seconds(1)), duration > .zero else {
-                        throw ConfigurationValueError("WarningSec=\(value) is not a positive number of seconds (at most 292 years)")
-                    }
-                    configuration.stallWarning = duration
-                },
+                .positiveSeconds("WarningSec", \.stallWarning),
             ]
         ),
         ("Control", ControlSettings.keys),
@@ -99,12 +94,7 @@ import LifecycleSystemd
             "Termination",
             [
                 .duration("LameDuckSec", \.lameDuck),
-                ConfigurationKey("StopTimeoutSec") { configuration, value throws(ConfigurationValueError) in
-                    guard let duration = ConfigurationParsing.duration(value, unit: .seconds(1)), duration > .zero else {
-                        throw ConfigurationValueError("StopTimeoutSec=\(value) is not a positive number of seconds (at most 292 years)")
-                    }
-                    configuration.stopTimeout = duration
-                },
+                .positiveSeconds("StopTimeoutSec", \.stopTimeout),
             ]
         ),
     ]

@@ -51,11 +51,7 @@ package final class ListenerTable {
 
         /// Describes a listener.
         package init(
-            name: String,
-            descriptor: Int32,
-            address: String,
-            origin: ListenerOrigin,
-            handedOverBy: Int32? = nil
+            name: String, descriptor: Int32, address: String, origin: ListenerOrigin, handedOverBy: Int32? = nil
         ) {
             self.name = name
             self.descriptor = descriptor

@@ -24,23 +24,6 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
     /// The callback's argument where it matters, such as `nil` for `willMove(toWindow:)` on removal.
     public var detail: String?
 
-    /// Creates an event.
-    package init(
-        event: String,
-        target: String,
-        state: ApplicationState,
-        sequence: Int,
-        cause: Cause,
-        detail: String? = nil
-    ) {
-        self.event = event
-        self.target = target
-        self.state = state
-        self.sequence = sequence
-        self.cause = cause
-        self.detail = detail
-    }
-
     public var description: String {
         var line = "#\(sequence) \(target) \(event)"
         if let detail { line += "(\(detail))" }
