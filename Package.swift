@@ -169,6 +169,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "LifecyclePrimitivesTests",
+            dependencies: ["LifecyclePrimitives", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "LifecycleKitTests",
             dependencies: [
                 "LifecycleKit",

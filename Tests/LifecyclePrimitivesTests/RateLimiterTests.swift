@@ -9,8 +9,6 @@
 import LifecyclePrimitives
 import Testing
 
-@testable import LifecycleKit
-
 @Suite struct RateLimiterTests {
     @Test func theFirstEventPassesAndTheNextOnlyAfterTheInterval() {
         var limiter = RateLimiter(minimumInterval: .seconds(10))
