@@ -27,7 +27,8 @@ let package = Package(
         .library(name: "LifecycleServices", targets: ["LifecycleServices"]),
         .library(name: "LifecycleKitTesting", targets: ["LifecycleKitTesting"]),
         // Not an API: the lower modules, published only because SwiftPM lets another package (Fuzzing/, Benchmarks/)
-        // import a module through a product alone. What those packages reach is `@_spi(Internal)`, unstable (README).
+        // import a module through a product alone. What those packages reach is plain `public` here, unstable (README);
+        // in LifecycleKit and LifecycleDaemon it is `@_spi(Internal)`.
         .library(name: "LifecycleInternals", targets: ["LifecyclePrimitives", "LifecycleIPC", "LifecycleSystemd"]),
         .executable(name: "lifecycled", targets: ["lifecycled"]),
         .executable(name: "lifecyclectl", targets: ["lifecyclectl"]),
@@ -42,7 +43,7 @@ let package = Package(
     targets: [
         // The bottom: what the core, the wire and the systemd layer share and none of them owns: duration units, the
         // trace record, a rate limiter, system-call errors, the event-loop protocol, the lock and the clocks of the
-        // daemon's threads. Depends on nothing of ours but its C headers; no product names it.
+        // daemon's threads. Depends on nothing of ours but its C headers; no adopter's product names it.
         .target(
             name: "LifecyclePrimitives",
             dependencies: [
@@ -121,6 +122,7 @@ let package = Package(
             name: "LifecycleServices",
             dependencies: [
                 "LifecycleKit",
+                "LifecyclePrimitives",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -15,14 +15,19 @@ import LifecyclePrimitives
 /// ``JSONParser/maximumDepth`` (no stack exhaustion), rejects anything RFC 8259 does not allow, and reports where and
 /// why it stopped.
 public enum JSONValue: Hashable, Sendable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// A number written without a fraction or exponent that fits 64 bits.
     case integer(Int64)
     /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object, its members in their order.
     case object(JSONObject)
 
     /// The value as a Swift type, for diagnostics and for the kind a parameter has.
@@ -260,13 +265,16 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral, Se
     /// The members, in the order given (and written).
     public private(set) var members: [(key: String, value: JSONValue)]
 
+    /// An empty object.
     public init() { members = [] }
 
+    /// An object of these members, in this order.
     public init(_ members: [(String, JSONValue)]) {
         self.members = []
         for (key, value) in members { self[key] = value }
     }
 
+    /// An object written as a literal, its members in their order.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements)
     }

@@ -26,6 +26,7 @@ public struct PeerCredentials: Hashable, Sendable, CustomStringConvertible {
     /// The peer's supplementary groups (empty when the kernel could not tell).
     public var groups: [gid_t]
 
+    /// Credentials as given (tests; a peer's come from `SO_PEERCRED`).
     public init(pid: pid_t, uid: uid_t, gid: gid_t, groups: [gid_t] = []) {
         self.pid = pid
         self.uid = uid

@@ -272,6 +272,7 @@ public struct VarlinkProtocolError: Error, Hashable, Sendable, CustomStringConve
     /// What was wrong.
     public var reason: String
 
+    /// An error that says what was wrong with the message.
     public init(reason: String) {
         self.reason = reason
     }
@@ -357,21 +358,30 @@ public enum VarlinkFramingError: Error, Hashable, Sendable, CustomStringConverti
 public struct VarlinkMethodDeclaration: Hashable, Sendable {
     /// What a parameter may hold.
     public enum ParameterType: String, Hashable, Sendable {
+        /// A string.
         case string
+        /// A whole number.
         case int
+        /// A number.
         case float
+        /// A boolean.
         case bool
+        /// An object.
         case object
+        /// An array.
         case array
     }
 
     /// One input parameter.
     public struct Parameter: Hashable, Sendable {
+        /// The parameter's name in a call's `parameters`.
         public var name: String
+        /// The JSON type its value must have.
         public var type: ParameterType
         /// Whether it may be left out (or null).
         public var isOptional: Bool
 
+        /// A parameter of this name and type; `optional` when a call may leave it out.
         public init(_ name: String, _ type: ParameterType, optional: Bool = false) {
             self.name = name
             self.type = type
@@ -387,6 +397,7 @@ public struct VarlinkMethodDeclaration: Hashable, Sendable {
     /// `org.varlink.service.ExpectedMore`.
     public var requiresMore: Bool
 
+    /// A method with these parameters; `requiresMore` when a call must ask for `more`.
     public init(_ name: String, parameters: [Parameter] = [], requiresMore: Bool = false) {
         self.name = name
         self.parameters = parameters

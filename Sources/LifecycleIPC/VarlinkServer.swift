@@ -33,11 +33,16 @@ import Glibc
 public final class VarlinkServer {
     /// What the service says about itself in `org.varlink.service.GetInfo`.
     public struct Info: Hashable, Sendable {
+        /// The `vendor` of `GetInfo`.
         public var vendor: String
+        /// The `product` of `GetInfo`.
         public var product: String
+        /// The `version` of `GetInfo`.
         public var version: String
+        /// The `url` of `GetInfo`.
         public var url: String
 
+        /// What `GetInfo` answers.
         public init(vendor: String, product: String, version: String, url: String) {
             self.vendor = vendor
             self.product = product
@@ -84,6 +89,7 @@ public final class VarlinkServer {
         /// ENFILE, ENOBUFS, ENOMEM): the connection stays in the backlog, and retrying at once would spin.
         public var acceptRetryDelay = Duration.milliseconds(250)
 
+        /// The default limits.
         public init() {}
     }
 
@@ -117,14 +123,18 @@ public final class VarlinkServer {
         /// The most reply bytes left unread at once, over all connections.
         public var peakPendingOutput = 0
 
+        /// All counts at zero.
         public init() {}
     }
 
     /// A method: its declaration and the handler its valid calls go to.
     public struct Method {
+        /// The method as the interface declares it, checked against each call.
         public var declaration: VarlinkMethodDeclaration
+        /// Answers a call, at once or later, through the request.
         public var handler: (VarlinkRequest) -> Void
 
+        /// A method and what answers it.
         public init(_ declaration: VarlinkMethodDeclaration, handler: @escaping (VarlinkRequest) -> Void) {
             self.declaration = declaration
             self.handler = handler
@@ -133,10 +143,13 @@ public final class VarlinkServer {
 
     /// An interface: its name, its definition (the text `GetInterfaceDescription` returns) and its methods.
     public struct Interface {
+        /// The interface's qualified name: `io.lifecyclekit.Lifecycle`.
         public var name: String
         public var description: String
+        /// The interface's methods.
         public var methods: [Method]
 
+        /// An interface of this name, definition text and methods.
         public init(name: String, description: String, methods: [Method]) {
             self.name = name
             self.description = description

@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// Public, in a module no product names: inlined into the modules that read a clock on a hot path (see ConditionLock).
+// Public, in a module only LifecycleInternals (no adopter's product) names: inlined into the modules that read a
+// clock on a hot path (see ConditionLock).
 public import CLifecyclePrimitives
 
 /// `CLOCK_MONOTONIC` in nanoseconds, as the daemon's threads measure time (no wall-clock change stretches it).

@@ -6,8 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// Public, in a module no product names: the inlinable lock and clocks below are inlined into the modules that take
-// them on a hot path (a package declaration's inlinable body is not, in Swift 6.3), so they call glibc from there.
+// Public, in a module only LifecycleInternals (no adopter's product) names: the inlinable lock below is inlined into
+// the modules that take it on a hot path (a package declaration's inlinable body is not, in Swift 6.3), so it calls
+// glibc from there.
 public import CLifecyclePrimitives
 
 /// A value behind a lock, and a condition to wait on for it: the one primitive of the threads the daemon adds (the

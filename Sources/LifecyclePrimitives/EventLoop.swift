@@ -12,7 +12,7 @@ import CLifecyclePrimitives
 import Glibc
 #endif
 
-/// What a ``VarlinkServer`` needs of the event loop it runs on: io sources and one-shot timers, each of which it can
+/// What a `VarlinkServer` needs of the event loop it runs on: io sources and one-shot timers, each of which it can
 /// prioritise and cancel. The daemon's sd-event loop (`MainLoop`) is one; the server never calls into a loop from
 /// another thread.
 public protocol EventLoop: AnyObject {

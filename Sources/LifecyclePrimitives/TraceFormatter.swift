@@ -11,6 +11,7 @@ public struct TerminalStyle: Hashable, Sendable {
     /// Whether escape sequences are written at all.
     public var colour: Bool
 
+    /// Styles on or off.
     public init(colour: Bool) {
         self.colour = colour
     }
@@ -24,13 +25,21 @@ public struct TerminalStyle: Hashable, Sendable {
 
     /// SGR codes.
     public enum Code: String, Sendable {
+        /// Bold.
         case bold = "1"
+        /// Dim.
         case dim = "2"
+        /// Red.
         case red = "31"
+        /// Green.
         case green = "32"
+        /// Yellow.
         case yellow = "33"
+        /// Blue.
         case blue = "34"
+        /// Magenta.
         case magenta = "35"
+        /// Cyan.
         case cyan = "36"
     }
 
@@ -100,6 +109,7 @@ public struct TraceFormatter: Sendable {
     /// The width of the cause column; a longer cause pushes its line's target along.
     static let causeWidth = 16
 
+    /// A formatter that folds repeats of one event within `foldInterval`.
     public init(style: TerminalStyle, foldInterval: Duration = .seconds(60)) {
         self.style = style
         self.foldInterval = foldInterval

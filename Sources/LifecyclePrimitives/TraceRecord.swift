@@ -22,6 +22,7 @@ public struct TraceRecord: Hashable, Sendable {
     /// `LIFECYCLE_DETAIL`, when the callback's argument matters.
     public var detail: String?
 
+    /// A record of these fields.
     public init(sequence: Int, event: String, target: String, state: String, cause: String, detail: String? = nil) {
         self.sequence = sequence
         self.event = event

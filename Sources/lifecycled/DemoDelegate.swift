@@ -10,7 +10,6 @@ import ArgumentParser
 import Dispatch
 import LifecycleDaemon
 import LifecycleKit
-import LifecyclePrimitives
 import Logging
 
 /// lifecycled, the demo daemon: its delegate builds a tree whose controllers use every callback for something
@@ -120,12 +119,20 @@ final class DemoDelegate: ApplicationMain {
             application.endBackgroundTask(task)
         }
         logger.info("\(label) started: \(duration)")
-        DispatchQueue.main.asyncAfter(deadline: .now() + .nanoseconds(Int(duration.wholeNanoseconds))) {
+        DispatchQueue.main.asyncAfter(deadline: .now() + DispatchTimeInterval(duration)) {
             MainActor.assumeIsolated {
                 guard application.backgroundTasks.contains(where: { $0.identifier == task }) else { return }
                 logger.info("\(label) finished")
                 application.endBackgroundTask(task)
             }
         }
+    }
+}
+
+extension DispatchTimeInterval {
+    /// A duration as Dispatch counts it: whole nanoseconds, truncated.
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 }

@@ -8,7 +8,6 @@
 
 import Dispatch
 import LifecycleKit
-import LifecyclePrimitives
 import Logging
 
 /// Does a job per tick while the application is in the foreground; pauses in the background.
@@ -91,7 +90,7 @@ final class WorkerController: ViewController {
         guard interval > .zero else { return }
         if timer == nil {
             let source = DispatchSource.makeTimerSource(queue: .main)
-            let nanoseconds = DispatchTimeInterval.nanoseconds(Int(interval.wholeNanoseconds))
+            let nanoseconds = DispatchTimeInterval(interval)
             source.schedule(deadline: .now() + nanoseconds, repeating: nanoseconds)
             source.setEventHandler { [weak self] in
                 MainActor.assumeIsolated { self?.doJob() }

@@ -7,7 +7,6 @@
 //
 
 @_spi(Internal) @testable import LifecycleDaemon
-import LifecycleIPC
 @_spi(Internal) import LifecycleKit
 import LifecyclePrimitives
 import LifecycleSystemd

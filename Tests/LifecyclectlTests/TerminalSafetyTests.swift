@@ -7,7 +7,6 @@
 //
 
 import LifecycleIPC
-import LifecycleKit
 import LifecyclePrimitives
 import Testing
 

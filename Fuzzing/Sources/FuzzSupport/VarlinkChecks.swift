@@ -7,11 +7,11 @@
 //
 
 @_spi(Internal) import LifecycleDaemon
-import LifecycleSystemd
-import Logging
 import LifecycleIPC
 @_spi(Internal) import LifecycleKit
 import LifecyclePrimitives
+import LifecycleSystemd
+import Logging
 
 #if canImport(Glibc)
     import Glibc

@@ -12,8 +12,8 @@
 // that serves the control interfaces' real declarations: its replies must be the model's, message by message, and the
 // connection must end as docs/control.md says (answered, or closed for a malformed or oversized message).
 import FuzzSupport
-import LifecycleSystemd
 import LifecycleIPC
+import LifecycleSystemd
 
 /// Made at the first input, on the main thread (the loop's), and used by that thread only.
 nonisolated(unsafe) private var exchange: VarlinkExchange?

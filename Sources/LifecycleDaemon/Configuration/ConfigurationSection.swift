@@ -6,7 +6,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
 
 /// A value a configuration key does not accept; the reader adds the file and line.
 public struct ConfigurationValueError: Error, Sendable, Hashable {

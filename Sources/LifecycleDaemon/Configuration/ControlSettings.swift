@@ -7,7 +7,6 @@
 //
 
 import LifecycleIPC
-import LifecycleKit
 import LifecyclePrimitives
 import LifecycleSystemd
 
@@ -28,13 +27,13 @@ public import Glibc
     /// Whether the control socket is served (`Enable=`, default yes).
     @_spi(Internal) public var isEnabled = true
     /// Where it listens (`Socket=`); nil: the standard place (see ``ControlSocketLocation``).
-    @_spi(Internal) public var socketPath: String?
+    package var socketPath: String?
     /// A group whose members may use it besides the service's own user and root (`Group=`).
     @_spi(Internal) public var group: Group?
     /// How many of the delegate's recent trace events (the application's transitions) the daemon keeps for
     /// `lifecyclectl trace` (`TraceBacklog=`, 0 to 10,000); 0 keeps none, and then the trace is only watched while
     /// someone follows it or waits for a request.
-    @_spi(Internal) public var traceBacklog = 256
+    package var traceBacklog = 256
 
     @_spi(Internal) public init() {}
 

@@ -6,7 +6,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
 
 /// The configuration of state restoration and storyboards: `[Launch] Storyboard=`, `[State]`, and the debug switch
 /// that slows the state's write down.

@@ -23,10 +23,10 @@ import Logging
 
 
     /// The most events a `Request` reply lists; the rest are counted in `eventsOmitted`.
-    @_spi(Internal) public static let maximumEventsPerReply = 10_000
+    package static let maximumEventsPerReply = 10_000
 
     /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
-    @_spi(Internal) public static let defaultBacklog = 50
+    package static let defaultBacklog = 50
 
     /// The most nodes a `GetTree` reply lists; a larger tree is refused with `TreeTooLarge` before it is walked.
     static let maximumTreeNodes = 20_000

@@ -6,7 +6,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleIPC
 @_spi(Internal) public import LifecycleKit
 public import LifecyclePrimitives
 import LifecycleSystemd

@@ -6,7 +6,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleIPC
 @_spi(Internal) import LifecycleKit
 import LifecyclePrimitives
 import LifecycleSystemd

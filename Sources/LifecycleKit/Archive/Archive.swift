@@ -215,7 +215,7 @@ public struct Archive: Sendable, Hashable {
         }
 
         /// Every node of the subtree, pre-order (itself, its children, what it presents).
-        @_spi(Internal) public func preOrder() -> [Node] {
+        package func preOrder() -> [Node] {
             var list: [Node] = []
             appendPreOrder(to: &list)
             return list
@@ -267,7 +267,7 @@ public struct Archive: Sendable, Hashable {
     /// `requiringEveryProperty` (storyboards), a property that no `init(coder:)` read is an error naming what the
     /// class does read.
     @MainActor
-    @_spi(Internal) public func decodeTree(
+    package func decodeTree(
         using registry: ArchiveClassRegistry,
         for application: Application? = nil,
         requiringEveryProperty: Bool = false
@@ -473,22 +473,22 @@ public struct ArchiveClassRegistry: Sendable {
     }
 
     /// The class registered under `name`.
-    @_spi(Internal) public func type(named name: String) -> ViewController.Type? { types[name] }
+    package func type(named name: String) -> ViewController.Type? { types[name] }
 
     /// The name `type` is registered under; nil when it is not.
-    @_spi(Internal) public func name(of type: ViewController.Type) -> String? { namesByType[ObjectIdentifier(type)] }
+    package func name(of type: ViewController.Type) -> String? { namesByType[ObjectIdentifier(type)] }
 
     /// The view factory registered under `name`.
-    @_spi(Internal) public func viewFactory(named name: String) -> ViewFactory? { viewFactories[name] }
+    package func viewFactory(named name: String) -> ViewFactory? { viewFactories[name] }
 
     /// Every registered controller class name, sorted.
-    @_spi(Internal) public var names: [String] { types.keys.sorted() }
+    package var names: [String] { types.keys.sorted() }
 
     /// Every registered view class name, sorted.
-    @_spi(Internal) public var viewNames: [String] { viewFactories.keys.sorted() }
+    package var viewNames: [String] { viewFactories.keys.sorted() }
 
     /// This registry with every class of `other` added (`other` wins for a name both have).
-    @_spi(Internal) public func merging(_ other: ArchiveClassRegistry) -> ArchiveClassRegistry {
+    package func merging(_ other: ArchiveClassRegistry) -> ArchiveClassRegistry {
         var merged = self
         for (name, type) in other.types { merged.register(type, as: name) }
         for (name, factory) in other.viewFactories { merged.viewFactories[name] = factory }

@@ -49,6 +49,7 @@ public final class JournalWriter: Sendable {
         /// Bytes of waiting entries at most (their fields' sizes).
         public var bytes: Int
 
+        /// Limits of this many entries and bytes.
         public init(entries: Int, bytes: Int) {
             self.entries = entries
             self.bytes = bytes

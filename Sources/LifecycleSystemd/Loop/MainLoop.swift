@@ -6,9 +6,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+// Public: `SignalInfo`'s pid_t and uid_t resolve through CSystemd's headers, as glibc's types do for a module that
+// imports them.
 public import CSystemd
-import LifecycleIPC
-import LifecycleKit
 public import LifecyclePrimitives
 
 #if canImport(Glibc)

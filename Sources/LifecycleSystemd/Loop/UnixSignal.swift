@@ -7,7 +7,6 @@
 //
 
 import CSystemd
-import LifecycleIPC
 import LifecyclePrimitives
 
 #if canImport(Glibc)

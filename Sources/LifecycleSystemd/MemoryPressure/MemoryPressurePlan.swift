@@ -7,7 +7,6 @@
 //
 
 import FoundationEssentials
-import LifecycleKit
 import LifecyclePrimitives
 
 /// A PSI trigger: report when tasks stalled on memory for at least `threshold` within any `window`.

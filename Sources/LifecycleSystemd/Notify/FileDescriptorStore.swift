@@ -7,7 +7,6 @@
 //
 
 import CSystemd
-import LifecycleIPC
 public import LifecyclePrimitives
 public import SystemPackage
 

@@ -7,7 +7,6 @@
 //
 
 import CSystemd
-import LifecycleIPC
 public import LifecyclePrimitives
 
 /// Sends sd_notify(3) messages to the service manager, or does nothing when not started by one.

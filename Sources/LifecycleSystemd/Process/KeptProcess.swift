@@ -7,7 +7,6 @@
 //
 
 import CLifecycleProcess
-import LifecycleIPC
 package import LifecyclePrimitives
 import SystemPackage
 
