@@ -99,20 +99,25 @@ struct HTTPServerTests {
         #expect(response.body == "hello")
     }
 
+    /// Starts `count` connections to `port` in `group`, each asking for `/`; each task returns its response's status.
+    static func getRoot(_ count: Int, port: Int, in group: inout ThrowingTaskGroup<Int, any Error>) {
+        for _ in 0..<count {
+            group.addTask {
+                try await RawHTTPConnection.connect(to: port) { connection in
+                    try await connection.get("/")
+                    return try await connection.response().status
+                }
+            }
+        }
+    }
+
     @Test func connectionsArrivingDuringTheShutdownAreAnsweredByThisServerOrTheNext() async throws {
         let listener = LoopbackListener(backlog: 256)
         let port = listener.port
         for round in 0..<5 {
             let first = Serving(testRouter(), on: listener.dup())
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<32 {
-                    group.addTask {
-                        try await RawHTTPConnection.connect(to: port) { connection in
-                            try await connection.get("/")
-                            return try await connection.response().status
-                        }
-                    }
-                }
+                Self.getRoot(32, port: port, in: &group)
                 // Some connections are being accepted, some set up, some queued by the kernel when this begins.
                 try await Task.sleep(for: .milliseconds(round))
                 await first.shutDownGracefully()
@@ -138,14 +143,7 @@ struct HTTPServerTests {
         // Most wake-ups find the connection still there; a few hundred rounds meet the one that does not.
         for round in 0..<200 {
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<32 {
-                    group.addTask {
-                        try await RawHTTPConnection.connect(to: port) { connection in
-                            try await connection.get("/")
-                            return try await connection.response().status
-                        }
-                    }
-                }
+                Self.getRoot(32, port: port, in: &group)
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
             #expect(statuses == Array(repeating: 200, count: 32), "round \(round)")
