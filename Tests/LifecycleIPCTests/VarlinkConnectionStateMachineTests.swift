@@ -36,6 +36,14 @@ extension VarlinkConnection.StateMachine {
         #expect(nextCall() == .readMessage)
         messageReceived()
     }
+
+    /// A dispatch that takes one message and starts `call`, which its handler keeps: the dispatch stops at it.
+    fileprivate mutating func startKeptCall(_ call: Request) {
+        #expect(startDispatch() == true)
+        receive()
+        callStarted(call)
+        #expect(nextCall() == .stop)
+    }
 }
 
 @Suite struct VarlinkConnectionStateMachineTests {
@@ -83,10 +91,7 @@ extension VarlinkConnection.StateMachine {
         var machine = Machine(limits: limits)
         _ = machine.accepted(now: t0)
         let call = Call()
-        #expect(machine.startDispatch() == true)
-        machine.receive()
-        machine.callStarted(call)
-        #expect(machine.nextCall() == .stop)
+        machine.startKeptCall(call)
         #expect(machine.endDispatch(pendingInput: 10, now: t0) == .none)
         #expect("\(machine)" == "open, a call in progress")
         // No idle deadline while a call is in progress (a stream of `more` replies may last for ever).
@@ -138,10 +143,7 @@ extension VarlinkConnection.StateMachine {
     @Test func aStreamsLaterRepliesCountAgainstNoDispatch() {
         var machine = Machine(limits: limits)
         let stream = Call()
-        #expect(machine.startDispatch() == true)
-        machine.receive()
-        machine.callStarted(stream)
-        #expect(machine.nextCall() == .stop)
+        machine.startKeptCall(stream)
         _ = machine.endDispatch(pendingInput: 0, now: t0)
         // Replies of the stream from other work, between dispatches.
         machine.charge(1000)
@@ -177,10 +179,7 @@ extension VarlinkConnection.StateMachine {
     @Test func aBudgetUsedUpWhileAContinuationIsScheduledSchedulesNoSecondOne() {
         var machine = Machine(limits: limits)
         let call = Call()
-        #expect(machine.startDispatch() == true)
-        machine.receive()
-        machine.callStarted(call)
-        #expect(machine.nextCall() == .stop)
+        machine.startKeptCall(call)
         _ = machine.endDispatch(pendingInput: 0, now: t0)
         #expect(machine.callFinished(call) == .scheduleContinuation)
         // New input runs a dispatch before the continuation does.
@@ -200,10 +199,7 @@ extension VarlinkConnection.StateMachine {
         let call = Call()
         machine.inputDidEnd()
         #expect(machine.inputEnded && !machine.readsInput(pendingInput: 0))
-        #expect(machine.startDispatch() == true)
-        machine.receive()
-        machine.callStarted(call)
-        #expect(machine.nextCall() == .stop)
+        machine.startKeptCall(call)
         // The call in progress is still answered.
         #expect(machine.endDispatch(pendingInput: 0, now: t0) == .none)
         #expect(machine.peerEvents(error: false, hangup: true, pendingInput: 0) == .close)
@@ -238,26 +234,17 @@ extension VarlinkConnection.StateMachine {
     @Test func moreThanAMessagesWorthBehindACallInProgressClosesTheConnection() {
         var machine = Machine(limits: limits)
         let call = Call()
-        #expect(machine.startDispatch() == true)
-        machine.receive()
-        machine.callStarted(call)
-        #expect(machine.nextCall() == .stop)
+        machine.startKeptCall(call)
         #expect(machine.endDispatch(pendingInput: 65, now: t0) == .closeOversized)
         var atTheLimit = Machine(limits: limits)
-        #expect(atTheLimit.startDispatch() == true)
-        atTheLimit.receive()
-        atTheLimit.callStarted(call)
-        #expect(atTheLimit.nextCall() == .stop)
+        atTheLimit.startKeptCall(call)
         #expect(atTheLimit.endDispatch(pendingInput: 64, now: t0) == .none)
     }
 
     @Test func closingHandsTheCallInProgressItsDisconnectionOnceAndThenNothingHappens() {
         var machine = Machine(limits: limits)
         let call = Call()
-        #expect(machine.startDispatch() == true)
-        machine.receive()
-        machine.callStarted(call)
-        #expect(machine.nextCall() == .stop)
+        machine.startKeptCall(call)
         _ = machine.endDispatch(pendingInput: 0, now: t0)
         guard case .close(let disconnecting) = machine.close() else {
             Issue.record("an open connection did not close")
@@ -304,7 +291,7 @@ extension VarlinkConnection.StateMachine {
         /// The state's machine, and the request in progress in it.
         fileprivate var machineAndCall: (VarlinkConnection.StateMachine<Call>, Call) {
             var machine = Machine(limits: limits)
-            let call = Call()
+            var call = Call()
             switch self {
             case .fresh: break
             case .idle: _ = machine.accepted(now: t0)
@@ -316,19 +303,11 @@ extension VarlinkConnection.StateMachine {
                 machine.receive()
                 machine.callStarted(call)
             case .inCall:
-                (machine, _) = Reached.idle.machineAndCall
-                _ = machine.startDispatch()
-                machine.receive()
-                machine.callStarted(call)
+                (machine, call) = Reached.handling.machineAndCall
                 _ = machine.nextCall()
                 _ = machine.endDispatch(pendingInput: 0, now: t0)
             case .continuationScheduled:
-                (machine, _) = Reached.idle.machineAndCall
-                _ = machine.startDispatch()
-                machine.receive()
-                machine.callStarted(call)
-                _ = machine.nextCall()
-                _ = machine.endDispatch(pendingInput: 0, now: t0)
+                (machine, call) = Reached.inCall.machineAndCall
                 _ = machine.callFinished(call)
             case .overBudget:
                 (machine, _) = Reached.dispatching.machineAndCall
