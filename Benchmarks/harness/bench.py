@@ -137,6 +137,18 @@ def summary(values):
     return {"n": len(values), "p50": percentile(values, 50), "p99": percentile(values, 99), "max": values[-1]}
 
 
+def percentiles(rows, key, digits=1, maximum=False, labelled=False):
+    """`p50 / p99` (and `/ max`), or `p50 …, p99 …`, of rows[key] where it was measured (not NaN); n/a for none."""
+    values = [row[key] for row in rows if row[key] == row[key]]
+    if not values:
+        return "n/a"
+    stats = summary(values)
+    if labelled:
+        return f"p50 {fmt(stats['p50'], digits)}, p99 {fmt(stats['p99'], digits)}"
+    text = f"{fmt(stats['p50'], digits)} / {fmt(stats['p99'], digits)}"
+    return text + (f" / {fmt(stats['max'], digits)}" if maximum else "")
+
+
 def ratio(value, base):
     return value / base if base else float("inf")
 
@@ -927,16 +939,8 @@ def report_restarts(add, restarts, args):
     runs = {"socket": kept, "bound": bound}
 
     def cells(key, digits=2, maximum=False):
-        out = []
-        for subject, _ in RESTART_SUBJECTS:
-            values = [row[key] for row in runs[subject]["restarts"] if row[key] == row[key]]
-            if not values:
-                out.append("n/a")
-                continue
-            stats = summary(values)
-            text = f"{fmt(stats['p50'], digits)} / {fmt(stats['p99'], digits)}"
-            out.append(text + (f" / {fmt(stats['max'], digits)}" if maximum else ""))
-        return " | ".join(out)
+        return " | ".join(
+            percentiles(runs[subject]["restarts"], key, digits, maximum) for subject, _ in RESTART_SUBJECTS)
 
     add("| restarts measured | " + " | ".join(str(len(runs[subject]["restarts"])) for subject, _ in RESTART_SUBJECTS)
         + " |")
@@ -984,11 +988,7 @@ def report_restarts(add, restarts, args):
                 kinds[kind] = kinds.get(kind, 0) + count
 
         def per_trip(key, digits=2):
-            values = [trip[key] for trip in trips if trip[key] == trip[key]]
-            if not values:
-                return "n/a"
-            stats = summary(values)
-            return f"{fmt(stats['p50'], digits)} / {fmt(stats['p99'], digits)}"
+            return percentiles(trips, key, digits)
 
         add(f"Round trips under the same load, with the socket kept, after the restarts: {len(trips)} × (SIGUSR1, "
             f"{args.background_ms} ms, SIGUSR2), {args.restart_settle_ms}–{2 * args.restart_settle_ms} ms apart. A "
@@ -1014,11 +1014,7 @@ def print_restarts(restarts):
         rows = run["restarts"]
 
         def stats(key, digits=1):
-            values = [row[key] for row in rows if row[key] == row[key]]
-            if not values:
-                return "n/a"
-            values = summary(values)
-            return f"p50 {fmt(values['p50'], digits)}, p99 {fmt(values['p99'], digits)}"
+            return percentiles(rows, key, digits, labelled=True)
 
         kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(run["kinds"].items())) or "none"
         print(f"{len(rows)} restarts {label}: gap (longest wait) {stats('wait_ms')} ms; failed per restart "
