@@ -121,7 +121,7 @@ enum ControlFailure: Error, CustomStringConvertible {
     case dropped(request: String, reason: String)
     /// The reload was refused: nothing applied it (1).
     case reloadRefused(reason: String)
-    /// The upgrade did not happen: the daemon serves on as it was (1).
+    /// The upgrade did not happen; the reason says whether the daemon serves on as it was or is terminating (1).
     case upgradeFailed(reason: String)
     /// The daemon closed the connection or did not answer in time (75, EX_TEMPFAIL).
     case unavailable(target: String, reason: String)
@@ -152,7 +152,8 @@ enum ControlFailure: Error, CustomStringConvertible {
         case .reloadRefused(let reason):
             return "the reload was refused by \(reason); the daemon keeps its previous configuration"
         case .upgradeFailed(let reason):
-            return "the upgrade failed: \(reason); the daemon serves on as it was"
+            // The daemon's reason ends with what became of it: it serves on as it was, or it is terminating.
+            return "the upgrade failed: \(reason)"
         case .unavailable(let target, let reason), .failed(let target, let reason):
             return "\(target): \(reason)"
         }

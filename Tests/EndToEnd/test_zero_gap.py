@@ -19,6 +19,7 @@ figures these tests print (`-s` shows them).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -251,3 +252,60 @@ def test_without_a_socket_unit_the_bound_listener_outlives_a_crash_in_the_file_d
     ], listeners
     shown = sandbox.run("lifecyclectl", "status", "-u", "hello").stdout
     assert f"http 127.0.0.1:{port} — serving, from the file descriptor store" in shown, shown
+
+
+def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_over_and_a_failed_one_changes_nothing(
+    sandbox: Sandbox, hello_service: Callable[..., int]
+) -> None:
+    """Found by probing the daemon: the new process took the state the running one was in when the upgrade began
+    (anything but the background became `[Launch] Into=`), a SIGUSR1 that came while the new process launched was
+    undone, and a new process that was called off removed the control socket's file as it terminated."""
+    port = hello_service()
+
+    # Inactive stays inactive.
+    sandbox.run("lifecyclectl", "inactive", "-u", "hello")
+    assert wait_for(lambda: status(sandbox)["state"] == "inactive", timeout=10, message="inactive")
+    pid = main_pid(sandbox)
+    code, output = upgrade(sandbox, "--json")
+    assert code == 0, output
+    assert main_pid(sandbox) != pid
+    assert wait_for(lambda: status(sandbox)["state"] == "inactive", timeout=10, message="inactive after the upgrade")
+    sandbox.run("lifecyclectl", "foreground", "-u", "hello")
+    assert wait_for(lambda: status(sandbox)["state"] == "active", timeout=10, message="active again")
+
+    # A new binary that never becomes ready is stopped; the control socket still answers, and the next upgrade works.
+    replace_binary(
+        sandbox,
+        f"#!/bin/sh\nLIFECYCLE_HANG_IN=applicationDidBecomeActive exec {REAL_BIN} \"$@\"\n",
+    )
+    pid = main_pid(sandbox)
+    code, output = upgrade(sandbox, "--ready-timeout", "2")
+    restore_binary(sandbox)
+    assert code == 1 and output.rstrip().endswith("; the daemon serves on as it was"), output
+    assert main_pid(sandbox) == pid
+    assert status(sandbox)["state"] == "active"
+    # It hangs in a callback, so SIGTERM cannot end it: SIGKILL does, 2 s later. Until then the next upgrade is refused.
+    code, output = upgrade(sandbox)
+    assert code == 1 and "is still being stopped; ask again once it has exited" in output, output
+    time.sleep(3)
+    code, output = upgrade(sandbox)
+    assert code == 0, output
+    assert main_pid(sandbox) != pid
+    assert answers(port) == (200, "hello")
+
+    # A SIGUSR1 while the new binary takes 2 s to start: the new process ends in the background too.
+    replace_binary(sandbox, f"#!/bin/sh\nsleep 2\nexec {REAL_BIN} \"$@\"\n")
+    pid = main_pid(sandbox)
+    outcome: list[tuple[int, str]] = []
+    upgrading = threading.Thread(target=lambda: outcome.append(upgrade(sandbox)))
+    upgrading.start()
+    time.sleep(0.8)
+    kill_main(sandbox, UNIT, "SIGUSR1")
+    upgrading.join(timeout=60)
+    restore_binary(sandbox)
+    assert outcome and outcome[0][0] == 0, outcome
+    assert main_pid(sandbox) != pid
+    assert wait_for(lambda: status(sandbox)["state"] == "background", timeout=10, message="the background, kept")
+    kill_main(sandbox, UNIT, "SIGUSR2")
+    assert wait_for(lambda: status(sandbox)["state"] == "active", timeout=10, message="active again")
+    assert answers(port) == (200, "hello")

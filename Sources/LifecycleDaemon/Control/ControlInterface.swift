@@ -284,8 +284,9 @@ import Logging
         # The reply would be larger than the daemon sends (8 MiB): size and limit in bytes.
         error ReplyTooLarge (size: int, limit: int)
 
-        # No upgrade happened, and this process serves on as it was: the new binary could not be started, exited or was
-        # not ready in time (it was stopped), or systemd did not take it as the main process; reason says which.
+        # No upgrade happened: the new binary could not be started, exited or was not ready in time (it was stopped),
+        # systemd did not confirm it as the main process, or the daemon cannot upgrade now (terminating, PID 1); reason says
+        # which, and ends with what the daemon does now: "the daemon serves on as it was" or "the daemon is terminating".
         error UpgradeFailed (reason: string)
 
         """

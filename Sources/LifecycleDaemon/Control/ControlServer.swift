@@ -24,20 +24,31 @@ final class ControlServer {
     /// The path of the socket file this process (or the one that upgraded to it) bound, removed when it stops; nil
     /// for a socket systemd passed, and once an upgrade handed the socket to the next process.
     private(set) var boundPath: String?
+    /// The socket file an upgrade's new process takes once it is the main process (``takeSocketFile()``): until then
+    /// it is the running process's, and a new process that is called off leaves it where it is.
+    private var upgradedPath: String?
     private unowned let daemon: any ControlHost
 
-    private init(daemon: any ControlHost, server: VarlinkServer, service: ControlService, boundPath: String?) {
+    private init(
+        daemon: any ControlHost,
+        server: VarlinkServer,
+        service: ControlService,
+        boundPath: String?,
+        upgradedPath: String?
+    ) {
         self.daemon = daemon
         self.server = server
         self.service = service
         self.boundPath = boundPath
+        self.upgradedPath = upgradedPath
     }
 
     /// Listens where ``ControlSocketLocation`` says and serves; nil (after a warning or a notice) when it cannot. The
     /// daemon runs on without it.
     ///
     /// `inherited`: the control socket systemd (or an upgrade) passed, if any; `upgradedPath`: the path of the socket
-    /// file the process that upgraded to this one had bound, which this one removes when it stops.
+    /// file the process that upgraded to this one had bound, which this one removes when it stops once it is the main
+    /// process.
     static func start(
         daemon: any ControlHost,
         loop: MainLoop,
@@ -58,7 +69,7 @@ final class ControlServer {
         switch location {
         case .inherited(let fd, let name):
             descriptor = fd
-            boundPath = upgradedPath
+            boundPath = nil
             description = upgradedPath ?? "fd \(fd) (\(name), from systemd)"
         case .path(let path, let directoryMode):
             if let directoryMode, let slash = path.lastIndex(of: "/") {
@@ -119,7 +130,13 @@ final class ControlServer {
             return nil
         }
         logger.info("control socket: \(description)", metadata: [LogKey.control: .string(description)])
-        return ControlServer(daemon: daemon, server: server, service: service, boundPath: boundPath)
+        return ControlServer(
+            daemon: daemon,
+            server: server,
+            service: service,
+            boundPath: boundPath,
+            upgradedPath: boundPath == nil ? upgradedPath : nil
+        )
     }
 
     /// The daemon's dispatch ended and its trace lines are written: followers get the events.
@@ -141,6 +158,13 @@ final class ControlServer {
 
     /// The listening socket (an upgrade hands a copy to the next process).
     var listeningSocket: Int32 { server.listeningSocket }
+
+    /// This process, started by an upgrade, is the main process now: the socket file is its to remove when it stops.
+    func takeSocketFile() {
+        guard let upgradedPath else { return }
+        boundPath = upgradedPath
+        self.upgradedPath = nil
+    }
 
     /// An upgrade handed the socket over: stop accepting (the next process accepts on its copy), finish the calls in
     /// progress, and leave the socket file to the next process.

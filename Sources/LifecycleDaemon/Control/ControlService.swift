@@ -213,7 +213,7 @@ final class ControlService {
                     "readySec": .seconds(handOver.readyAfter),
                 ])
             case .failure(let failure):
-                call.fail(ControlInterface.upgradeFailed(reason: failure.reason))
+                call.fail(ControlInterface.upgradeFailed(reason: failure.description))
             }
         }
     }

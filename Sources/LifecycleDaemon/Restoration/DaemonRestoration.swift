@@ -54,6 +54,9 @@ extension Daemon {
             environment: effects.environment,
             logger: logger
         ) { [notifications] error in notifications.reportFailure(error) }
+        // An upgrade's new process saves nothing until it is the main process: the running one's saves are the
+        // service's, and a new process that is called off must leave them as they are.
+        store.isOwner = isMainProcess
         stateStore = store
         return .launch(restoring: store.load())
     }

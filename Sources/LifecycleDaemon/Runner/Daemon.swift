@@ -61,8 +61,8 @@ package final class Daemon: ApplicationHost {
     var isMainProcess = true
     /// Listeners bound before this process became the main process, to put in the file descriptor store then.
     var pendingListenerStores: [ListenerTable.Listener] = []
-    /// The program's path as it was started (`/proc/self/exe` at start): an upgrade starts what is at this path now.
-    let executablePath: String? = Daemon.readExecutablePath()
+    /// The program's path as it was started (``upgradePath(arguments:)``): an upgrade starts what is at this path now.
+    let executablePath: String? = Daemon.upgradePath()
     /// The archive of the last save of the state (an upgrade hands it to the next process).
     var lastSavedArchive: Archive?
     /// The upgrade in progress, started by this process.
@@ -137,6 +137,9 @@ package final class Daemon: ApplicationHost {
         application.trace.logsEverythingAtInfo = configuration.traceAll
         application.backgroundTime = configuration.backgroundTime
         settingsSource = { [unowned self] in (self.configuration.lameDuck, self.configuration.stopTimeout) }
+        lameDuck.delayDidBegin = { [unowned self] in
+            upgrade?.cancel(because: "a termination was requested before the new process was ready")
+        }
     }
 
     // MARK: Entry point
@@ -273,8 +276,8 @@ package final class Daemon: ApplicationHost {
                 "started by an upgrade from pid \(handOver.previousPID): launching, then taking over once it serves",
                 metadata: [LogKey.upgrade: "handed-over"]
             )
-            try handOver.watch(loop: loop) { [unowned self] in
-                becomeMainProcess()
+            try handOver.watch(loop: loop) { [unowned self] runningState in
+                becomeMainProcess(runningState: runningState)
             } onAbandon: { [unowned self] (reason: String) in
                 logger.warning("upgrade called off: \(reason); terminating", metadata: [LogKey.upgrade: "abandoned"])
                 application.requestTermination(cause: UpgradeCoordinator.cause)

@@ -30,6 +30,9 @@ final class LameDuckStop {
     private(set) var requestedAt: ContinuousClock.Instant?
     private var deadline: ContinuousClock.Instant?
     private var waiting: [(cause: Cause, completion: RequestCompletion?)] = []
+    /// Runs when the delay begins (the daemon calls off an upgrade under way: the new process would never hear of the
+    /// termination).
+    var delayDidBegin: (@MainActor () -> Void)?
 
     init(
         application: Application,
@@ -44,6 +47,9 @@ final class LameDuckStop {
         self.settings = settings
         self.notify = notify
     }
+
+    /// Whether the delay runs: a termination was requested and is waiting for it.
+    var isDelaying: Bool { timer != nil }
 
     /// What is left of the delay while it runs.
     var remaining: Duration? { deadline.map { max(.zero, $0 - effects.now()) } }
@@ -72,7 +78,11 @@ final class LameDuckStop {
         )
         notify([.stopping, .status(application.statusText)])
         timer = effects.schedule(delay) { [weak self] in self?.finish(cause: nil) }
-        if timer == nil { finish(cause: nil) }
+        if timer == nil {
+            finish(cause: nil)
+        } else {
+            delayDidBegin?()
+        }
     }
 
     /// The delay is over (or cut short): terminate, with the first request's cause, unless `cause` cut it short.

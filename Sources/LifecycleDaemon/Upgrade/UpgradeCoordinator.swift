@@ -48,6 +48,8 @@ final class UpgradeCoordinator {
     /// Set once the upgrade is over, either way; a failed one still waits for the child to exit (to reap it).
     private var failure: UpgradeFailure?
     private(set) var isFinished = false
+    /// The pid of a new process that failed and is being stopped (`SIGTERM`, then `SIGKILL` 2 s later), until it exits.
+    var pidBeingStopped: Int32? { failure != nil && !isFinished ? child?.pid : nil }
 
     private init(
         daemon: Daemon,
@@ -77,6 +79,12 @@ final class UpgradeCoordinator {
     private func begin() {
         guard let executable = daemon.executablePath else {
             fail("the path of this program is unknown (/proc/self/exe could not be read at start)")
+            return
+        }
+        // Checked before anything is saved or handed over: the common mistake (a path that is not there yet, or not
+        // executable) costs nothing.
+        guard access(executable, X_OK) == 0 else {
+            fail("cannot start \(executable): \(String(cString: strerror(errno)))")
             return
         }
         let application = daemon.application
@@ -204,7 +212,7 @@ final class UpgradeCoordinator {
             handOver()
         case .message(let other):
             stopChild(
-                because: "the new process sent \"\(other.rawValue)\" where \"ready\" was expected; it was stopped"
+                because: "the new process sent \"\(other.text)\" where \"ready\" was expected; it was stopped"
             )
         case .garbled(let text):
             stopChild(
@@ -233,12 +241,20 @@ final class UpgradeCoordinator {
         child.release()
         do {
             try daemon.effects.notify([.mainPID(child.pid)])
-            try daemon.effects.notifyBarrier(.seconds(5))
+            try daemon.effects.notifyBarrier(Self.barrierTimeout(watchdog: daemon.effects.watchdogInterval))
         } catch {
-            stopChild(because: "systemd did not take pid \(child.pid) as the main process (\(error)); it was stopped")
+            // systemd may have taken the new pid and not yet said so: this process claims the service back before the
+            // new one is stopped, or systemd would see its main process exit and end the service with it.
+            let reclaimed = (try? daemon.effects.notify([.mainPID(getpid())])) != nil
+            stopChild(
+                because: "systemd did not confirm pid \(child.pid) as the main process (\(error)); it was stopped"
+                    + (reclaimed ? ", and this process (pid \(getpid())) told systemd it is the main process again" : "")
+            )
             return
         }
-        guard UpgradeMessage.main.send(on: channel) else {
+        // The state this process is in now, not when the upgrade began: a request it took while the new process
+        // launched (SIGUSR1, a sleep, `lifecyclectl inactive`) carries over.
+        guard UpgradeMessage.main(daemon.application.applicationState).send(on: channel) else {
             // Gone between its report and now: systemd's MAINPID names a process that has exited, which systemd
             // treats as the service's end; nothing this process can undo.
             stopChild(because: "pid \(child.pid) went away while it was made the main process")
@@ -287,9 +303,19 @@ final class UpgradeCoordinator {
     }
 
     private func report(_ failure: UpgradeFailure) {
-        logger.error("upgrade failed: \(failure.reason); this process serves on", metadata: [LogKey.upgrade: "failed"])
+        var failure = failure
+        failure.servesOn = !daemon.isStopping
+        logger.error("upgrade failed: \(failure)", metadata: [LogKey.upgrade: "failed"])
         completion?(.failure(failure))
         completion = nil
+    }
+
+    /// How long the hand-over waits for systemd to confirm the new main process (`BARRIER=1`): 5 s, and at most a
+    /// quarter of the watchdog's interval, since the main loop and its pings wait with it (systemd answers in a
+    /// millisecond or two).
+    nonisolated static func barrierTimeout(watchdog: Duration?) -> Duration {
+        guard let watchdog else { return .seconds(5) }
+        return max(.milliseconds(10), min(.seconds(5), watchdog / 4))
     }
 
     /// The cause the running process's events carry from the upgrade on (the state it saves, its termination).

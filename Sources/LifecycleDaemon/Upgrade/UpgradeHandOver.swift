@@ -27,7 +27,8 @@ final class UpgradeHandOver {
     let listenerOrigins: [String: ListenerOrigin]
     /// The control socket file's path, which this process removes when it stops.
     let controlPath: String?
-    /// Into the background when the running process was there; nil: as configured.
+    /// Into the background when the running process was there, active when it was active or inactive (the service was
+    /// running: `[Launch] Into=` is for a start); nil when the running process did not say.
     let launchTarget: LaunchTarget?
 
     enum Phase: Equatable {
@@ -44,7 +45,7 @@ final class UpgradeHandOver {
     private(set) var phase = Phase.launching
     private let channel: Int32
     private var source: MainLoop.Source?
-    private var onMain: (@MainActor () -> Void)?
+    private var onMain: (@MainActor (ApplicationState?) -> Void)?
     private var onAbandon: (@MainActor (String) -> Void)?
 
     private init(previousPID: Int32, channel: Int32, environment: [String: String]) {
@@ -52,8 +53,7 @@ final class UpgradeHandOver {
         self.channel = channel
         listenerOrigins = environment[UpgradeEnvironment.listenerOrigins].map(UpgradeEnvironment.decodeOrigins) ?? [:]
         controlPath = environment[UpgradeEnvironment.controlPath]
-        launchTarget =
-            environment[UpgradeEnvironment.applicationState] == ApplicationState.background.rawValue ? .background : nil
+        launchTarget = Self.launchTarget(forRunningState: environment[UpgradeEnvironment.applicationState])
     }
 
     /// The upgrade this process was started by, if `environment` says so and its channel was passed.
@@ -68,11 +68,21 @@ final class UpgradeHandOver {
         return UpgradeHandOver(previousPID: pid, channel: channel.descriptor, environment: environment)
     }
 
-    /// Listens to the running process: `onMain` once this process is the main process, `onAbandon` (with why) when
-    /// the upgrade is called off or the running process went away first.
+    /// The launch target for the state the running process was in when the upgrade began.
+    nonisolated static func launchTarget(forRunningState text: String?) -> LaunchTarget? {
+        switch text.flatMap(ApplicationState.init(rawValue:)) {
+        case .background: .background
+        case .active, .inactive: .active
+        case .notRunning, .terminated, nil: nil
+        }
+    }
+
+    /// Listens to the running process: `onMain` once this process is the main process (with the state the running
+    /// process was in then, if it said), `onAbandon` (with why) when the upgrade is called off or the running process
+    /// went away first.
     func watch(
         loop: MainLoop,
-        onMain: @escaping @MainActor () -> Void,
+        onMain: @escaping @MainActor (ApplicationState?) -> Void,
         onAbandon: @escaping @MainActor (String) -> Void
     ) throws(SystemCallError) {
         self.onMain = onMain
@@ -95,11 +105,11 @@ final class UpgradeHandOver {
         switch UpgradeMessage.read(from: channel) {
         case .nothing:
             return
-        case .message(.main):
+        case .message(.main(let state)):
             guard phase == .reportedReady else { return abandon("made the main process before it was ready") }
             phase = .main
             finish()
-            onMain?()
+            onMain?(state)
         case .message(.abort):
             abandon("the process that started the upgrade (pid \(previousPID)) called it off")
         case .message(.ready):

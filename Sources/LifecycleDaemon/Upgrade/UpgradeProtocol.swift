@@ -13,21 +13,46 @@ import Glibc
 #endif
 
 /// What the running process and the next one tell each other during an upgrade, over a `SOCK_SEQPACKET` pair the
-/// running one makes and passes down (named ``UpgradeEnvironment/channelName`` among `LISTEN_FDS`): one word per
-/// message.
-enum UpgradeMessage: String, Sendable, Hashable {
+/// running one makes and passes down (named ``UpgradeEnvironment/channelName`` among `LISTEN_FDS`): one line of words
+/// per message.
+enum UpgradeMessage: Sendable, Hashable {
     /// Next → running: launched, restored, and its servers accept on the listening sockets.
     case ready
     /// Running → next: systemd has made it the service's main process (`MAINPID=` then `BARRIER=1`); it tells
-    /// systemd everything from now on.
-    case main
+    /// systemd everything from now on, and takes the application state the running process was in at that moment
+    /// (`main background`): what was asked of the running process while the next one launched is not lost. A bare
+    /// `main` (nil) leaves the state as it is.
+    case main(ApplicationState?)
     /// Running → next: the upgrade is called off (systemd refused the hand-over); terminate.
     case abort
+
+    /// The message's words on the channel.
+    var text: String {
+        switch self {
+        case .ready: "ready"
+        case .main(nil): "main"
+        case .main(let state?): "main \(state.rawValue)"
+        case .abort: "abort"
+        }
+    }
+
+    /// The message `text` is, if it is one.
+    init?(text: String) {
+        switch text.split(separator: " ", omittingEmptySubsequences: false) {
+        case ["ready"]: self = .ready
+        case ["abort"]: self = .abort
+        case ["main"]: self = .main(nil)
+        case let words where words.count == 2 && words[0] == "main":
+            guard let state = ApplicationState(rawValue: String(words[1])) else { return nil }
+            self = .main(state)
+        default: return nil
+        }
+    }
 
     /// Sends the message; false when the peer is gone.
     @discardableResult
     func send(on descriptor: Int32) -> Bool {
-        let bytes = Array(rawValue.utf8)
+        let bytes = Array(text.utf8)
         return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             == bytes.count
     }
@@ -50,7 +75,7 @@ enum UpgradeMessage: String, Sendable, Hashable {
         if count == 0 { return .closed }
         if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .nothing : .closed }
         let text = String(decoding: buffer[..<count], as: UTF8.self)
-        return UpgradeMessage(rawValue: text).map { .message($0) } ?? .garbled(text)
+        return UpgradeMessage(text: text).map { .message($0) } ?? .garbled(text)
     }
 }
 
@@ -62,7 +87,8 @@ enum UpgradeEnvironment {
     static let listenerOrigins = "LIFECYCLE_UPGRADE_LISTENERS"
     /// The path of the control socket's file, which the next process removes when it stops.
     static let controlPath = "LIFECYCLE_UPGRADE_CONTROL_PATH"
-    /// The application state the running process was in: the next one launches into the background if it was there.
+    /// The application state the running process was in when the upgrade began: the next one launches into the
+    /// background if it was there, and becomes active otherwise (whatever `[Launch] Into=` says: the service was running).
     static let applicationState = "LIFECYCLE_UPGRADE_STATE"
     /// The name of the channel among `LISTEN_FDNAMES`.
     static let channelName = "lifecycle-upgrade"
@@ -90,10 +116,16 @@ enum UpgradeEnvironment {
     }
 }
 
-/// Why an upgrade did not happen; the running process serves on, unchanged.
+/// Why an upgrade did not happen, and what became of the running process: it serves on, unchanged, unless it is
+/// terminating (a termination request came first, or during the upgrade).
 struct UpgradeFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// A full sentence: what went wrong, and what became of the new process.
     var reason: String
+    /// False when the running process is terminating: it does not serve on.
+    var servesOn = true
 
-    var description: String { reason }
+    /// The reason, and what the running process does now: what the log and `lifecyclectl upgrade` say.
+    var description: String {
+        reason + (servesOn ? "; the daemon serves on as it was" : "; the daemon is terminating")
+    }
 }
