@@ -24,6 +24,7 @@ import errno
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -179,6 +180,25 @@ def hello_unit(
 
 
 def free_port() -> int:
+    """A loopback port nothing listens on or connects from, for a socket systemd or the example binds a moment later.
+
+    Not one the kernel hands out for port 0: that range is where every client's source port and every test's bind(0)
+    comes from, and one of them could take the port before the service binds it (a CI run lost a socket unit so, to
+    "Address already in use", while other tests ran beside it). Below that range only a program naming the port binds
+    it. The range is read where it is, to stay out of it, not assumed."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    candidates = list(range(10000, low)) if low > 11000 else []
+    random.shuffle(candidates)
+    for port in candidates[:200]:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
