@@ -332,13 +332,19 @@ struct ConfigurationTests {
         #expect(configuration.memoryPressureThreshold == .seconds(10))
     }
 
-    @MainActor
-    @Test func aDaemonWithAnUnarmableMemoryPressureTriggerExitsWithEXCONFIG() {
+    /// What the daemon reads at start and on every reload (a ConfigurationError there is exit 78, or a refused reload).
+    @Test func anUnarmableMemoryPressureTriggerInTheFileFailsTheDaemonsConfiguration() {
         let path = temporaryFile("[MemoryPressure]\nWindowSec=60\n")
         defer { unlink(path) }
         var options = DaemonOptions()
         options.configurationPath = path
-        #expect(Daemon.run(options: options, makeDelegate: { QuietDelegate() }) == 78)
+        #expect(throws: ConfigurationError(
+            source: path,
+            line: 2,
+            message: "WindowSec=60 is not a number of seconds from 0.5 to 10 (the windows the kernel accepts for a PSI trigger)"
+        )) {
+            try options.resolveConfiguration()
+        }
     }
 
     /// SIGCHLD reports a child's exit: mapped as PID 1 it made the reaper's own watch fail (EBUSY, exit 71), and
