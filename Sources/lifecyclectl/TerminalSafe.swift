@@ -7,38 +7,20 @@
 //
 
 import LifecycleIPC
+import LifecyclePrimitives
 
 /// Everything lifecyclectl prints from the daemon passes through here first: a string from the daemon (a controller
 /// name, a status line, an error's reason) can hold an escape sequence that would rewrite the terminal, a newline
 /// that would forge a line of output, or a bidirectional override that would reorder it.
 enum TerminalSafe {
-    /// Whether a scalar must not reach the terminal as it is: C0 and C1 controls, DEL, line and paragraph separators,
-    /// bidirectional embeddings, overrides and isolates.
+    /// Whether a scalar must not reach the terminal as it is (``VisibleText/isUnsafe(_:)``).
     static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
-        default: false
-        }
+        VisibleText.isUnsafe(scalar)
     }
 
     /// `text` with every unsafe scalar written out visibly: `\n`, `\t`, `\x1b`, `\u{202e}`.
     static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
-            guard isUnsafe(scalar) else {
-                result.unicodeScalars.append(scalar)
-                continue
-            }
-            switch scalar.value {
-            case 0x0A: result += "\\n"
-            case 0x09: result += "\\t"
-            case 0x0D: result += "\\r"
-            case 0x00..<0x80: result += "\\x" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: result += "\\u{" + String(scalar.value, radix: 16) + "}"
-            }
-        }
-        return result
+        VisibleText.escaped(text)
     }
 
     /// A reply with every string in it (keys too) escaped, for the human formats.

@@ -274,6 +274,90 @@ struct ConfigurationTests {
         #expect(error("[Demo]\nPort=1")?.contains(":1: unknown section [Demo]") == true)
     }
 
+    /// systemd's parser reads CR LF line ends (a file written on Windows) as LF; Swift takes "\r\n" for one Character,
+    /// so a split on "\n" read the whole file as its first line.
+    @Test func aFileWithCRLFLineEndsReadsAsOneWithLFAndItsErrorsNameTheRightLine() throws {
+        var configuration = DaemonConfiguration()
+        try configuration.apply(text: "[Control]\r\nEnable=no\r\n\r\n[Launch]\r\nInto=background", source: "crlf.conf")
+        #expect(!configuration.control.isEnabled)
+        #expect(configuration.launchInto == .background)
+        #expect(
+            error("[Launch]\r\n# comment\r\nInto=sideways\r\n")
+                == "/etc/lifecycled.conf:3: Into=sideways is not a launch target; valid: active, background"
+        )
+    }
+
+    @Test func aByteOrderMarkBeforeTheFirstLineIsSkipped() throws {
+        var configuration = DaemonConfiguration()
+        try configuration.apply(text: "\u{FEFF}[Launch]\nInto=background\n", source: "bom.conf")
+        #expect(configuration.launchInto == .background)
+        // Only at the start of the file: anywhere else it is part of the line.
+        #expect(error("[Launch]\n\u{FEFF}Into=background")?.hasPrefix("/etc/lifecycled.conf:2: unknown key \u{FEFF}Into=") == true)
+    }
+
+    @Test func controlCharactersOfTheFileAreEscapedInTheQuotedTextOfAnError() {
+        let escape = error("[Launch\u{1B}[2J\u{1B}]0;owned\u{07}\nInto=active")
+        #expect(escape == #"/etc/lifecycled.conf:1: "[Launch\x1b[2J\x1b]0;owned\x07" is not a [Section] header"#)
+        #expect(error("[Launch]\nInto=back\u{0}ground") == #"/etc/lifecycled.conf:2: Into=back\x00ground is not a launch target; valid: active, background"#)
+        #expect(error("[Launch]\nInto=a\rb")?.contains(#"Into=a\rb is not"#) == true)
+        #expect(error("[Launch]\nInto=\u{202E}dnuorgkcab")?.contains(#"Into=\u{202e}dnuorgkcab is not"#) == true)
+        // The error itself keeps the text as it was; only its printed form is escaped.
+        var configuration = DaemonConfiguration()
+        #expect(throws: ConfigurationError(source: "x.conf", line: 2, message: "Into=\u{1B} is not a launch target; valid: active, background")) {
+            try configuration.apply(text: "[Launch]\nInto=\u{1B}", source: "x.conf")
+        }
+    }
+
+    /// The kernel refuses a PSI trigger whose window is outside 500 ms to 10 s, or whose threshold is 0 (EINVAL): the
+    /// daemon only warned once running that memory pressure could not be watched.
+    @Test func aMemoryPressureTriggerTheKernelWouldRefuseIsAConfigurationError() throws {
+        for window in ["0", "0.4", "0.4999", "10.001", "20", "-1", "soon"] {
+            #expect(
+                error("[MemoryPressure]\nThresholdMSec=100\nWindowSec=\(window)")
+                    == "/etc/lifecycled.conf:3: WindowSec=\(window) is not a number of seconds from 0.5 to 10 (the windows the kernel accepts for a PSI trigger)"
+            )
+        }
+        #expect(
+            error("[MemoryPressure]\nThresholdMSec=0")
+                == "/etc/lifecycled.conf:2: ThresholdMSec=0 is not a positive number of milliseconds (the kernel refuses a PSI trigger threshold of 0); valid: above 0, at most the window, WindowSec="
+        )
+        // Refused whether or not the pressure is watched: such a file could never turn the watch on.
+        #expect(error("[MemoryPressure]\nWatch=no\nWindowSec=30")?.hasPrefix("/etc/lifecycled.conf:3: WindowSec=30 is not") == true)
+        var configuration = DaemonConfiguration()
+        try configuration.apply(text: "[MemoryPressure]\nThresholdMSec=0.001\nWindowSec=0.5\n", source: "edge.conf")
+        #expect(configuration.memoryPressureWindow == .milliseconds(500))
+        #expect(configuration.memoryPressureThreshold == .microseconds(1))
+        try configuration.apply(text: "[MemoryPressure]\nThresholdMSec=10000\nWindowSec=10\n", source: "edge.conf")
+        #expect(configuration.memoryPressureWindow == .seconds(10))
+        #expect(configuration.memoryPressureThreshold == .seconds(10))
+    }
+
+    /// What the daemon reads at start and on every reload (a ConfigurationError there is exit 78, or a refused reload).
+    @Test func anUnarmableMemoryPressureTriggerInTheFileFailsTheDaemonsConfiguration() {
+        let path = temporaryFile("[MemoryPressure]\nWindowSec=60\n")
+        defer { unlink(path) }
+        var options = DaemonOptions()
+        options.configurationPath = path
+        #expect(throws: ConfigurationError(
+            source: path,
+            line: 2,
+            message: "WindowSec=60 is not a number of seconds from 0.5 to 10 (the windows the kernel accepts for a PSI trigger)"
+        )) {
+            try options.resolveConfiguration()
+        }
+    }
+
+    /// SIGCHLD reports a child's exit: mapped as PID 1 it made the reaper's own watch fail (EBUSY, exit 71), and
+    /// elsewhere the exit of the upgrade's keeper process would have been taken for a request.
+    @Test func mappingSIGCHLDIsRejectedWithItsReason() {
+        let reason = "SIGCHLD cannot be mapped: the kernel sends it when a child exits (the upgrade's keeper process; as PID 1, every orphan the daemon reaps), so a child's exit would be taken for a request"
+        #expect(error("[Signals]\nSIGCHLD=memory-warning") == "/etc/lifecycled.conf:2: " + reason)
+        #expect(error("[Signals]\nCHLD=default") == "/etc/lifecycled.conf:2: " + reason)
+        #expect(throws: ConfigurationError(source: "--signal", line: nil, message: reason)) {
+            _ = try SignalMap.parseEntry("SIGCHLD=memory-warning")
+        }
+    }
+
     @Test func everyDaemonKeyIsListedOnceInItsTable() {
         for section in DaemonConfiguration.sections {
             let names = section.keys.map(\.name)

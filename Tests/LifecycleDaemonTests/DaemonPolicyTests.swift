@@ -178,6 +178,31 @@ struct DaemonPolicyTests {
         #expect(harness.stage.exits == [0])
     }
 
+    /// As PID 1 of a PID namespace (a container with a terminal) a stop the process sends itself is dropped by the
+    /// kernel: Ctrl-Z backgrounds, says so, and neither waits for the background tasks nor claims a stop.
+    @Test func asPID1InATerminalCtrlZOnlyBackgroundsAndSaysTheProcessCannotStopItself() {
+        let harness = DaemonHarness(
+            terminal: TerminalProbe(startedOnTerminal: true, stdinIsTerminal: { true }, hasHungUp: { false }, canStopItself: false)
+        )
+        harness.delegate.beginsTaskInBackground = true
+        harness.launch()
+        harness.signal(.terminalStop)
+        #expect(harness.timeline.lines.filter { $0 != "task began" } == Self.background)
+        #expect(harness.timeline.lines.contains("task began"))
+        #expect(harness.stage.stops == 0)
+        #expect(harness.log.messages(.notice).contains { $0.contains("as PID 1 of its PID namespace this process cannot stop itself") })
+        let info = harness.log.messages(.info)
+        #expect(!info.contains { $0.hasPrefix("stopping once") || $0.hasPrefix("stopped by SIGTSTP") }, "\(info)")
+        harness.delegate.endTask(harness.application)
+        harness.application.runEndOfTurn()
+        #expect(harness.stage.stops == 0)
+        harness.timeline.clear()
+        harness.signal(.continue)
+        #expect(harness.timeline.lines == [
+            "applicationWillEnterForeground signal:SIGCONT", "applicationDidBecomeActive signal:SIGCONT",
+        ])
+    }
+
     @Test func ctrlZDoesNotStopAProcessWhoseStdinIsNoLongerATerminal() {
         let harness = DaemonHarness(
             terminal: TerminalProbe(startedOnTerminal: true, stdinIsTerminal: { false }, hasHungUp: { false })

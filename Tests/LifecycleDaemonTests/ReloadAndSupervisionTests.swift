@@ -60,6 +60,21 @@ struct ReloadAndSupervisionTests {
         #expect(harness.daemon.configuration.backgroundTaskBudget == .seconds(7))
     }
 
+    /// A reload to a PSI trigger the kernel refuses is refused like any invalid file: the trigger in force stays.
+    @Test func aReloadToAMemoryPressureWindowTheKernelRefusesKeepsTheTriggerInForce() {
+        let (harness, path) = harness(file: "[MemoryPressure]\nWindowSec=4\n")
+        harness.launch()
+        writeFile(path, Array("[MemoryPressure]\nWindowSec=4\nThresholdMSec=0\n".utf8))
+        var outcome: RequestOutcome?
+        harness.daemon.router.route(.reload, from: .control) { outcome = $0 }
+        harness.application.runEndOfTurn()
+        let reason = "the configuration: \(path):3: ThresholdMSec=0 is not a positive number of milliseconds (the kernel "
+            + "refuses a PSI trigger threshold of 0); valid: above 0, at most the window, WindowSec="
+        #expect(outcome == .refused(reason: reason, events: outcome?.events ?? 0..<0))
+        #expect(harness.daemon.configuration.memoryPressureWindow == .seconds(4))
+        #expect(harness.daemon.configuration.memoryPressureThreshold == .milliseconds(200))
+    }
+
     @Test func theControlSocketAnswersARefusedReloadWithReloadRefused() {
         let (harness, path) = harness(file: "")
         harness.launch()

@@ -153,7 +153,7 @@ import Testing
 
     @Test func theDaemonIsFoundBySocketOrByUnit() throws {
         let bySocket = try ConnectionOptions.parse(["--socket", "/tmp/x/control", "-u", "other"])
-        #expect(bySocket.socketPath() == "/tmp/x/control")
+        #expect(try bySocket.socketPath(before: .now) == "/tmp/x/control")
         #expect(bySocket.target == "/tmp/x/control")
         let byUnit = try ConnectionOptions.parse(["-u", "hello"])
         #expect(byUnit.unitName == "hello.service")

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
 import SystemPackage
 
 #if canImport(Glibc)
@@ -28,14 +29,19 @@ import Glibc
         self.message = message
     }
 
+    /// The error as printed: control characters of the file's text (a NUL, an escape sequence, a line break) are
+    /// written out visibly (`\x00`, `\x1b`, `\r`), so the quoted text neither rewrites the terminal nor forges a line.
     @_spi(Internal) public var description: String {
-        if let line { return "\(source):\(line): \(message)" }
-        return "\(source): \(message)"
+        let text = if let line { "\(source):\(line): \(message)" } else { "\(source): \(message)" }
+        return VisibleText.escaped(text)
     }
 }
 
 /// A configuration file in systemd's INI style (`[Section]` headers, `Key=Value` lines, `#` or `;` comments), split
 /// into its entries. Only the syntax is checked here; what the keys mean is up to the sections that read them.
+///
+/// Lines end in LF or CR LF (a file written on Windows), and a UTF-8 byte order mark before the first line is skipped,
+/// as systemd's own parser does.
 @_spi(Internal) public struct ConfigurationFile: Sendable, Hashable {
     /// One `Key=Value` line.
     @_spi(Internal) public struct Entry: Sendable, Hashable {
@@ -59,10 +65,14 @@ import Glibc
     /// Splits configuration text; `source` names it in errors.
     @_spi(Internal) public init(text: String, source: String) throws(ConfigurationError) {
         self.source = source
+        var text = Substring(text)
+        if text.unicodeScalars.first == "\u{FEFF}" { text = Substring(text.unicodeScalars.dropFirst()) }
         var entries: [Entry] = []
         var sections: [(name: String, line: Int)] = []
         var section: String?
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Swift reads CR LF as one Character, so splitting on "\n" alone would leave a CR LF file one line.
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+        for (index, rawLine) in lines.enumerated() {
             let number = index + 1
             let line = String(rawLine).trimmed
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }

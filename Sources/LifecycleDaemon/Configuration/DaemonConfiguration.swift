@@ -71,15 +71,7 @@ import LifecycleSystemd
             "BackgroundTasks",
             [.duration("BudgetSec", \.backgroundTaskBudget), .duration("BackgroundTimeSec", \.backgroundTime)]
         ),
-        (
-            "MemoryPressure",
-            [
-                .boolean("Watch", \.watchMemoryPressure),
-                .duration("ThresholdMSec", \.memoryPressureThreshold, unit: .milliseconds(1)),
-                .duration("WindowSec", \.memoryPressureWindow),
-                .duration("MinimumIntervalSec", \.memoryWarningMinimumInterval),
-            ]
-        ),
+        ("MemoryPressure", memoryPressureKeys),
         ("Logind", [.boolean("Watch", \.watchLogind)]),
         ("Memory", [.boolean("ReleaseStartupPages", \.releaseStartupMemory)]),
         (
@@ -97,6 +89,37 @@ import LifecycleSystemd
                 .positiveSeconds("StopTimeoutSec", \.stopTimeout),
             ]
         ),
+    ]
+
+    /// The windows a PSI trigger may have: the kernel refuses one shorter than 500 ms or longer than 10 s with EINVAL
+    /// (kernel/sched/psi.c, `psi_trigger_create`).
+    static let memoryPressureWindows = Duration.milliseconds(500)...Duration.seconds(10)
+
+    /// `[MemoryPressure]`: the trigger's threshold and window are held to what the kernel accepts (a window of 500 ms
+    /// to 10 s, a threshold above 0 and at most the window), so a trigger that could never be armed is a
+    /// configuration error naming the line, at start and on reload, not a warning once the daemon runs.
+    private static let memoryPressureKeys: [ConfigurationKey<DaemonConfiguration>] = [
+        .boolean("Watch", \.watchMemoryPressure),
+        ConfigurationKey("ThresholdMSec") { configuration, value throws(ConfigurationValueError) in
+            guard let threshold = ConfigurationParsing.duration(value, unit: .milliseconds(1)), threshold > .zero else {
+                throw ConfigurationValueError(
+                    "ThresholdMSec=\(value) is not a positive number of milliseconds (the kernel refuses a PSI trigger "
+                        + "threshold of 0); valid: above 0, at most the window, WindowSec="
+                )
+            }
+            configuration.memoryPressureThreshold = threshold
+        },
+        ConfigurationKey("WindowSec") { configuration, value throws(ConfigurationValueError) in
+            guard let window = ConfigurationParsing.duration(value, unit: .seconds(1)), memoryPressureWindows.contains(window)
+            else {
+                throw ConfigurationValueError(
+                    "WindowSec=\(value) is not a number of seconds from 0.5 to 10 (the windows the kernel accepts for a "
+                        + "PSI trigger)"
+                )
+            }
+            configuration.memoryPressureWindow = window
+        },
+        .duration("MinimumIntervalSec", \.memoryWarningMinimumInterval),
     ]
 
     /// `[Signals]`: its keys are signal names, so it is read apart from the table.

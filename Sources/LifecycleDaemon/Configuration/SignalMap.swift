@@ -14,7 +14,8 @@ import Glibc
 #endif
 
 /// Which signal asks for what (docs/lifecycle.md §6); SIGKILL and SIGSTOP can never be mapped, nor SIGABRT and the
-/// synchronous fault signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), which report a crash.
+/// synchronous fault signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), which report a crash, nor SIGCHLD,
+/// which reports a child's exit.
 @_spi(Internal) public struct SignalMap: Sendable, Hashable {
     /// What each mapped signal asks for; a signal left at its default disposition (`default` in the configuration) is
     /// not in it.
@@ -81,13 +82,18 @@ import Glibc
     /// Why a signal is reserved, or nil. `SIGABRT` and the synchronous fault signals report a crash of the process
     /// itself (a failed precondition, the watchdog's abort, a bad access): blocked and read from a signalfd, a fault
     /// would loop for ever or the crash be taken for a lifecycle request, and anyone allowed to signal the service could
-    /// make it look as if it crashed. They keep their default action: the process ends, with a core.
+    /// make it look as if it crashed. They keep their default action: the process ends, with a core. `SIGCHLD` tells
+    /// the daemon a child exited: mapped, every exit of the upgrade's keeper process (or, as PID 1, of an orphan) would
+    /// become a request, and as PID 1 the reaper's own watch of it would fail (EBUSY) and the daemon exit 71.
     static func reservedReason(_ signal: UnixSignal) -> String? {
         switch signal.rawValue {
         case SIGABRT:
             "it reports a crash (abort(), a failed precondition, the watchdog's abort) and must end the process"
         case SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS:
             "the kernel sends it for a fault of the process itself (a crash), which must end the process"
+        case SIGCHLD:
+            "the kernel sends it when a child exits (the upgrade's keeper process; as PID 1, every orphan the "
+                + "daemon reaps), so a child's exit would be taken for a request"
         default:
             nil
         }

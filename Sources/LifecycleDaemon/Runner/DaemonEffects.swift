@@ -69,13 +69,17 @@ struct TerminalProbe {
     var stdinIsTerminal: @MainActor () -> Bool
     /// Whether the terminal has hung up (closed): a hung-up terminal answers every query with EIO.
     var hasHungUp: @MainActor () -> Bool
+    /// Whether a stop the process sends itself stops it: not as the init (PID 1) of a PID namespace, whose own
+    /// signals of default action the kernel drops (a container run with a terminal, `unshare --pid --fork`).
+    var canStopItself = true
 
     /// The process's own terminal.
     static var live: TerminalProbe {
         TerminalProbe(
             startedOnTerminal: !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1,
             stdinIsTerminal: { isatty(STDIN_FILENO) == 1 },
-            hasHungUp: { tcgetpgrp(STDIN_FILENO) < 0 && errno == EIO }
+            hasHungUp: { tcgetpgrp(STDIN_FILENO) < 0 && errno == EIO },
+            canStopItself: getpid() != 1
         )
     }
 }

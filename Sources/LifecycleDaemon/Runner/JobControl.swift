@@ -16,6 +16,10 @@ import Logging
 /// has closed its listener by then, so a stopped server refuses connections instead of queueing them. `fg` (`SIGCONT`)
 /// brings it back.
 ///
+/// As the init (PID 1) of a PID namespace — a container run with a terminal — the process cannot stop itself: the
+/// kernel drops a stop signal an init sends itself. Ctrl-Z then only backgrounds, as under systemd, and a notice says
+/// why the process runs on; SIGCONT or SIGUSR2 brings the application back.
+///
 /// The router asks for a stop; the host tells it when background tasks change or termination begins. It never ends a
 /// loop turn itself: the stop runs as end-of-turn work.
 @MainActor
@@ -34,8 +38,13 @@ final class JobControl {
         self.logger = logger
     }
 
-    /// Whether SIGTSTP stops the process after backgrounding: in a terminal, outside systemd.
+    /// Whether SIGTSTP stops the process after backgrounding: in a terminal, outside systemd, unless it is PID 1.
     var stopsOnTerminalStop: Bool {
+        isJobInTerminal && terminal.canStopItself
+    }
+
+    /// Whether the process runs as a job of a terminal, where Ctrl-Z is expected to stop it.
+    private var isJobInTerminal: Bool {
         terminal.startedOnTerminal && terminal.stdinIsTerminal()
     }
 
@@ -46,7 +55,13 @@ final class JobControl {
 
     /// Ctrl-Z backgrounded the application: stop the process at the end of this turn, once no background task runs.
     func stopAfterBackground() {
-        guard stopsOnTerminalStop, !stopPending else { return }
+        guard isJobInTerminal else { return }
+        guard terminal.canStopItself else {
+            // Said after the transition, once the turn's lines are out: whoever pressed Ctrl-Z waits for a stop.
+            application.scheduleTurnEndWork { [weak self] in self?.explainWhyItRunsOn() }
+            return
+        }
+        guard !stopPending else { return }
         stopPending = true
         application.scheduleTurnEndWork { [weak self] in self?.stopIfDone(announcing: true) }
     }
@@ -66,6 +81,16 @@ final class JobControl {
     /// Termination began: a Ctrl-Z still waiting for background tasks no longer stops the process.
     func terminationDidBegin() {
         stopPending = false
+    }
+
+    private func explainWhyItRunsOn() {
+        guard application.applicationState == .background else { return }
+        logger.notice(
+            """
+            in the background, not stopped: as PID 1 of its PID namespace this process cannot stop itself (the kernel \
+            drops a stop signal an init sends itself); SIGCONT or SIGUSR2 brings it back to the foreground
+            """
+        )
     }
 
     private func stopIfDone(announcing: Bool) {

@@ -36,8 +36,8 @@ package enum RequestSource: Hashable, Sendable {
 /// application request, with the policy that depends on where the daemon runs:
 ///
 /// - `SIGTSTP` (Ctrl-Z) backgrounds; run by hand in a terminal, outside systemd, it then stops the process as job
-///   control does (``JobControl``), and `fg` (SIGCONT) brings the application back. Under systemd it only
-///   backgrounds, so the watchdog keeps being fed.
+///   control does (``JobControl``), and `fg` (SIGCONT) brings the application back. Under systemd, or as PID 1 of
+///   a PID namespace (which cannot stop itself), it only backgrounds, so the watchdog keeps being fed.
 /// - `SIGHUP` reloads, except when the terminal the daemon was started from has hung up: nobody is left to see or
 ///   stop it, so it terminates cleanly.
 /// - Termination waits for the lame-duck delay first, when one is configured (``LameDuckStop``).
