@@ -28,7 +28,17 @@ import pytest
 from harness import Sandbox, wait_for
 from http_load import ConnectionPerRequestLoad, WrkLoad
 from peers import kill_main
-from test_example import SANDBOX_BIN, UNIT, answers, get, hello_bin, hello_unit  # noqa: F401 (fixtures)
+from test_example import (  # noqa: F401 (fixtures)
+    CONFIG,
+    DROPIN_DIR,
+    IDENTIFIER,
+    SANDBOX_BIN,
+    UNIT,
+    answers,
+    get,
+    hello_bin,
+    hello_unit,
+)
 
 # Where the tests keep the real binary while a broken one is at the unit's ExecStart path.
 REAL_BIN = "/usr/local/bin/hello-service.real"
@@ -309,3 +319,51 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     kill_main(sandbox, UNIT, "SIGUSR2")
     assert wait_for(lambda: status(sandbox)["state"] == "active", timeout=10, message="active again")
     assert answers(port) == (200, "hello")
+
+
+def test_a_termination_during_an_upgrade_calls_it_off_and_the_service_stops(
+    sandbox: Sandbox, hello_unit: Callable[..., int]
+) -> None:
+    """Found by probing the daemon: during a lame-duck delay an upgrade handed over, the old process exited, and the
+    new one never heard of the termination (systemd sends SIGTERM once): the service ran on. Now the delay calls off an
+    upgrade under way, whose new process is stopped, and the service stops as asked."""
+    port = hello_unit()
+    sandbox.write_file(
+        f"{DROPIN_DIR}/e2e.conf",
+        "\n".join(["[Unit]", "StartLimitBurst=1000", "[Service]", "ExecStart=",
+                   f"ExecStart={SANDBOX_BIN} --config {CONFIG}", "LimitCORE=0"]) + "\n",
+    )
+    sandbox.write_file(CONFIG, f"[Hello]\nPort={port}\n[Termination]\nLameDuckSec=3\n")
+    try:
+        sandbox.daemon_reload()
+        sandbox.systemctl("start", UNIT)
+        assert wait_for(lambda: answers(port), timeout=15, message="the first answer") == (200, "hello")
+        cursor = sandbox.cursor()
+        # The new binary takes 2 s to start; SIGTERM comes after 0.8 s, and the delay would end after 3.8 s: without
+        # the call-off, the hand-over would come first.
+        replace_binary(sandbox, f"#!/bin/sh\nsleep 2\nexec {REAL_BIN} \"$@\"\n")
+        outcome: list[tuple[int, str]] = []
+        upgrading = threading.Thread(target=lambda: outcome.append(upgrade(sandbox)))
+        upgrading.start()
+        time.sleep(0.8)
+        kill_main(sandbox, UNIT, "SIGTERM")
+        upgrading.join(timeout=60)
+        restore_binary(sandbox)
+        assert outcome, "lifecyclectl upgrade did not return"
+        code, output = outcome[0]
+        assert code == 1, output
+        assert "a termination was requested before the new process was ready" in output, output
+        assert output.rstrip().endswith("; the daemon is terminating"), output
+        stopped = wait_for(
+            lambda: sandbox.show(UNIT, "ActiveState")["ActiveState"] in ("inactive", "failed") or None,
+            timeout=20,
+            message="the service to stop",
+        )
+        assert stopped
+        shown = sandbox.show(UNIT, "ActiveState", "Result")
+        assert shown == {"ActiveState": "inactive", "Result": "success"}, (shown, journal_lines(sandbox, cursor))
+        lines = [str(r.get("MESSAGE", "")) for r in sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])]
+        assert any(line.startswith("upgrade failed: a termination was requested") for line in lines), lines
+        assert "lame-duck delay over: terminating" in lines, lines
+    finally:
+        sandbox.remove(CONFIG)
