@@ -174,6 +174,19 @@ struct ConnectionOptions: ParsableArguments {
             try client.call("io.lifecyclekit.Lifecycle.\(method)", parameters: parameters)
         }
     }
+
+    /// Calls a method and prints its reply: as JSON with `--json`, else as `text` renders it.
+    func show(
+        _ method: String,
+        _ parameters: JSONObject = [:],
+        waitingAtLeast atLeast: Duration? = nil,
+        as text: (JSONObject) -> String
+    ) throws {
+        try Lifecyclectl.perform {
+            let reply = try call(method, parameters, waitingAtLeast: atLeast)
+            Lifecyclectl.write(json ? TerminalSafe.json(.object(reply)) + "\n" : text(reply))
+        }
+    }
 }
 
 /// Why a command failed, with its message and its exit status (sysexits).

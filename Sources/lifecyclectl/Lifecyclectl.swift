@@ -80,13 +80,8 @@ struct Status: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
 
     func run() throws {
-        try Lifecyclectl.perform {
-            let reply = try connection.call("GetStatus")
-            Lifecyclectl.write(
-                connection.json ? TerminalSafe.json(.object(reply)) + "\n"
-                    : Output.status(reply, unit: connection.socket == nil ? connection.unitName : nil, style: Lifecyclectl.style)
-            )
-        }
+        let unit = connection.socket == nil ? connection.unitName : nil
+        try connection.show("GetStatus") { Output.status($0, unit: unit, style: Lifecyclectl.style) }
     }
 }
 
@@ -102,12 +97,7 @@ struct Tree: ParsableCommand {
     var views = false
 
     func run() throws {
-        try Lifecyclectl.perform {
-            let reply = try connection.call("GetTree", ["views": .bool(views)])
-            Lifecyclectl.write(
-                connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.tree(reply, style: Lifecyclectl.style)
-            )
-        }
+        try connection.show("GetTree", ["views": .bool(views)]) { Output.tree($0, style: Lifecyclectl.style) }
     }
 }
 
@@ -120,10 +110,7 @@ struct Tasks: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
 
     func run() throws {
-        try Lifecyclectl.perform {
-            let reply = try connection.call("GetBackgroundTasks")
-            Lifecyclectl.write(connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.tasks(reply))
-        }
+        try connection.show("GetBackgroundTasks", as: Output.tasks)
     }
 }
 
@@ -299,12 +286,12 @@ struct Upgrade: ParsableCommand {
     }
 
     func run() throws {
-        try Lifecyclectl.perform {
-            var parameters: JSONObject = [:]
-            if let readyTimeout { parameters["timeoutSec"] = .double(readyTimeout) }
-            // The daemon answers once the new process serves: up to the ready timeout, and the saving before it.
-            let reply = try connection.call("Upgrade", parameters, waitingAtLeast: .seconds((readyTimeout ?? 30) + 15))
-            Lifecyclectl.write(connection.json ? TerminalSafe.json(.object(reply)) + "\n" : Output.upgrade(reply, target: connection.target))
+        var parameters: JSONObject = [:]
+        if let readyTimeout { parameters["timeoutSec"] = .double(readyTimeout) }
+        let target = connection.target
+        // The daemon answers once the new process serves: up to the ready timeout, and the saving before it.
+        try connection.show("Upgrade", parameters, waitingAtLeast: .seconds((readyTimeout ?? 30) + 15)) {
+            Output.upgrade($0, target: target)
         }
     }
 }

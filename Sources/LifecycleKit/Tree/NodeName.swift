@@ -6,17 +6,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
+
 /// Controller identifiers and view names are parts of trace paths: `LIFECYCLE_TARGET=` in the journal, a line of the
 /// trace on a terminal, `lifecyclectl tree`. A name is one line of printable text: each control character (C0, DEL,
 /// C1), line or paragraph separator and bidirectional override in it is replaced by U+FFFD when the name is given, so
 /// that no name can break a journal field or a log line, or reach the terminal that shows it.
 package enum NodeName {
-    /// Whether a scalar may not appear in a name.
+    /// Whether a scalar may not appear in a name: the scalars that must not reach a terminal as they are
+    /// (``VisibleText/isUnsafe(_:)``), which a name replaces where a quoted text escapes them.
     package static func isForbidden(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
-        default: false
-        }
+        VisibleText.isUnsafe(scalar)
     }
 
     /// `name` with every forbidden scalar replaced by U+FFFD.
