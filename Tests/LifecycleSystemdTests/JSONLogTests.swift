@@ -32,7 +32,7 @@ private func line(
             label: label,
             message: message,
             metadata: metadata
-        ),
+        ).bytes,
         as: UTF8.self
     )
 }
@@ -148,11 +148,38 @@ struct JSONLogLineTests {
         let cut = JSONLogLine.cut(value)
         #expect(cut == String(repeating: "a", count: limit - 2) + JSONLogLine.cutMarker(8))
         #expect(JSONLogLine.cutMarker(8) == "…[8 bytes cut]")
+    }
+
+    /// Found by reading the encoder: the cut bounded a value's UTF-8, not what it takes in the line. 8 KiB of control
+    /// characters became 48 KiB of escapes, and two values of 8 KiB made a line past the 16 KiB at which containerd
+    /// and Docker split it.
+    @Test func noRecordMakesALineLongerThanARuntimeKeepsWhole() throws {
+        let limit = JSONLogLine.maximumValueBytes
+        let controls = String(repeating: "\u{1}", count: limit)
+        let ordinary = String(repeating: "a", count: limit)
         let huge = String(repeating: "\n", count: 1 << 20)
-        let text = line(huge, metadata: ["v": .string(huge)])
-        #expect(text.utf8.count < 3 * 2 * limit)
-        let object = try parsed(text)
-        #expect(object["message"] == .string(String(repeating: "\n", count: limit) + JSONLogLine.cutMarker((1 << 20) - limit)))
+        for (message, metadata) in [
+            (controls, [:]),
+            (ordinary, ["v": Logger.MetadataValue.string(ordinary)]),
+            (huge, ["v": .string(huge)]),
+            (ordinary, ["a": .array([.string(controls), .string(controls)]), "d": .dictionary(["k": .string(huge)])]),
+        ] as [(String, Logger.Metadata)] {
+            let (bytes, valueLimit) = JSONLogLine.line(
+                timestamp: "2026-11-23T12:50:51.476839Z", level: .info, program: "lifecycled", label: "lifecycled",
+                message: message, metadata: metadata
+            )
+            #expect(bytes.count <= JSONLogLine.maximumLineBytes)
+            #expect(valueLimit < limit && valueLimit >= JSONLogLine.minimumValueBytes)
+            // Each value is cut as one cut at the line's limit would: whole characters, then what was left out.
+            let object = try #require(try JSONValue.parse(Array(bytes.dropLast())).objectValue)
+            #expect(object["message"] == .string(JSONLogLine.cut(message, limit: valueLimit)))
+        }
+        // A line that fits keeps its values cut at the bound only.
+        let (fits, fitsLimit) = JSONLogLine.line(
+            timestamp: "t", level: .info, program: "p", label: "p", message: ordinary + "tail", metadata: [:]
+        )
+        #expect(fitsLimit == limit)
+        #expect(try JSONValue.parse(Array(fits.dropLast())).objectValue?["message"] == .string(ordinary + JSONLogLine.cutMarker(4)))
     }
 }
 

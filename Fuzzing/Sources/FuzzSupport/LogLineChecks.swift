@@ -76,7 +76,7 @@ package struct FuzzLogRecord {
 /// sorted, and whose values are the record's, each string cut as documented (a model written apart here: whole Unicode
 /// scalars up to the bound, then the marker).
 package func checkJSONLogLine(_ record: FuzzLogRecord) {
-    let line = JSONLogLine.line(
+    let (line, valueLimit) = JSONLogLine.line(
         timestamp: "2026-11-23T12:50:51.476839Z",
         level: .notice,
         program: "fuzz",
@@ -85,6 +85,10 @@ package func checkJSONLogLine(_ record: FuzzLogRecord) {
         metadata: record.metadata
     )
     check(line.last == 0x0A, "the line does not end with a newline")
+    check(
+        line.count <= JSONLogLine.maximumLineBytes || valueLimit == JSONLogLine.minimumValueBytes,
+        "a line of \(line.count) bytes, its values cut to \(valueLimit)"
+    )
     let body = Array(line.dropLast())
     check(!body.contains { $0 < 0x20 || $0 == 0x7F }, "a raw control character in \(String(decoding: body, as: UTF8.self))")
     check(String(validating: body, as: UTF8.self) != nil, "the line is not UTF-8")
@@ -105,7 +109,7 @@ package func checkJSONLogLine(_ record: FuzzLogRecord) {
         check(false, "the line is refused: \(error)")
         return
     }
-    let expected = expectedLogObject(record)
+    let expected = expectedLogObject(record, valueLimit: valueLimit)
     check(object.keys == expected.keys, "keys \(object.keys), expected \(expected.keys)")
     for member in expected {
         check(object[member.key] == member.value, "\(member.key): \(object[member.key]?.text ?? "none"), expected \(member.value.text)")
@@ -113,48 +117,48 @@ package func checkJSONLogLine(_ record: FuzzLogRecord) {
 }
 
 /// The object a record's line must read as, built apart from the encoder.
-private func expectedLogObject(_ record: FuzzLogRecord) -> JSONObject {
+private func expectedLogObject(_ record: FuzzLogRecord, valueLimit: Int) -> JSONObject {
     var object = JSONObject()
     object["timestamp"] = .string("2026-11-23T12:50:51.476839Z")
     object["level"] = "notice"
     object["program"] = "fuzz"
-    if record.label != "fuzz" { object["label"] = .string(cutModel(record.label)) }
-    object["message"] = .string(cutModel(record.message))
+    if record.label != "fuzz" { object["label"] = .string(cutModel(record.label, limit: valueLimit)) }
+    object["message"] = .string(cutModel(record.message, limit: valueLimit))
     var fields: [String: [(key: String, value: Logger.MetadataValue)]] = [:]
     for (key, value) in record.metadata {
         fields[JSONLogLine.fieldName(forMetadataKey: key), default: []].append((key, value))
     }
     for name in fields.keys.sorted() {
         let numeric = name == JSONLogLine.sequenceField
-        let values = fields[name]!.sorted { $0.key < $1.key }.map { expectedValue($0.value, numeric: numeric) }
+        let values = fields[name]!.sorted { $0.key < $1.key }.map { expectedValue($0.value, numeric: numeric, limit: valueLimit) }
         object[name] = values.count == 1 ? values[0] : .array(values)
     }
     return object
 }
 
-private func expectedValue(_ value: Logger.MetadataValue, numeric: Bool) -> JSONValue {
+private func expectedValue(_ value: Logger.MetadataValue, numeric: Bool, limit: Int) -> JSONValue {
     func scalar(_ text: String) -> JSONValue {
         if numeric, let number = Int64(text), "\(number)" == text { return .integer(number) }
-        return .string(cutModel(text))
+        return .string(cutModel(text, limit: limit))
     }
     switch value {
     case .string(let text): return scalar(text)
     case .stringConvertible(let convertible): return scalar(convertible.description)
-    case .array(let values): return .array(values.map { expectedValue($0, numeric: false) })
+    case .array(let values): return .array(values.map { expectedValue($0, numeric: false, limit: limit) })
     case .dictionary(let dictionary):
-        return .object(JSONObject(dictionary.map { ($0.key, expectedValue($0.value, numeric: false)) }))
+        return .object(JSONObject(dictionary.map { ($0.key, expectedValue($0.value, numeric: false, limit: limit)) }))
     }
 }
 
-/// The documented cut: whole scalars while their UTF-8 fits the bound, then the marker with the bytes left out.
-private func cutModel(_ text: String) -> String {
+/// The documented cut: whole scalars while their UTF-8 fits the line's bound, then the marker with the bytes left out.
+private func cutModel(_ text: String, limit: Int) -> String {
     let total = text.utf8.count
-    guard total > JSONLogLine.maximumValueBytes else { return text }
+    guard total > limit else { return text }
     var kept = String.UnicodeScalarView()
     var bytes = 0
     for scalar in text.unicodeScalars {
         let size = UTF8.width(scalar)
-        guard bytes + size <= JSONLogLine.maximumValueBytes else { break }
+        guard bytes + size <= limit else { break }
         kept.append(scalar)
         bytes += size
     }

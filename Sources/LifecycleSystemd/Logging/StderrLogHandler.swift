@@ -114,7 +114,7 @@ package struct StderrLogHandler: LogHandler {
                 label: label,
                 message: written.message,
                 metadata: metadata
-            )
+            ).bytes
             LoggingBackend.writeInOrder(written) { Self.writeFully(line, to: fileDescriptor) }
             return
         }
