@@ -187,7 +187,10 @@ struct Trace: ParsableCommand {
                 Lifecyclectl.write(formatter.flush())
                 return
             }
-            let client = try connection.connect(timeout: nil)
+            let client = try connection.connect()
+            // Finding the socket and connecting are bounded by --timeout; the stream then runs until interrupted: an
+            // idle daemon sends nothing for as long as nothing happens.
+            client.timeout = nil
             try ControlFailure.wrap(target: connection.target) { () throws(VarlinkClientError) in
                 try client.stream("io.lifecyclekit.Lifecycle.Trace", parameters: ["backlog": .integer(backlog)]) {
                     reply in

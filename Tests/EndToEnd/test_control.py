@@ -222,7 +222,7 @@ def test_trace_follow_streams_the_live_trace(
     calls = json.loads(ctl("status", "--json").stdout)["control"]["calls"]
     sandbox.run(
         "systemd-run", "--unit=lifecycle-e2e-trace", "--collect", "--property=Type=exec",
-        "/bin/sh", "-c", f"exec {SANDBOX_CTL} trace --follow --json -n 0 >/run/trace.out",
+        "/bin/sh", "-c", f"exec {SANDBOX_CTL} trace --follow --json -n 0 --timeout 1 >/run/trace.out",
     )
     asked = 0
 
@@ -242,6 +242,12 @@ def test_trace_follow_streams_the_live_trace(
 
     events = wait_for(followed, timeout=15, message="the followed trace of SIGUSR1")
     assert [(e["event"], e["target"]) for e in events if e["cause"] == "signal:SIGUSR1"] == BACKGROUND
+    # In the background the demo is idle: nothing to send for longer than --timeout, which bounds finding the socket
+    # and connecting, not the stream (a follower used to end with "no reply within 1 s", exit 75).
+    time.sleep(2.5)
+    assert sandbox.show("lifecycle-e2e-trace", "ActiveState")["ActiveState"] == "active", sandbox.run(
+        "cat", "/run/trace.out", check=False
+    ).stdout
     sandbox.systemctl("stop", "lifecycle-e2e-trace", check=False)
 
 

@@ -19,6 +19,8 @@ figures these tests print (`-s` shows them).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from typing import Callable, Iterator
@@ -367,3 +369,53 @@ def test_a_termination_during_an_upgrade_calls_it_off_and_the_service_stops(
         assert "lame-duck delay over: terminating" in lines, lines
     finally:
         sandbox.remove(CONFIG)
+
+
+def test_an_upgrade_whose_barrier_systemd_answers_late_still_hands_over_and_the_old_process_answers_until_then(
+    sandbox: Sandbox, hello_service: Callable[..., int]
+) -> None:
+    """Two findings of a reading of the upgrade, checked with the sandbox's systemd stopped (SIGSTOP, which reaches a
+    namespace's init from outside) for longer than the barrier waits (a quarter of WatchdogSec=10s):
+
+    - When systemd did not answer BARRIER=1 in time, the old process sent MAINPID= with its own pid and stopped the
+      new one. But systemd reads its notification socket in order: it took the new pid first, refused the old
+      process's MAINPID= (NotifyAccess=main), and ended the service when the new process exited.
+    - The new process accepted control calls as soon as it started, before it was the main process: a `lifecyclectl
+      background` it answered was undone when the old process handed over its state (`main active`), and a
+      `terminate` ended only the new process. Now the old process answers until it hands over, and a call made
+      while it waits for systemd waits in the socket's backlog for the new main process."""
+    port = hello_service()
+    pid = main_pid(sandbox)
+    cursor = sandbox.cursor()
+    control = "/run/hello-service/control"
+    os.kill(sandbox.pid, signal.SIGSTOP)
+    try:
+        # systemctl would wait for the stopped systemd: the control socket is named.
+        outcome: list[object] = []
+        upgrading = threading.Thread(
+            target=lambda: outcome.append(
+                sandbox.run("lifecyclectl", "upgrade", "--socket", control, check=False, timeout=60)
+            )
+        )
+        upgrading.start()
+        # The new process serves within a second; the old one then waits 2.5 s for the barrier.
+        time.sleep(1.2)
+        background = sandbox.run("lifecyclectl", "background", "--socket", control, check=False, timeout=60)
+        upgrading.join(timeout=60)
+    finally:
+        os.kill(sandbox.pid, signal.SIGCONT)
+    assert outcome, "lifecyclectl upgrade did not return"
+    done = outcome[0]
+    assert done.returncode == 0, done.stdout + done.stderr + journal_lines(sandbox, cursor)
+    assert background.returncode == 0, background.stdout + background.stderr
+    new = serving_again(sandbox, port, pid)
+    # The old process's exit comes after systemd took the new pid: the service runs on, in the background as asked.
+    time.sleep(1)
+    shown = sandbox.show(UNIT, "MainPID", "ActiveState", "NRestarts")
+    assert shown == {"MainPID": new, "ActiveState": "active", "NRestarts": "0"}, (shown, journal_lines(sandbox, cursor))
+    reply = status(sandbox)
+    assert (reply["pid"], reply["state"]) == (int(new), "background"), reply
+    lines = [str(r.get("MESSAGE", "")) for r in sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])]
+    assert any("did not confirm pid" in line and "handing over" in line for line in lines), lines
+    kill_main(sandbox, UNIT, "SIGUSR2")
+    assert wait_for(lambda: answers(port), timeout=10, message="an answer in the foreground") == (200, "hello")

@@ -187,9 +187,11 @@ final class Stage {
     var exits: [Int32] = []
     /// What the terminal says.
     var terminal = TerminalProbe(startedOnTerminal: false, stdinIsTerminal: { false }, hasHungUp: { false })
+    /// The sockets passed to the process (`LISTEN_FDS`), as the daemon takes them.
+    var inherited: [SocketActivation.Socket] = []
 
     func effects() -> DaemonEffects {
-        DaemonEffects(
+        var effects = DaemonEffects(
             now: { [unowned self] in now },
             schedule: { [unowned self] delay, work in
                 let timer = FakeTimer(delay: delay, work: work)
@@ -225,6 +227,8 @@ final class Stage {
             },
             deliverLogs: { [unowned self] in deliveries.append("logs delivered") }
         )
+        effects.takeInheritedSockets = { [unowned self] in inherited }
+        return effects
     }
 
     /// Moves the manual clock on, firing every timer that falls due, in order.

@@ -285,7 +285,7 @@ import Logging
         error ReplyTooLarge (size: int, limit: int)
 
         # No upgrade happened: the new binary could not be started, exited or was not ready in time (it was stopped),
-        # systemd did not confirm it as the main process, or the daemon cannot upgrade now (terminating, PID 1); reason says
+        # systemd could not be told it is the main process, or the daemon cannot upgrade now (terminating, PID 1); reason says
         # which, and ends with what the daemon does now: "the daemon serves on as it was" or "the daemon is terminating".
         error UpgradeFailed (reason: string)
 

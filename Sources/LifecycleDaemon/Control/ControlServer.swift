@@ -24,7 +24,7 @@ final class ControlServer {
     /// The path of the socket file this process (or the one that upgraded to it) bound, removed when it stops; nil
     /// for a socket systemd passed, and once an upgrade handed the socket to the next process.
     private(set) var boundPath: String?
-    /// The socket file an upgrade's new process takes once it is the main process (``takeSocketFile()``): until then
+    /// The socket file an upgrade's new process takes once it is the main process (``takeOver()``): until then
     /// it is the running process's, and a new process that is called off leaves it where it is.
     private var upgradedPath: String?
     private unowned let daemon: any ControlHost
@@ -48,12 +48,14 @@ final class ControlServer {
     ///
     /// `inherited`: the control socket systemd (or an upgrade) passed, if any; `upgradedPath`: the path of the socket
     /// file the process that upgraded to this one had bound, which this one removes when it stops once it is the main
-    /// process.
+    /// process. An upgrade's new process passes `accepting: false`: until it is the main process (``takeOver()``) the
+    /// running process answers every call, and connections wait in the socket's backlog between the two.
     static func start(
         daemon: any ControlHost,
         loop: MainLoop,
         inherited: SocketActivation.Socket?,
-        upgradedPath: String? = nil
+        upgradedPath: String? = nil,
+        accepting: Bool = true
     ) -> ControlServer? {
         let logger = daemon.logger
         let location = ControlSocketLocation.resolve(
@@ -120,14 +122,16 @@ final class ControlServer {
                 methods: ControlInterface.serviceMethods.map { VarlinkServer.Method($0, handler: handler) }
             )
         )
-        do {
-            try server.start()
-        } catch {
-            logger.warning("no control socket: \(error)")
-            service.hub.stop()
-            server.stop()
-            if let boundPath { unlink(boundPath) }
-            return nil
+        if accepting {
+            do {
+                try server.start()
+            } catch {
+                logger.warning("no control socket: \(error)")
+                service.hub.stop()
+                server.stop()
+                if let boundPath { unlink(boundPath) }
+                return nil
+            }
         }
         logger.info("control socket: \(description)", metadata: [LogKey.control: .string(description)])
         return ControlServer(
@@ -159,11 +163,20 @@ final class ControlServer {
     /// The listening socket (an upgrade hands a copy to the next process).
     var listeningSocket: Int32 { server.listeningSocket }
 
-    /// This process, started by an upgrade, is the main process now: the socket file is its to remove when it stops.
-    func takeSocketFile() {
-        guard let upgradedPath else { return }
-        boundPath = upgradedPath
-        self.upgradedPath = nil
+    /// This process, started by an upgrade, is the main process now: it accepts on the socket (the running process
+    /// has stopped: what arrived meanwhile waited in the backlog), and the socket file is its to remove when it stops.
+    func takeOver() {
+        if let upgradedPath {
+            boundPath = upgradedPath
+            self.upgradedPath = nil
+        }
+        do {
+            try server.start()
+        } catch {
+            daemon.logger.warning("no control socket: \(error)")
+            service.hub.stop()
+            server.stop()
+        }
     }
 
     /// An upgrade handed the socket over: stop accepting (the next process accepts on its copy), finish the calls in

@@ -102,6 +102,9 @@ final class StateStore {
     // MARK: Loading
 
     /// The newest valid saved state of the two copies, or nil; logs which copy it took and every copy it refused.
+    /// Only an owner (not an upgrade's new process before it is the main process) clears what it refused: a copy
+    /// dropped from the store, an unfinished save removed, a damaged file moved aside. The running process may be
+    /// saving meanwhile.
     func load() -> Archive? {
         var candidates: [Candidate] = []
         var rejections: [Rejection] = []
@@ -110,8 +113,7 @@ final class StateStore {
                 let place = "the file descriptor store's \(entry.name)"
                 switch entry.contents {
                 case .failure(let error):
-                    rejections.append(Rejection(place: place, reason: "cannot be read: \(error)", note: "dropped from the store"))
-                    removeFromStore(entry.name)
+                    rejections.append(Rejection(place: place, reason: "cannot be read: \(error)", note: dropFromStore(entry.name)))
                 case .success(let bytes):
                     do {
                         var archive = try Archive.decodeState(bytes, source: place)
@@ -119,14 +121,13 @@ final class StateStore {
                         candidates.append(Candidate(archive: archive, place: place))
                         storedNames.insert(entry.name)
                     } catch {
-                        rejections.append(Rejection(place: place, reason: error.reason, note: "dropped from the store"))
-                        removeFromStore(entry.name)
+                        rejections.append(Rejection(place: place, reason: error.reason, note: dropFromStore(entry.name)))
                     }
                 }
             }
         }
         if let path {
-            let unfinished = DurableFile.removeTemporaryFiles(for: path)
+            let unfinished = isOwner ? DurableFile.removeTemporaryFiles(for: path) : []
             if !unfinished.isEmpty {
                 logger.notice(
                     "removed \(unfinished.count) unfinished save(s) of the state, never loaded: \(unfinished.joined(separator: ", "))"
@@ -140,7 +141,7 @@ final class StateStore {
                     archive.sourceName = path
                     candidates.append(Candidate(archive: archive, place: path))
                 } catch {
-                    rejections.append(Rejection(place: path, reason: error.reason, keptAs: moveAside(path)))
+                    rejections.append(Rejection(place: path, reason: error.reason, keptAs: isOwner ? moveAside(path) : nil))
                 }
             } catch {
                 if error != .system(.noSuchFileOrDirectory) {
@@ -209,6 +210,13 @@ final class StateStore {
         for name in kept.dropLast(keepRejected) {
             _ = unlink(directory + "/" + name)
         }
+    }
+
+    /// Drops a refused copy from the store when this process owns the state; what the rejection's note says.
+    private func dropFromStore(_ name: String) -> String? {
+        guard isOwner else { return nil }
+        removeFromStore(name)
+        return "dropped from the store"
     }
 
     private func removeFromStore(_ name: String) {

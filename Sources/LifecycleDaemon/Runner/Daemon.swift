@@ -61,6 +61,9 @@ package final class Daemon: ApplicationHost {
     var isMainProcess = true
     /// Listeners bound before this process became the main process, to put in the file descriptor store then.
     var pendingListenerStores: [ListenerTable.Listener] = []
+    /// The listeners an upgrade's new process retired (moved to another address) before it was the main process:
+    /// dropped from the file descriptor store once it is, before what it bound is stored.
+    var pendingListenerRemovals: [String] = []
     /// The program's path as it was started (``upgradePath(arguments:)``): an upgrade starts what is at this path now.
     let executablePath: String? = Daemon.upgradePath()
     /// The archive of the last save of the state (an upgrade hands it to the next process).
@@ -269,12 +272,18 @@ package final class Daemon: ApplicationHost {
         let controlSocket = takeInheritedSockets(upgrade: handOver)
         // Before the launch, so that the trace it keeps starts with the launch's events.
         if configuration.control.isEnabled {
-            control = ControlServer.start(daemon: self, loop: loop, inherited: controlSocket, upgradedPath: handOver?.controlPath)
+            control = ControlServer.start(
+                daemon: self,
+                loop: loop,
+                inherited: controlSocket,
+                upgradedPath: handOver?.controlPath,
+                accepting: handOver == nil
+            )
         }
         if let handOver {
             logger.info(
                 "started by an upgrade from pid \(handOver.previousPID): launching, then taking over once it serves",
-                metadata: [LogKey.upgrade: "handed-over"]
+                metadata: [LogKey.upgrade: "launching"]
             )
             try handOver.watch(loop: loop) { [unowned self] runningState in
                 becomeMainProcess(runningState: runningState)

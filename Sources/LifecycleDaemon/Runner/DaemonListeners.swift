@@ -47,6 +47,7 @@ extension Daemon {
         let origins = upgrade?.listenerOrigins ?? [:]
         let table = application.listeners
         for socket in inherited where socket.descriptor != control?.descriptor {
+            if isSecondSocket(socket) { continue }
             if let upgrade {
                 table.unclaimed[socket.name] = ListenerTable.Inherited(
                     descriptor: socket.descriptor,
@@ -87,6 +88,23 @@ extension Daemon {
         return control
     }
 
+    /// Whether a socket comes under a name that an earlier socket of the same kind (the socket unit's, or the file
+    /// descriptor store's) already took: a listener serves one socket, so the second is closed here, with a warning
+    /// that says what to change. A socket unit with two `ListenStream=` has one `FileDescriptorName=` for both.
+    private func isSecondSocket(_ socket: SocketActivation.Socket) -> Bool {
+        let table = application.listeners
+        let isStored = socket.name.hasPrefix(ListenerNames.storePrefix)
+        let name = isStored ? String(socket.name.dropFirst(ListenerNames.storePrefix.count)) : socket.name
+        guard let first = table.unclaimed[name], (first.origin == .fileDescriptorStore) == isStored else { return false }
+        let source = isStored ? "the file descriptor store" : "systemd"
+        logger.warning(
+            "two sockets passed as \(name) by \(source) (fd \(first.descriptor) and fd \(socket.descriptor)): a listener serves one socket, so fd \(socket.descriptor) is closed and not served; give each socket a name of its own (a socket unit each, with its own FileDescriptorName=)",
+            metadata: [LogKey.listener: .string(name)]
+        )
+        close(socket.descriptor)
+        return true
+    }
+
     /// Listeners this process binds go to systemd's file descriptor store (`FDSTORE=1`), so that a restart after a
     /// crash or a watchdog kill gets them back and connections wait in their backlog meanwhile; one replaced by
     /// another address is dropped from it.
@@ -103,12 +121,22 @@ extension Daemon {
             storeListener(listener, in: store)
         }
         table.didRetire = { [unowned self] listener in
-            guard isMainProcess else { return }
-            do {
-                try store.remove(name: ListenerNames.storePrefix + listener.name)
-            } catch {
-                notifications.reportFailure(error)
+            guard isMainProcess else {
+                pendingListenerRemovals.append(listener.name)
+                return
             }
+            removeStoredListener(named: listener.name, from: store)
+        }
+    }
+
+    func removeStoredListener(
+        named name: String,
+        from store: FileDescriptorStore = FileDescriptorStore(notifier: .fromEnvironment())
+    ) {
+        do {
+            try store.remove(name: ListenerNames.storePrefix + name)
+        } catch {
+            notifications.reportFailure(error)
         }
     }
 

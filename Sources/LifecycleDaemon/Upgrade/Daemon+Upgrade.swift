@@ -147,7 +147,7 @@ extension Daemon {
         isMainProcess = true
         notifications.isMainProcess = true
         stateStore?.isOwner = true
-        control?.takeSocketFile()
+        control?.takeOver()
         self.handOver = nil
         if effects.watchdogInterval != nil {
             do {
@@ -157,7 +157,10 @@ extension Daemon {
             }
         }
         let store = FileDescriptorStore(notifier: .fromEnvironment())
+        // What this process retired first: a listener moved to another address is stored again under the same name.
+        for name in pendingListenerRemovals { removeStoredListener(named: name, from: store) }
         for listener in pendingListenerStores { storeListener(listener, in: store) }
+        pendingListenerRemovals = []
         pendingListenerStores = []
         logger.info(
             "upgrade: this process (pid \(getpid())) is the service's main process, after pid \(handOver.previousPID)",

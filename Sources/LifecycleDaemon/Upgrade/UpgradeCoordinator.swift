@@ -241,16 +241,24 @@ final class UpgradeCoordinator {
         child.release()
         do {
             try daemon.effects.notify([.mainPID(child.pid)])
-            try daemon.effects.notifyBarrier(Self.barrierTimeout(watchdog: daemon.effects.watchdogInterval))
         } catch {
-            // systemd may have taken the new pid and not yet said so: this process claims the service back before the
-            // new one is stopped, or systemd would see its main process exit and end the service with it.
-            let reclaimed = (try? daemon.effects.notify([.mainPID(getpid())])) != nil
-            stopChild(
-                because: "systemd did not confirm pid \(child.pid) as the main process (\(error)); it was stopped"
-                    + (reclaimed ? ", and this process (pid \(getpid())) told systemd it is the main process again" : "")
-            )
+            // Not sent: systemd still has this process as the main one.
+            stopChild(because: "cannot tell systemd that pid \(child.pid) is the main process (\(error)); it was stopped")
             return
+        }
+        let barrierTimeout = Self.barrierTimeout(watchdog: daemon.effects.watchdogInterval)
+        do {
+            try daemon.effects.notifyBarrier(barrierTimeout)
+        } catch {
+            // Sent, but not confirmed in time (a busy service manager): systemd reads its notification socket in order,
+            // so it takes the new pid when it gets there, and what the new process sends from now on comes after. To
+            // call the upgrade off now would stop the process systemd is about to take as the main one, and the service
+            // would end with it: this process could not claim it back, as its own MAINPID= would come after and, with
+            // NotifyAccess=main, be refused. So the hand-over goes on.
+            logger.warning(
+                "upgrade: systemd did not confirm pid \(child.pid) as the main process within \(barrierTimeout.formattedForLog) (\(error)); it has the message, handing over",
+                metadata: [LogKey.upgrade: "unconfirmed"]
+            )
         }
         // The state this process is in now, not when the upgrade began: a request it took while the new process
         // launched (SIGUSR1, a sleep, `lifecyclectl inactive`) carries over.

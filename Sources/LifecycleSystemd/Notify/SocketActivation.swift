@@ -46,7 +46,13 @@ package enum SocketActivation {
     /// (the control socket its listening socket, the state store its memfds).
     package static func passed() -> [Socket] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        let count = sd_listen_fds_with_names(0, &names)
+        var count = sd_listen_fds_with_names(0, &names)
+        if count == -EINVAL {
+            // LISTEN_FDNAMES does not name as many descriptors as LISTEN_FDS counts (a launcher's mistake: systemd
+            // always names them all): the descriptors are still this process's, "unknown", not left open unseen.
+            count = sd_listen_fds(0)
+            names = nil
+        }
         guard count > 0 else { return [] }
         defer {
             if let names {
