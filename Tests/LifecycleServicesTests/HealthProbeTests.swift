@@ -9,6 +9,7 @@
 import LifecycleKit
 import LifecycleKitTesting
 import LifecycleServices
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -46,14 +47,31 @@ struct HealthProbeTests {
         let probes = HealthProbes(application: host.application, timeout: .milliseconds(100))
         let started = ContinuousClock.now
         // Queued on the main actor first, so it runs before the probe's question, and holds the main actor as a
-        // callback that blocks the loop would: far longer than the timeout, for the probe itself runs on the shared
-        // pool, which a full parallel test run keeps busy.
-        let blocker = Task { @MainActor in _ = usleep(5_000_000) }
-        let asked = Task.detached { await probes.check(.live) }
+        // callback that blocks the loop would, until the probe has answered: the probe runs on the shared pool, which
+        // a full parallel run under a sanitizer can keep busy for longer than any fixed time (5 s was not enough).
+        let answered = Flag()
+        let blocker = Task { @MainActor in
+            let bound = ContinuousClock.now + .seconds(60)
+            while !answered.isRaised, ContinuousClock.now < bound { _ = usleep(1_000) }
+        }
+        let asked = Task.detached {
+            let check = await probes.check(.live)
+            answered.raise()
+            return check
+        }
         let check = await asked.value
         await blocker.value
         #expect(check == HealthCheck(probe: .live, passed: false, reason: "the main loop did not answer within 100 ms"))
         #expect(ContinuousClock.now - started < .seconds(60))
     }
 
+}
+
+/// Raised once, from any thread.
+private final class Flag: Sendable {
+    private let raised = Atomic<Bool>(false)
+
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+
+    func raise() { raised.store(true, ordering: .releasing) }
 }
