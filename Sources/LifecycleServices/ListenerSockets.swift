@@ -37,6 +37,7 @@ package enum ListenerSockets {
                 origin: .bound
             )
             table.add(opened)
+            closeUnusedRetired(in: application)
             application.logger.info(
                 "listener \(listener.name): bound \(opened.address)",
                 metadata: [LogKey.listener: .string(listener.name), LogKey.listenerOrigin: "bound"]
@@ -211,15 +212,24 @@ package enum ListenerSockets {
             origin: .bound
         )
         application.listeners.add(fresh)
-        if application.listeners.isUnusedRetired(descriptor: stale.descriptor) {
-            close(stale.descriptor)
-            application.listeners.forgetRetired(descriptor: stale.descriptor)
-        }
+        closeUnusedRetired(in: application)
         application.logger.info(
             "listener \(listener.name): bound \(fresh.address) (was \(stale.address))",
             metadata: [LogKey.listener: .string(listener.name), LogKey.listenerOrigin: "bound"]
         )
         return fresh
+    }
+
+    /// Closes the listeners a new one of the same name retired that no run serves: one whose last run had ended
+    /// already (a controller replaced by one at another address, whose old run ended first) is closed now, or it
+    /// would listen, served by nobody, until the process exits. One still served is closed when its last run ends
+    /// (``release(_:in:)``).
+    private static func closeUnusedRetired(in application: Application) {
+        let table = application.listeners
+        for listener in table.retired where table.isUnusedRetired(descriptor: listener.descriptor) {
+            close(listener.descriptor)
+            table.forgetRetired(descriptor: listener.descriptor)
+        }
     }
 
     // MARK: System calls

@@ -214,6 +214,30 @@ struct ListenerTests {
         #expect(connect(toLoopbackPort: other.port) == .refused)
     }
 
+    /// Found by a CI run of the example's reload test: a controller replaced by one listening elsewhere (the example's
+    /// reload to another port) left its old socket listening, served by nobody, when its run ended before the new
+    /// controller's began: the socket was retired with no server left, and only the end of a run closed one.
+    @Test func aListenerMovedAfterItsLastRunEndedIsClosedAtOnce() async {
+        let timeline = Timeline()
+        let (host, _) = hosted(.tcp("http", port: 0), timeline: timeline)
+        host.launch()
+        #expect(await host.waitUntil { timeline.lines.count == 1 })
+        let old = try! #require(host.application.listeners["http"])
+        // The first controller leaves the tree; its run ends and gives the socket back before another asks for it.
+        let moved = ServiceController(identifier: "moved", listeners: [.tcp("http", host: "127.0.0.2", port: 0)]) {
+            sockets in
+            [SocketRecordingService(socket: sockets[0], timeline: timeline)]
+        }
+        host.application.window?.rootViewController = ViewController()
+        #expect(await host.waitUntil { timeline.lines.count == 2 && host.application.listeners["http"]?.servers == 0 })
+        host.application.window?.rootViewController = moved
+        #expect(await host.waitUntil { timeline.lines.count == 3 })
+        let fresh = try! #require(host.application.listeners["http"])
+        #expect(fresh.address.hasPrefix("127.0.0.2:") && fresh.origin == .bound)
+        #expect(host.application.listeners.retired.isEmpty)
+        #expect(connect(toLoopbackPort: port(of: old.address)) == .refused)
+    }
+
     @Test func aListenerThatCannotBeBoundFailsTheRunWithItsAddressAndReason() async {
         let timeline = Timeline()
         let squatter = listeningLoopbackSocket()
