@@ -177,7 +177,7 @@ open class ServiceController: ViewController {
             let group = ServiceGroup(configuration: groupConfiguration(for: made))
             let policy = backgroundPolicy
             let closesListeners = listenerPolicy == .close
-            return LifecycleRun(body: { [weak application] in
+            var run = LifecycleRun(body: { [weak application] in
                 do {
                     try await group.run()
                 } catch {
@@ -198,6 +198,10 @@ open class ServiceController: ViewController {
                 Task { await group.triggerGracefulShutdown() }
                 return true
             }
+            // Stopped while it waited for the previous run to end (SIGUSR1, SIGUSR2, SIGUSR1 during a drain): the
+            // sockets it claimed go back, or a retired one would never be closed and status would say "serving".
+            run.abandon = { [weak application] in await Self.release(sockets, in: application) }
+            return run
         }
     }
 

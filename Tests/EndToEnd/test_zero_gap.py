@@ -322,6 +322,23 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     assert wait_for(lambda: status(sandbox)["state"] == "active", timeout=10, message="active again")
     assert answers(port) == (200, "hello")
 
+    # A reload while the new binary starts is refused, with the reason: the new process read the file when it started,
+    # and what the running one applied would be lost at the hand-over (found by reading the upgrade).
+    replace_binary(sandbox, f"#!/bin/sh\nsleep 2\nexec {REAL_BIN} \"$@\"\n")
+    cursor = sandbox.cursor()
+    outcome.clear()
+    upgrading = threading.Thread(target=lambda: outcome.append(upgrade(sandbox)))
+    upgrading.start()
+    time.sleep(0.8)
+    reloaded = sandbox.systemctl("reload", UNIT, check=False, timeout=60)
+    upgrading.join(timeout=60)
+    restore_binary(sandbox)
+    assert outcome and outcome[0][0] == 0, outcome
+    assert reloaded.returncode != 0, reloaded.stdout + reloaded.stderr
+    lines = [str(r.get("MESSAGE", "")) for r in sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])]
+    assert any(line.startswith("reload refused by the configuration: an upgrade is under way") for line in lines), lines
+    assert answers(port) == (200, "hello")
+
 
 def test_a_termination_during_an_upgrade_calls_it_off_and_the_service_stops(
     sandbox: Sandbox, hello_unit: Callable[..., int]

@@ -55,7 +55,7 @@ struct InheritedSocketTests {
         #expect(
             warnings == [
                 "two sockets passed as http by systemd (fd \(first) and fd \(second)): a listener serves one socket, so fd \(second) is closed and not served; give each socket a name of its own (a socket unit each, with its own FileDescriptorName=)",
-                "two sockets passed as admin by the file descriptor store (fd \(stored) and fd \(storedTwice)): a listener serves one socket, so fd \(storedTwice) is closed and not served; give each socket a name of its own (a socket unit each, with its own FileDescriptorName=)",
+                "two sockets passed as admin by the file descriptor store (fd \(stored) and fd \(storedTwice)): a listener serves one socket, so fd \(storedTwice) is closed and not served; a restart of the service (systemctl restart) empties the store",
             ]
         )
     }

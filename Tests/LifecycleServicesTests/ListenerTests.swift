@@ -73,6 +73,20 @@ func listeningLoopbackSocket() -> (descriptor: Int32, port: Int) {
     return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
 }
 
+/// A service that takes a while to drain: its graceful shutdown ends `drain` later (real time).
+struct SlowDrainingService: Service {
+    let socket: ListeningSocket
+    let timeline: Timeline
+    let drain: Duration
+
+    func run() async throws {
+        timeline.append("run on \(socket.address)")
+        try? await gracefulShutdown()
+        try? await Task.sleep(for: drain)
+        timeline.append("drained")
+    }
+}
+
 @MainActor
 @Suite("Listening sockets of hosted servers")
 struct ListenerTests {
@@ -236,6 +250,33 @@ struct ListenerTests {
         #expect(fresh.address.hasPrefix("127.0.0.2:") && fresh.origin == .bound)
         #expect(host.application.listeners.retired.isEmpty)
         #expect(connect(toLoopbackPort: port(of: old.address)) == .refused)
+    }
+
+    /// Found by reading the controller: a run claims its sockets when it is made, and gives them back when its body
+    /// ends; a run stopped while it still waited for the previous one to drain never began its body, so its claim was
+    /// never given back. The socket said "serving" in the background, and once moved it was never closed.
+    @Test func aRunStoppedBeforeItBeganGivesItsSocketsBack() async {
+        let timeline = Timeline()
+        let controller = ServiceController(identifier: "http", listeners: [.tcp("http", port: 0)]) { sockets in
+            [SlowDrainingService(socket: sockets[0], timeline: timeline, drain: .seconds(1))]
+        }
+        let host = TestHost(delegate: Delegate(root: controller))
+        host.launch()
+        #expect(await host.waitUntil { timeline.lines.count == 1 })
+        // The first run drains; the second is made (and claims) while it does, then is stopped before it began.
+        host.application.requestEnterBackground()
+        host.application.requestBecomeActive()
+        host.application.requestEnterBackground()
+        host.endTurn()
+        // The stopped run's task gives the sockets back once the first run has ended, a moment after the task is no
+        // longer counted as running.
+        #expect(
+            await host.waitUntil {
+                !controller.services.isRunning && host.application.listeners["http"]?.servers == 0
+            }
+        )
+        #expect(timeline.lines == ["run on \(host.application.listeners["http"]?.address ?? "?")", "drained"])
+        #expect(host.application.listeners["http"]?.state == "paused")
     }
 
     @Test func aListenerThatCannotBeBoundFailsTheRunWithItsAddressAndReason() async {

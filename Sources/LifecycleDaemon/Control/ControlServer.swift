@@ -165,17 +165,20 @@ final class ControlServer {
 
     /// This process, started by an upgrade, is the main process now: it accepts on the socket (the running process
     /// has stopped: what arrived meanwhile waited in the backlog), and the socket file is its to remove when it stops.
-    func takeOver() {
+    /// False, after a warning, when it cannot: the server is stopped and the daemon runs on without it.
+    func takeOver() -> Bool {
         if let upgradedPath {
             boundPath = upgradedPath
             self.upgradedPath = nil
         }
         do {
             try server.start()
+            return true
         } catch {
             daemon.logger.warning("no control socket: \(error)")
-            service.hub.stop()
-            server.stop()
+            stop()
+            boundPath = nil
+            return false
         }
     }
 

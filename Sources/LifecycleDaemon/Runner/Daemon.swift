@@ -422,6 +422,13 @@ package final class Daemon: ApplicationHost {
     /// nothing is applied yet; what is wrong with them refuses the reload.
     package func applicationPrepareReload(_ application: Application) -> ReloadPreparation {
         preparedConfiguration = nil
+        if let upgrade, !upgrade.isFinished {
+            // The new process read the file when it started; what this one applied now would be lost at the
+            // hand-over.
+            return .refused(
+                "an upgrade is under way, and its new process read the file when it started: reload once it has taken over"
+            )
+        }
         let fresh: DaemonConfiguration
         do {
             fresh = try options.resolveConfiguration(applicationSection: applicationSection)

@@ -97,8 +97,12 @@ extension Daemon {
         let name = isStored ? String(socket.name.dropFirst(ListenerNames.storePrefix.count)) : socket.name
         guard let first = table.unclaimed[name], (first.origin == .fileDescriptorStore) == isStored else { return false }
         let source = isStored ? "the file descriptor store" : "systemd"
+        let advice =
+            isStored
+            ? "a restart of the service (systemctl restart) empties the store"
+            : "give each socket a name of its own (a socket unit each, with its own FileDescriptorName=)"
         logger.warning(
-            "two sockets passed as \(name) by \(source) (fd \(first.descriptor) and fd \(socket.descriptor)): a listener serves one socket, so fd \(socket.descriptor) is closed and not served; give each socket a name of its own (a socket unit each, with its own FileDescriptorName=)",
+            "two sockets passed as \(name) by \(source) (fd \(first.descriptor) and fd \(socket.descriptor)): a listener serves one socket, so fd \(socket.descriptor) is closed and not served; \(advice)",
             metadata: [LogKey.listener: .string(name)]
         )
         close(socket.descriptor)

@@ -147,7 +147,7 @@ extension Daemon {
         isMainProcess = true
         notifications.isMainProcess = true
         stateStore?.isOwner = true
-        control?.takeOver()
+        if control?.takeOver() == false { control = nil }
         self.handOver = nil
         if effects.watchdogInterval != nil {
             do {

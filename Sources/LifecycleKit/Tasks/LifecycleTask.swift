@@ -34,6 +34,9 @@ public struct LifecycleRun: Sendable {
     /// Asks the work to end gracefully (a server stops accepting and drains) and returns true, or returns false to
     /// have it cancelled instead; nil: always cancelled. Not called for ``LifecycleStopReason/cancellation``.
     public var stop: (@Sendable (LifecycleStopReason) -> Bool)?
+    /// Runs instead of ``body`` when the run is stopped before its body began (it was waiting for the previous run
+    /// to end): gives back what making the run took (a hosted server's listening sockets).
+    package var abandon: (@Sendable () async -> Void)?
 
     /// Describes a run.
     public init(
@@ -171,6 +174,7 @@ public final class LifecycleTask {
         // closed.
         let previous = stopping?.task
         let body = run.body
+        let abandon = run.abandon
         // The task holds this object until the run has ended and is accounted for.
         let task = Task(priority: priority) {
             await previous?.value
@@ -183,6 +187,8 @@ public final class LifecycleTask {
                 } catch {
                     failure = error
                 }
+            } else {
+                await abandon?()
             }
             self.runDidEnd(generation: generation, failure: failure)
         }

@@ -40,7 +40,8 @@ public enum JSONLogLine {
     public static let maximumValueBytes = 8192
 
     /// The longest line, newline included: what containerd and Docker pass on as one line. Only a record with so many
-    /// metadata fields that values cut to ``minimumValueBytes`` do not fit makes a longer one.
+    /// metadata fields, or keys so long (keys are not cut below ``maximumValueBytes``), that values cut to
+    /// ``minimumValueBytes`` do not fit makes a longer one.
     public static let maximumLineBytes = 16 * 1024
 
     /// How far the values of a line that would be too long are cut, at most.

@@ -61,8 +61,11 @@ final class HelloService: ApplicationMain {
     /// The address and the port configured.
     var address = "127.0.0.1"
     var port = 8080
+    /// What `--address` and `--port` said: they win over the file at start and at every reload.
+    private var overrides: (address: String?, port: Int?) = (nil, nil)
 
     func configure(options: Options, settings: Settings) {
+        overrides = (options.address, options.port)
         address = options.address ?? settings.address
         port = options.port ?? settings.port
     }
@@ -84,15 +87,20 @@ final class HelloService: ApplicationMain {
     // A reload that moves the server to an address or port it cannot listen on is refused, with the reason, and
     // changes nothing; so is one under hello.socket, whose ListenStream= decides where it listens.
     func application(_ application: LifecycleKit.Application, validateReload proposal: ReloadProposal) throws {
-        guard let new = proposal.settings(as: Settings.self), new.address != address || new.port != port else { return }
+        guard let file = proposal.settings(as: Settings.self) else { return }
+        // Where configure(…) would put the server: a file that says nothing of what the command line sets (a
+        // Kubernetes manifest's --address 0.0.0.0 --port 8080) moves nothing.
+        let newAddress = overrides.address ?? file.address
+        let newPort = overrides.port ?? file.port
+        guard newAddress != address || newPort != port else { return }
         if let socket = application.listener(named: HelloController.listenerName), socket.origin == .socketUnit {
             throw PortProbe.Unavailable(
-                address: new.address,
-                port: new.port,
+                address: newAddress,
+                port: newPort,
                 reason: "the socket unit passes \(socket.address): change its ListenStream="
             )
         }
-        try PortProbe.check(address: new.address, port: new.port)
+        try PortProbe.check(address: newAddress, port: newPort)
     }
 
     // configure(…) ran: serve on the new address or port.

@@ -46,6 +46,13 @@ enum PortProbe {
         let fd = socket(found.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Unavailable(address: address, port: port, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
+        // As the server binds (ListenerSockets): a port whose last connections linger in TIME_WAIT can be listened
+        // on, and an IPv6 address is checked alone.
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if found.pointee.ai_family == AF_INET6 {
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         guard bind(fd, found.pointee.ai_addr, found.pointee.ai_addrlen) == 0 else {
             throw Unavailable(address: address, port: port, reason: String(cString: strerror(errno)))
         }

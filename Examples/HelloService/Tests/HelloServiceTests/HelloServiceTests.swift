@@ -96,7 +96,10 @@ struct HelloServiceTests {
         // its restart (the clock does not move), and the reload asks for the other one.
         let serving = Squatter()
         let squatter = Squatter()
-        let (host, delegate) = try host(port: serving.port)
+        // The port from the file, not the command line: a --port would win over the reloaded file.
+        let delegate = HelloService()
+        delegate.configure(options: try HelloService.Options.parse([]), settings: .init(port: serving.port))
+        let host = TestHost(delegate: delegate)
         host.launch()
         host.recorder.clear()
         host.reloadSettings = HelloService.Settings(port: squatter.port)
@@ -111,6 +114,28 @@ struct HelloServiceTests {
         #expect(reason.hasSuffix("); the server stays on its port"))
         #expect(!applied && delegate.port == serving.port)
         #expect(host.recorder.lines(events: ["reloadRefused"]) == ["delegate reloadRefused"])
+    }
+
+    /// Found by reading the example: the reload compared the file's [Hello] with where the command line had put the
+    /// server, so under kubernetes.yaml (--address 0.0.0.0 --port 8080, no [Hello] in the ConfigMap) every reload
+    /// asked to move to 127.0.0.1:8080, found it taken by the server itself, and was refused.
+    @Test func aReloadKeepsWhatTheCommandLineSetsWhateverTheFileSays() throws {
+        // The command line's port is held (the server waits for its restart: the clock does not move); the file names
+        // another port, held too, so a reload that went by the file would be refused.
+        let serving = Squatter()
+        let elsewhere = Squatter()
+        let (host, delegate) = try host(port: serving.port, arguments: ["--address", "127.0.0.1"])
+        host.launch()
+        host.reloadSettings = HelloService.Settings(address: "127.0.0.2", port: elsewhere.port)
+        var applied = false
+        host.onReloadConfiguration = { applied = true }
+        let outcome = host.send(.reload)
+        guard case .performed? = outcome else {
+            Issue.record("the reload was not performed: \(String(describing: outcome))")
+            return
+        }
+        #expect(applied && delegate.port == serving.port && delegate.address == "127.0.0.1")
+        #expect(host.recorder.lines(events: ["reloadRefused"]).isEmpty)
     }
 
     @Test func theServerListensOnTheAddressGivenWithAddress() async throws {
