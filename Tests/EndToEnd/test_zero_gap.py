@@ -323,7 +323,10 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     assert answers(port) == (200, "hello")
 
     # A reload while the new binary starts is refused, with the reason: the new process read the file when it started,
-    # and what the running one applied would be lost at the hand-over (found by reading the upgrade).
+    # and what the running one applied would be lost at the hand-over (found by reading the upgrade). The process runs
+    # from the path the script exec'd, which the next upgrade would start: a restart goes back to ExecStart='s.
+    sandbox.systemctl("restart", UNIT)
+    assert wait_for(lambda: answers(port), timeout=15, message="an answer after the restart") == (200, "hello")
     replace_binary(sandbox, f"#!/bin/sh\nsleep 2\nexec {REAL_BIN} \"$@\"\n")
     cursor = sandbox.cursor()
     outcome.clear()
@@ -334,7 +337,7 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     upgrading.join(timeout=60)
     restore_binary(sandbox)
     assert outcome and outcome[0][0] == 0, outcome
-    assert reloaded.returncode != 0, reloaded.stdout + reloaded.stderr
+    assert reloaded.returncode != 0, reloaded.stdout + reloaded.stderr + journal_lines(sandbox, cursor)
     lines = [str(r.get("MESSAGE", "")) for r in sandbox.journal(UNIT, cursor, identifiers=[IDENTIFIER])]
     assert any(line.startswith("reload refused by the configuration: an upgrade is under way") for line in lines), lines
     assert answers(port) == (200, "hello")
