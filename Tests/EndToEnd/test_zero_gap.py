@@ -215,8 +215,9 @@ def test_a_keep_alive_load_sees_no_error_through_restarts_round_trips_and_upgrad
     sandbox: Sandbox, hello_service: Callable[..., int]
 ) -> None:
     port = hello_service()
-    operations = 5
-    wrk = WrkLoad(port, seconds=operations * 3 * 1.5 + 6, connections=16).start()
+    operations = ROUNDS
+    started = time.monotonic()
+    wrk = WrkLoad(port, seconds=operations * 3.5 + 6, connections=16).start()
     time.sleep(2)
     pid = main_pid(sandbox)
     for _ in range(operations):
@@ -231,6 +232,8 @@ def test_a_keep_alive_load_sees_no_error_through_restarts_round_trips_and_upgrad
         assert code == 0, output
         pid = main_pid(sandbox)
         time.sleep(0.5)
+    # Every operation came while wrk was sending.
+    assert time.monotonic() - started < wrk.seconds, f"the operations took {time.monotonic() - started:.1f} s"
     result = wrk.result()
     print(f"\nwrk, 16 keep-alive connections, {operations} restarts, round trips and upgrades: {result.requests} requests, "
           f"{result.errors} errors (connect {result.connect_errors}, read {result.read_errors}, write "
