@@ -29,20 +29,12 @@ package enum ListenerSockets {
         } else if let passed = table.unclaimed[listener.name] {
             opened = try adopt(passed, as: listener, in: application)
         } else {
-            let descriptor = try bind(listener)
-            opened = ListenerTable.Listener(
-                name: listener.name,
-                descriptor: descriptor,
-                address: describe(descriptor) ?? listener.address.description,
-                origin: .bound
-            )
-            table.add(opened)
-            closeUnusedRetired(in: application)
-            application.logger.info(
-                "listener \(listener.name): bound \(opened.address)",
-                metadata: [LogKey.listener: .string(listener.name), LogKey.listenerOrigin: "bound"]
-            )
+            opened = try claimFresh(listener, replacing: nil, in: application)
         }
+        // A socket the one opened retired, whose last run had ended already (a controller replaced by one at another
+        // address, whose old run ended first), is closed now, or it would listen, served by nobody, until the process
+        // exits. One still served is closed when its last run ends (release(_:in:)).
+        closeUnusedRetired(in: application)
         if opened.isShutDown || !isListening(opened.descriptor) {
             rebindIfShutDown(opened.descriptor)
             guard Glibc.listen(opened.descriptor, Int32(clamping: listener.backlog)) == 0 else {
@@ -199,9 +191,11 @@ package enum ListenerSockets {
         return adopted
     }
 
+    /// Binds a new socket for `listener`, in place of `stale` (a stored socket for an address no longer configured)
+    /// if any.
     private static func claimFresh(
         _ listener: Listener,
-        replacing stale: ListenerTable.Listener,
+        replacing stale: ListenerTable.Listener?,
         in application: Application
     ) throws(ListenerError) -> ListenerTable.Listener {
         let descriptor = try bind(listener)
@@ -212,18 +206,14 @@ package enum ListenerSockets {
             origin: .bound
         )
         application.listeners.add(fresh)
-        closeUnusedRetired(in: application)
         application.logger.info(
-            "listener \(listener.name): bound \(fresh.address) (was \(stale.address))",
+            "listener \(listener.name): bound \(fresh.address)\(stale.map { " (was \($0.address))" } ?? "")",
             metadata: [LogKey.listener: .string(listener.name), LogKey.listenerOrigin: "bound"]
         )
         return fresh
     }
 
-    /// Closes the listeners a new one of the same name retired that no run serves: one whose last run had ended
-    /// already (a controller replaced by one at another address, whose old run ended first) is closed now, or it
-    /// would listen, served by nobody, until the process exits. One still served is closed when its last run ends
-    /// (``release(_:in:)``).
+    /// Closes the retired listeners no run serves.
     private static func closeUnusedRetired(in application: Application) {
         let table = application.listeners
         for listener in table.retired where table.isUnusedRetired(descriptor: listener.descriptor) {
