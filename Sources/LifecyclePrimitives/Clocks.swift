@@ -50,9 +50,27 @@ public enum MonotonicClock {
 /// measuring how long something takes (a change of the wall clock moves it).
 package enum WallClock {
     /// Now, as seconds and nanoseconds since the Unix epoch.
-    package static func now() -> (seconds: Int, nanoseconds: Int) {
+    package static func now() -> WallTime {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        return (now.tv_sec, now.tv_nsec)
+        return WallTime(seconds: now.tv_sec, nanoseconds: now.tv_nsec)
+    }
+}
+
+/// A moment on the wall clock: what a log line's timestamp says.
+package struct WallTime: Sendable, Hashable, Comparable {
+    /// Seconds since the Unix epoch.
+    package var seconds: Int
+    /// Nanoseconds past ``seconds``.
+    package var nanoseconds: Int
+
+    /// A moment, as seconds and nanoseconds since the Unix epoch.
+    package init(seconds: Int, nanoseconds: Int) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+    }
+
+    package static func < (lhs: WallTime, rhs: WallTime) -> Bool {
+        (lhs.seconds, lhs.nanoseconds) < (rhs.seconds, rhs.nanoseconds)
     }
 }

@@ -143,6 +143,53 @@ struct LogOrderTests {
         #expect(lines == Self.background(endingAt: app.trace.sequence))
     }
 
+    @Test func jsonLinesCarryTheMomentOfTheirEventSoTheirTimesNeverGoBackwards() throws {
+        let pipe = try Pipe()
+        let descriptor = pipe.writeEnd
+        let (app, logger) = application { label in
+            StderrLogHandler(
+                label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor,
+                format: .json
+            )
+        }
+        withRecordsFollowing(app.trace) {
+            app.launch()
+            app.runEndOfTurn()
+            app.trace.flush()
+            _ = pipe.readAvailable()
+            logger.info("before")
+            // The callbacks' lines wait while the transition runs; those that log write them first.
+            app.requestEnterBackground()
+            // No callback of the return logs: its lines are written well after they fired, and each still says when
+            // its callback fired.
+            app.requestBecomeActive()
+            usleep(20_000)
+            app.trace.flush()
+            logger.info("after")
+        }
+        let records = try pipe.readAvailable().split(separator: "\n").map { line in
+            try #require(try JSONValue.parse(String(line)).objectValue)
+        }
+        let times = try records.map { try #require($0["timestamp"]?.stringValue) }
+        #expect(records.last?["message"]?.stringValue == "after")
+        #expect(records.contains { $0["LIFECYCLE_EVENT"]?.stringValue == "applicationDidBecomeActive" })
+        // RFC 3339 with microseconds, all in one day: the text sorts as the times do.
+        #expect(times == times.sorted(), "the lines' times go backwards: \(times)")
+        let lastEvent = try #require(records.lastIndex { $0["LIFECYCLE_SEQ"] != nil })
+        let last = try #require(records.last)
+        #expect(try Self.microseconds(times[records.count - 1]) - Self.microseconds(times[lastEvent]) >= 20_000,
+                "the last event's line was stamped when it was written, not when it fired: \(last)")
+    }
+
+    /// Microseconds of the day of an RFC 3339 timestamp `…THH:MM:SS.ffffffZ`.
+    private static func microseconds(_ timestamp: String) throws -> Int {
+        let time = try #require(timestamp.split(separator: "T").last?.dropLast())
+        let parts = time.split(separator: ":")
+        let seconds = try #require(Double(parts[2]))
+        return (try #require(Int(parts[0])) * 3600 + (try #require(Int(parts[1]))) * 60) * 1_000_000
+            + Int((seconds * 1_000_000).rounded())
+    }
+
     @Test func inTheJournalACallbacksEntryComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

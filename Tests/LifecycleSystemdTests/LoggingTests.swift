@@ -183,6 +183,26 @@ import Glibc
         #expect(line == "T warning x: two\\nlines empty=\"\" eq=\"a=b\" status=\"active: serving\"\n")
     }
 
+    @Test func terminalControlsSeparatorsAndOverridesInAMessageOrAValueAreWrittenVisibly() {
+        // A path or a name read from a file: an escape sequence would clear the terminal, a C1 control or a line
+        // separator start a line of its own, an override reverse what follows, as the JSON and trace formats prevent.
+        let line = StderrLogHandler.line(
+            timestamp: "T", level: .info, identifier: "x",
+            message: "cannot read /srv/\u{1B}[2Jfile\u{85}x\u{2028}y\u{202E}z\r\u{7F}",
+            metadata: ["path": "/srv/a\u{1B}]0;title\u{07}", "name": "a b\u{2029}\u{9B}"]
+        )
+        #expect(
+            line == "T info x: cannot read /srv/\\x1b[2Jfile\\u{85}x\\u{2028}y\\u{202e}z\\r\\x7f "
+                + "name=\"a b\\u{2029}\\u{9b}\" path=/srv/a\\x1b]0;title\\x07\n"
+        )
+        #expect(!line.dropLast().unicodeScalars.contains(where: VisibleText.isUnsafe))
+        // Text without any of them is written as it is: the fast path.
+        let plain = StderrLogHandler.line(
+            timestamp: "T", level: .info, identifier: "x", message: "caf\u{E9} \u{2192} ok", metadata: [:]
+        )
+        #expect(plain == "T info x: caf\u{E9} \u{2192} ok\n")
+    }
+
     @Test func timestampsAreUTCWithMicroseconds() {
         #expect(StderrLogHandler.timestamp(seconds: 0, nanoseconds: 0) == "1970-01-01T00:00:00.000000Z")
         #expect(StderrLogHandler.timestamp(seconds: 1_779_271_872, nanoseconds: 345_678_999)

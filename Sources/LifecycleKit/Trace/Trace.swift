@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+package import LifecyclePrimitives
 package import Logging
 import Synchronization
 
@@ -53,7 +54,8 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 package final class TraceLineBuffer: Sendable {
     private struct Pending: Sendable {
         var logger: Logger
-        var lines: [(Logger.Level, TraceEvent)] = []
+        /// Each line with the moment its callback fired: what its timestamp says, however late it is written.
+        var lines: [(Logger.Level, TraceEvent, WallTime)] = []
     }
 
     private let pending: Mutex<Pending>
@@ -61,6 +63,10 @@ package final class TraceLineBuffer: Sendable {
     /// True on a thread while it writes the waiting lines: a handler those lines reach writes them straight away
     /// (they are what ``writeInOrder(_:)`` would write first, and the lock is held).
     @TaskLocal package static var isWritingLines = false
+
+    /// While a waiting line is written, the moment its callback fired: a handler stamps the line with it rather than
+    /// with the time it writes it (docs/operations.md, "Log formats"). nil for any other record.
+    @TaskLocal package static var eventTime: WallTime?
 
     init(logger: Logger) {
         pending = Mutex(Pending(logger: logger))
@@ -70,7 +76,9 @@ package final class TraceLineBuffer: Sendable {
     package var isEmpty: Bool { pending.withLock { $0.lines.isEmpty } }
 
     func append(_ event: TraceEvent, at level: Logger.Level) {
-        pending.withLock { $0.lines.append((level, event)) }
+        // The time is read under the lock that orders every record after the lines before it (writeInOrder), so a
+        // record written meanwhile, stamped when it is written, is never stamped later than a line that follows it.
+        pending.withLock { $0.lines.append((level, event, WallClock.now())) }
     }
 
     func setLogger(_ logger: Logger) {
@@ -96,7 +104,9 @@ package final class TraceLineBuffer: Sendable {
         let logger = pending.logger
         let lines = pending.lines
         Self.$isWritingLines.withValue(true) {
-            for (level, event) in lines { Trace.write(event, at: level, to: logger) }
+            for (level, event, time) in lines {
+                Self.$eventTime.withValue(time) { Trace.write(event, at: level, to: logger) }
+            }
         }
         pending.lines.removeAll(keepingCapacity: true)
     }

@@ -106,30 +106,35 @@ package struct StderrLogHandler: LogHandler {
             metadata["error"] = "\(String(describing: error))"
         }
         let written = WrittenRecord(level: event.level, message: "\(event.message)", metadata: metadata)
+        // Stamped in the ordered write, not before it: a trace line with the moment its callback fired
+        // (TraceLineBuffer.eventTime), any other record when its turn to be written comes, after the lines that wait.
+        // So the lines' times never go backwards, and a collector that sorts by time keeps the order things happened.
         if format == .json {
-            let line = JSONLogLine.line(
-                timestamp: Self.timestamp(),
-                level: event.level,
-                program: identifier,
-                label: label,
-                message: written.message,
-                metadata: metadata
-            ).bytes
-            LoggingBackend.writeInOrder(written) { Self.writeFully(line, to: fileDescriptor) }
+            LoggingBackend.writeInOrder(written) {
+                let line = JSONLogLine.line(
+                    timestamp: Self.timestamp(),
+                    level: event.level,
+                    program: identifier,
+                    label: label,
+                    message: written.message,
+                    metadata: metadata
+                ).bytes
+                Self.writeFully(line, to: fileDescriptor)
+            }
             return
         }
         if let terminalTrace, let record = TraceRecord(metadata: metadata) {
             LoggingBackend.writeInOrder(written) { terminalTrace.write(record, to: fileDescriptor) }
             return
         }
-        let line = Self.line(
-            timestamp: Self.timestamp(),
-            level: event.level,
-            identifier: identifier,
-            message: written.message,
-            metadata: metadata
-        )
         LoggingBackend.writeInOrder(written) {
+            let line = Self.line(
+                timestamp: Self.timestamp(),
+                level: event.level,
+                identifier: identifier,
+                message: written.message,
+                metadata: metadata
+            )
             if let terminalTrace {
                 // After the count of a run of folded trace events, so the order on the terminal stays true.
                 terminalTrace.write(line: line, to: fileDescriptor)
@@ -139,7 +144,8 @@ package struct StderrLogHandler: LogHandler {
         }
     }
 
-    /// One record's line, newline included; newlines inside the message or values are escaped as `\n`.
+    /// One record's line, newline included; what must not reach a terminal inside the message or values (a newline,
+    /// an escape sequence, a C1 control, a line separator) is written out visibly (``VisibleText``).
     ///
     /// Built as UTF-8 bytes with byte scans, not `Character` walks: this runs for every trace event written to a
     /// terminal, before the callback it reports (measured: the `Character`-based version cost ~95k instructions a
@@ -159,7 +165,7 @@ package struct StderrLogHandler: LogHandler {
         bytes.append(0x20)
         bytes.append(contentsOf: identifier.utf8)
         bytes.append(contentsOf: ": ".utf8)
-        appendEscapingNewlines(message, to: &bytes)
+        appendVisibly(message, to: &bytes)
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             bytes.append(0x20)
             bytes.append(contentsOf: key.utf8)
@@ -170,10 +176,11 @@ package struct StderrLogHandler: LogHandler {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The current UTC time as ISO 8601 with microseconds, e.g. `2026-05-20T10:11:12.345678Z`.
+    /// The time of the record being written as ISO 8601 UTC with microseconds, e.g. `2026-05-20T10:11:12.345678Z`:
+    /// a trace line's moment (``TraceLineBuffer/eventTime``) while one is written, otherwise now.
     static func timestamp() -> String {
-        let now = WallClock.now()
-        return timestamp(seconds: now.seconds, nanoseconds: now.nanoseconds)
+        let time = TraceLineBuffer.eventTime ?? WallClock.now()
+        return timestamp(seconds: time.seconds, nanoseconds: time.nanoseconds)
     }
 
     /// A UTC time as ISO 8601 with microseconds.
@@ -210,19 +217,18 @@ package struct StderrLogHandler: LogHandler {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func appendEscapingNewlines(_ text: String, to bytes: inout [UInt8]) {
-        // One record must stay one line, or a reader splitting on newlines sees a forged record.
-        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else {
+    /// Appends `text` with every scalar that must not reach a terminal as it is written out visibly
+    /// (``VisibleText``: `\n`, `\r`, `\x1b`, `\u{85}`, `\u{2028}`, a bidirectional override), as the JSON and trace
+    /// formats escape them: one record stays one line, and a message or value read from outside (a path, a name from a
+    /// file) can neither forge a line nor drive the terminal.
+    private static func appendVisibly(_ text: String, to bytes: inout [UInt8]) {
+        // The bytes that can begin an unsafe scalar: C0 controls, DEL, 0xC2 (C1 controls are U+0080–U+009F) and 0xE2
+        // (U+2028, U+2029 and the bidirectional controls); text without any is written as it is, at byte speed.
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) else {
             bytes.append(contentsOf: text.utf8)
             return
         }
-        for byte in text.utf8 {
-            if byte == 0x0A || byte == 0x0D {
-                bytes.append(contentsOf: "\\n".utf8)
-            } else {
-                bytes.append(byte)
-            }
-        }
+        bytes.append(contentsOf: VisibleText.escaped(text).utf8)
     }
 
     private static func appendQuotedIfNeeded(_ value: String, to bytes: inout [UInt8]) {
@@ -232,9 +238,9 @@ package struct StderrLogHandler: LogHandler {
                 || byte == 0x0B || byte == 0x0C || byte >= 0x80
         }
         if needsQuotes {
-            appendEscapingNewlines(value.debugDescription, to: &bytes)
+            appendVisibly(value.debugDescription, to: &bytes)
         } else {
-            bytes.append(contentsOf: value.utf8)
+            appendVisibly(value, to: &bytes)
         }
     }
 
