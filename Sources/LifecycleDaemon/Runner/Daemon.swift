@@ -497,6 +497,10 @@ package final class Daemon: ApplicationHost {
         jobControl.tasksDidChange()
     }
 
+    package func applicationRunsDidChange(_ application: Application) {
+        termination.runsDidChange()
+    }
+
     package func application(
         _ application: Application,
         schedule work: @escaping @MainActor () -> Void,

@@ -14,7 +14,9 @@ import Logging
 /// Termination's wait for background tasks (the lifecycle's §5): from `STOPPING=1` on, while tasks run, systemd hears
 /// every second that the stop takes longer (`EXTEND_TIMEOUT_USEC=`), so its stop timeout never fires while the
 /// budget lasts; when the budget runs out the tasks expire. The process exits once the tree is torn down and no
-/// task runs.
+/// task runs — and, when the budget ran out, once the runs of lifecycle-bound work its expiration cancelled have
+/// ended, for at most ``cancellationGrace``: a cancelled hosted server still closes its socket and logs that it
+/// stopped, and none of that may come after the last line (docs/lifecycle.md §7).
 @MainActor
 final class TerminationWait {
     private let application: Application
@@ -26,6 +28,13 @@ final class TerminationWait {
     private var budget = Duration.zero
     private var extensionTimer: (any ScheduledWork)?
     private var isTornDown = false
+    /// The wait for cancelled runs to end, once it has begun; nil before.
+    private var cancelledRuns: (any ScheduledWork)?
+    private var cancellationGraceIsOver = false
+    /// How long the exit waits for the runs that the background time's end cancelled: cancellation is cooperative,
+    /// and a server that heard it closes its connections and its socket within milliseconds. Taken from the second
+    /// the drain budget leaves for the teardown and the exit (``LameDuckStop/drainBudget(configured:)``).
+    static let cancellationGrace = Duration.milliseconds(500)
     /// The termination ended cleanly (the tree torn down, no background task left) and the loop was told to exit 0.
     private(set) var hasExited = false
 
@@ -66,6 +75,11 @@ final class TerminationWait {
         exitIfDone()
     }
 
+    /// A run of lifecycle-bound work ended.
+    func runsDidChange() {
+        exitIfDone()
+    }
+
     private func waitIfNeeded() {
         guard let deadline, !wait.isWaiting, !application.backgroundTasks.isEmpty else { return }
         let remaining = max(.zero, deadline - effects.now())
@@ -85,6 +99,34 @@ final class TerminationWait {
         extendStopTimeout()
     }
 
+    /// No background task is left, but runs whose background task ended when the budget ran out are still ending
+    /// (their cancellation is under way): the exit waits for them, within ``cancellationGrace``.
+    private func waitForCancelledRuns() {
+        guard cancelledRuns == nil else { return }
+        let runs = application.runsInProgress
+        logger.info(
+            "waiting up to \(Self.cancellationGrace.formattedForLog) for \(runs.count) cancelled run(s) to end",
+            metadata: [LogKey.tasks: .string(runs.joined(separator: ","))]
+        )
+        notify([.extendTimeout(Self.cancellationGrace + .seconds(2))])
+        cancelledRuns = effects.schedule(Self.cancellationGrace) { [weak self] in self?.cancellationGraceDidEnd() }
+        if cancelledRuns == nil { cancellationGraceDidEnd() }
+    }
+
+    private func cancellationGraceDidEnd() {
+        cancellationGraceIsOver = true
+        let runs = application.runsInProgress
+        if !runs.isEmpty {
+            logger.warning(
+                """
+                \(runs.count) cancelled run(s) did not end within \(Self.cancellationGrace.formattedForLog) \
+                (\(runs.joined(separator: ", "))): exiting without them; what they log now is lost or follows this line
+                """
+            )
+        }
+        exitIfDone()
+    }
+
     /// Tells systemd the stop takes longer, a second at a time, while the wait lasts.
     private func extendStopTimeout() {
         guard wait.isWaiting, let remaining = wait.remaining, remaining > .zero else { return }
@@ -94,7 +136,13 @@ final class TerminationWait {
 
     private func exitIfDone() {
         guard isTornDown, !hasExited, application.backgroundTasks.isEmpty else { return }
+        guard application.runsInProgress.isEmpty || cancellationGraceIsOver else {
+            waitForCancelledRuns()
+            return
+        }
         hasExited = true
+        cancelledRuns?.cancel()
+        cancelledRuns = nil
         extensionTimer?.cancel()
         extensionTimer = nil
         wait.cancel()

@@ -108,6 +108,8 @@ public final class Application {
     /// The cause of the transition running now (`api` between transitions); every event it fires carries it.
     var currentCause: Cause = .api
     private var isRunningTransitions = false
+    /// The runs of lifecycle-bound work in progress, oldest first (``runsInProgress``).
+    var runningTasks: [(task: ObjectIdentifier, name: String)] = []
     /// The refusal of the reload that just ended, for its request's outcome.
     private var finishedReloadRefusal: String?
     /// Moves on whenever a view joins a superview in this application's tree: a walk that calls out (the

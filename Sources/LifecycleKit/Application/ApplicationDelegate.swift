@@ -146,6 +146,8 @@ package protocol ApplicationHost: AnyObject {
     func application(_ application: Application, didEncodeRestorableState archive: Archive)
     /// The set of running background tasks changed.
     func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask])
+    /// A run of lifecycle-bound work ended (``Application/runsInProgress`` is shorter).
+    func applicationRunsDidChange(_ application: Application)
     /// Runs `work` on the main actor after `delay` (the background time, budgets); nil when the host has no timers,
     /// in which case nothing expires by time.
     func application(
@@ -174,6 +176,7 @@ extension ApplicationHost {
     package func applicationDidTerminate(_ application: Application) {}
     package func application(_ application: Application, didEncodeRestorableState archive: Archive) {}
     package func application(_ application: Application, backgroundTasksDidChange tasks: [BackgroundTask]) {}
+    package func applicationRunsDidChange(_ application: Application) {}
     package func applicationNeedsEndOfTurn(_ application: Application) {}
     package func currentTime(of application: Application) -> ContinuousClock.Instant { .now }
     package func applicationPrepareReload(_ application: Application) -> ReloadPreparation { .ready(ReloadProposal()) }

@@ -29,6 +29,24 @@ extension Application {
         delegate.application(self, lifecycleTask: task, didExhaustRestartsWithError: error)
     }
 
+    /// Runs of lifecycle-bound work that have started and not ended, by name (`root/http: services`), oldest first:
+    /// whether asked to stop or not. Termination's exit waits for the ones cancelled when the background time ran out
+    /// (their background task is ended then, but their work is still finishing), so nothing they log comes after the
+    /// last line (docs/lifecycle.md §7).
+    package var runsInProgress: [String] { runningTasks.map(\.name) }
+
+    /// A run of `task` started (``runsInProgress``).
+    func lifecycleRunDidStart(_ task: LifecycleTask, named name: String) {
+        runningTasks.append((ObjectIdentifier(task), name))
+    }
+
+    /// A run of `task` ended; the host hears it (``ApplicationHost/applicationRunsDidChange(_:)``).
+    func lifecycleRunDidEnd(_ task: LifecycleTask) {
+        guard let index = runningTasks.firstIndex(where: { $0.task == ObjectIdentifier(task) }) else { return }
+        runningTasks.remove(at: index)
+        host?.applicationRunsDidChange(self)
+    }
+
     /// The time now on the host's clock (what restart periods are measured on).
     package var now: ContinuousClock.Instant {
         host?.currentTime(of: self) ?? .now

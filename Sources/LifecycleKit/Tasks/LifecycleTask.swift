@@ -105,6 +105,8 @@ public final class LifecycleTask {
     private var restarts = RestartRecord()
     /// A restart waiting for its delay.
     private var pendingRestart: (any ScheduledWork)?
+    /// The application that counts the run in progress (``Application/runsInProgress``), until it ends.
+    private weak var countedBy: Application?
 
     private struct Active {
         let generation: Int
@@ -194,6 +196,10 @@ public final class LifecycleTask {
         }
         current = Active(generation: generation, task: task, stop: run.stop)
         trace(TraceEventName.taskDidStart)
+        if countedBy == nil, let application = controller?.application ?? application {
+            countedBy = application
+            application.lifecycleRunDidStart(self, named: "\(lastPath): \(name)")
+        }
     }
 
     private func stop(reason: LifecycleStopReason) {
@@ -237,11 +243,16 @@ public final class LifecycleTask {
             current = nil
             if let failure, !isCancelled { superviseFailure(failure) }
         }
-        if let run = stopping, run.generation == generation {
-            stopping = nil
-            if run.backgroundTask != .invalid {
-                (controller?.application ?? application)?.endBackgroundTask(run.backgroundTask)
-            }
+        let ended = stopping?.generation == generation ? stopping : nil
+        if ended != nil { stopping = nil }
+        // One entry while any run of the task is in progress (a run waiting for the previous one is part of it),
+        // gone before the run's background task ends: whoever waits for both sees them end together.
+        if current == nil, stopping == nil, let counted = countedBy {
+            countedBy = nil
+            counted.lifecycleRunDidEnd(self)
+        }
+        if let ended, ended.backgroundTask != .invalid {
+            (controller?.application ?? application)?.endBackgroundTask(ended.backgroundTask)
         }
     }
 
