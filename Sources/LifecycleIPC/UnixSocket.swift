@@ -76,16 +76,7 @@ public enum UnixSocket {
 
     /// A `sockaddr_un` for a path, or nil when the path is too long.
     static func address(_ path: String) -> (sockaddr_un, socklen_t)? {
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumPathLength else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-            raw[bytes.count] = 0
-        }
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
-        return (address, length)
+        SocketCalls.unixAddress(path)
     }
 
     private static func failure(_ operation: String) -> UnixSocketError {
@@ -204,15 +195,13 @@ public enum UnixSocket {
             throw failure("lstat(\(path))")
         }
         guard status.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path) }
-        guard case (var address, let length)? = Self.address(path) else { throw .pathTooLong(path) }
-        let probe = try makeStreamSocket(nonBlocking: true)
-        defer { close(probe) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(probe, $0, length) }
+        switch SocketCalls.probe(unixPath: path) {
+        case .live: throw .inUse(path)
+        case .stale: break
+        case .unreachable(let code):
+            errno = code
+            throw failure("connect(\(path))")
         }
-        // A listener accepts (or its backlog is full: EAGAIN); only a refusal means nobody is there.
-        if connected == 0 || errno == EAGAIN || errno == EINPROGRESS { throw .inUse(path) }
-        guard errno == ECONNREFUSED else { throw failure("connect(\(path))") }
         guard unlink(path) == 0 || errno == ENOENT else { throw failure("unlink(\(path))") }
     }
 

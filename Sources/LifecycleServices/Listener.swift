@@ -111,7 +111,9 @@ public struct ListeningSocket: Sendable, Hashable, CustomStringConvertible {
     /// caller's use of it, for the application keeps its own.
     public func duplicate() throws(ListenerError) -> Int32 {
         let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 3)
-        guard copy >= 0 else { throw ListenerError(listener: name, address: address, operation: "dup", errno: errno) }
+        guard copy >= 0 else {
+            throw ListenerError(.systemCall, listener: name, address: address, systemCall: "dup", errno: errno)
+        }
         return copy
     }
 
@@ -121,18 +123,63 @@ public struct ListeningSocket: Sendable, Hashable, CustomStringConvertible {
 
 /// A listening socket could not be opened, checked or listened on again.
 public struct ListenerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// A system call failed: ``ListenerError/systemCall`` names it, ``ListenerError/errno`` says why.
+        case systemCall = "system-call"
+        /// The port is outside 0...65535.
+        case invalidPort = "invalid-port"
+        /// The host name does not resolve (``ListenerError/detail``: the resolver's reason).
+        case unresolvableHost = "unresolvable-host"
+        /// The `AF_UNIX` path is empty or longer than a socket address holds (107 bytes).
+        case invalidPath = "invalid-path"
+        /// The descriptor passed under the listener's name is not a stream socket (``ListenerError/detail``: which).
+        case notAStreamSocket = "not-a-stream-socket"
+        /// The controller that declares the listener is in no application.
+        case noApplication = "no-application"
+    }
+
+    /// What went wrong.
+    public var kind: Kind
     /// The listener's name.
     public var listener: String
     /// Where it was to listen.
     public var address: String
-    /// The system call or step that failed.
-    public var operation: String
-    /// The error number it failed with (0 when the failure is not a system call's).
+    /// The system call that failed (`bind`, `listen`, `socket`, `dup`), for ``Kind/systemCall``.
+    public var systemCall: String?
+    /// The error number the system call failed with (0 for the other kinds).
     public var errno: Int32
+    /// The resolver's reason, or the descriptor that is not a stream socket.
+    public var detail: String?
+
+    /// An error of `kind` for the listener `listener` at `address`.
+    public init(
+        _ kind: Kind,
+        listener: String,
+        address: String,
+        systemCall: String? = nil,
+        errno: Int32 = 0,
+        detail: String? = nil
+    ) {
+        self.kind = kind
+        self.listener = listener
+        self.address = address
+        self.systemCall = systemCall
+        self.errno = errno
+        self.detail = detail
+    }
 
     /// `listener http cannot listen on 127.0.0.1:80: bind: Permission denied`.
     public var description: String {
-        let reason = errno == 0 ? operation : "\(operation): \(String(cString: strerror(errno)))"
+        let reason: String =
+            switch kind {
+            case .systemCall: "\(systemCall ?? "a system call"): \(String(cString: strerror(errno)))"
+            case .invalidPort: "the port must be 0...65535"
+            case .unresolvableHost: "cannot resolve the host: \(detail ?? "no address")"
+            case .invalidPath: "the path must have 1 to 107 bytes"
+            case .notAStreamSocket: "the descriptor passed as \(listener) (\(detail ?? "?")) is not a stream socket"
+            case .noApplication: "the controller is in no application"
+            }
         return "listener \(listener) cannot listen on \(address): \(reason)"
     }
 }

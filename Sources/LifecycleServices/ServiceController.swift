@@ -209,12 +209,7 @@ open class ServiceController: ViewController {
     private func claimListeners() throws(ListenerError) -> [ListeningSocket] {
         guard !listeners.isEmpty else { return [] }
         guard let application else {
-            throw ListenerError(
-                listener: listeners[0].name,
-                address: "\(listeners[0].address)",
-                operation: "the controller is in no application",
-                errno: 0
-            )
+            throw ListenerError(.noApplication, listener: listeners[0].name, address: "\(listeners[0].address)")
         }
         var sockets: [ListeningSocket] = []
         do {

@@ -201,8 +201,10 @@ enum ControlFailure: Error, CustomStringConvertible {
     case dropped(request: String, reason: String)
     /// The reload was refused: nothing applied it (1).
     case reloadRefused(reason: String)
-    /// The upgrade did not happen; the reason says whether the daemon serves on as it was or is terminating (1).
-    case upgradeFailed(reason: String)
+    /// The upgrade did not happen; the reason says whether the daemon serves on as it was or is terminating. The exit
+    /// status is the kind's (``UpgradeFailureKind/exitStatus``): 1 when it was tried and failed, 75 when asked at the
+    /// wrong moment, 69 when the daemon cannot upgrade; 1 for a kind this lifecyclectl does not know.
+    case upgradeFailed(kind: UpgradeFailureKind?, reason: String)
     /// The daemon closed the connection or did not answer in time (75, EX_TEMPFAIL).
     case unavailable(target: String, reason: String)
     /// Anything else the daemon answered (76, EX_PROTOCOL).
@@ -212,7 +214,8 @@ enum ControlFailure: Error, CustomStringConvertible {
         switch self {
         case .unreachable: 69
         case .permissionDenied, .noAccess: 77
-        case .dropped, .reloadRefused, .upgradeFailed: 1
+        case .dropped, .reloadRefused: 1
+        case .upgradeFailed(let kind, _): kind?.exitStatus ?? 1
         case .unavailable: 75
         case .failed: 76
         }
@@ -235,7 +238,7 @@ enum ControlFailure: Error, CustomStringConvertible {
             return "\(request) was dropped: \(reason)"
         case .reloadRefused(let reason):
             return "the reload was refused by \(reason); the daemon keeps its previous configuration"
-        case .upgradeFailed(let reason):
+        case .upgradeFailed(_, let reason):
             // The daemon's reason ends with what became of it: it serves on as it was, or it is terminating.
             return "the upgrade failed: \(reason)"
         case .unavailable(let target, let reason), .failed(let target, let reason):
@@ -285,14 +288,17 @@ enum ControlFailure: Error, CustomStringConvertible {
         switch error {
         case .error(let varlink) where varlink.name == VarlinkError.permissionDenied.name:
             self = .permissionDenied(target: target)
-        case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.ReloadRefused":
-            self = .reloadRefused(reason: varlink.parameters["reason"]?.stringValue ?? "no reason given")
-        case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.UpgradeFailed":
-            self = .upgradeFailed(reason: varlink.parameters["reason"]?.stringValue ?? "no reason given")
-        case .error(let varlink) where varlink.name == "io.lifecyclekit.Lifecycle.RequestDropped":
+        case .error(let varlink) where varlink.name == ControlProtocol.ErrorName.reloadRefused.qualifiedName:
+            self = .reloadRefused(reason: varlink.parameters[ControlProtocol.Field.reason]?.stringValue ?? "no reason given")
+        case .error(let varlink) where varlink.name == ControlProtocol.ErrorName.upgradeFailed.qualifiedName:
+            self = .upgradeFailed(
+                kind: varlink.parameters[ControlProtocol.Field.kind]?.stringValue.flatMap(UpgradeFailureKind.init(rawValue:)),
+                reason: varlink.parameters[ControlProtocol.Field.reason]?.stringValue ?? "no reason given"
+            )
+        case .error(let varlink) where varlink.name == ControlProtocol.ErrorName.requestDropped.qualifiedName:
             self = .dropped(
-                request: varlink.parameters["request"]?.stringValue ?? "the request",
-                reason: varlink.parameters["reason"]?.stringValue ?? "no reason given"
+                request: varlink.parameters[ControlProtocol.Field.request]?.stringValue ?? "the request",
+                reason: varlink.parameters[ControlProtocol.Field.reason]?.stringValue ?? "no reason given"
             )
         case .closed:
             self = .unavailable(

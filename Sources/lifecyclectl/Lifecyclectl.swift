@@ -269,8 +269,10 @@ struct Upgrade: ParsableCommand {
             the saved state; once the new process has launched, restored and serves, it becomes systemd's main \
             process, and the old one stops accepting, drains and exits. Prints both pids and how long the new one \
             took to serve. A new binary that fails to start, exits, or does not serve within --ready-timeout is \
-            stopped: the command exits 1 with the reason, and the daemon serves on as it was. Needs a Type=notify \
-            unit with NotifyAccess=main (docs/operations.md).
+            stopped: the command exits 1 with the reason, and the daemon serves on as it was. It exits 75 when asked \
+            at the wrong moment (another upgrade in progress or being stopped, not launched yet) and 69 where the \
+            daemon cannot upgrade (terminating, no systemd, a container's PID 1). Needs a Type=notify unit with \
+            NotifyAccess=main (docs/operations.md, docs/control.md: every kind of failure).
             """
     )
 
@@ -278,22 +280,28 @@ struct Upgrade: ParsableCommand {
 
     @Option(
         name: .customLong("ready-timeout"),
-        help: ArgumentHelp("How long the new process may take to serve (default 30).", valueName: "seconds")
+        help: ArgumentHelp(
+            "How long the new process may take to serve (default \(ControlProtocol.defaultUpgradeTimeout.components.seconds)).",
+            valueName: "seconds"
+        )
     )
     var readyTimeout: Double?
 
     func validate() throws {
-        if let readyTimeout, !(readyTimeout > 0 && readyTimeout <= 3600) {
-            throw ValidationError("--ready-timeout needs a number of seconds above 0, at most 3600")
+        let longest = ControlProtocol.longestUpgradeTimeout.components.seconds
+        if let readyTimeout, !(readyTimeout > 0 && readyTimeout <= Double(longest)) {
+            throw ValidationError("--ready-timeout needs a number of seconds above 0, at most \(longest)")
         }
     }
 
     func run() throws {
         var parameters: JSONObject = [:]
-        if let readyTimeout { parameters["timeoutSec"] = .double(readyTimeout) }
+        if let readyTimeout { parameters[ControlProtocol.Field.timeoutSec] = .double(readyTimeout) }
         let target = connection.target
         // The daemon answers once the new process serves: up to the ready timeout, and the saving before it.
-        try connection.show("Upgrade", parameters, waitingAtLeast: .seconds((readyTimeout ?? 30) + 15)) {
+        let timeout = readyTimeout.map { Duration.milliseconds(Int64($0 * 1000)) } ?? ControlProtocol.defaultUpgradeTimeout
+        let method = ControlProtocol.Method.upgrade.rawValue
+        try connection.show(method, parameters, waitingAtLeast: timeout + ControlProtocol.upgradeReplyMargin) {
             Output.upgrade($0, target: target)
         }
     }

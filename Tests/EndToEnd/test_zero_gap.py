@@ -32,6 +32,7 @@ from http_load import ConnectionPerRequestLoad, WrkLoad
 from peers import kill_main
 from test_example import (  # noqa: F401 (fixtures)
     CONFIG,
+    SlowRequest,
     DROPIN_DIR,
     IDENTIFIER,
     SANDBOX_BIN,
@@ -442,3 +443,83 @@ def test_an_upgrade_whose_barrier_systemd_answers_late_still_hands_over_and_the_
     assert any("did not confirm pid" in line and "handing over" in line for line in lines), lines
     kill_main(sandbox, UNIT, "SIGUSR2")
     assert wait_for(lambda: answers(port), timeout=10, message="an answer in the foreground") == (200, "hello")
+
+
+def test_a_stop_or_restart_right_after_an_upgrade_drains_both_processes(
+    sandbox: Sandbox, hello_service: Callable[..., int]
+) -> None:
+    """Issue 30, defect 1: `lifecyclectl upgrade`, then at once `systemctl stop` (or `restart`) while the old process
+    still drains a request. systemd's KillMode=mixed sends SIGTERM to the new main process only, and SIGKILL to what is
+    left of the unit once it exits: the old process's request got an empty reply and it never logged its last line,
+    with Result=success. The new process now waits for its predecessor to drain before it exits."""
+    port = hello_service()
+    for operation in ("stop", "restart"):
+        old_pid = main_pid(sandbox)
+        cursor = sandbox.cursor()
+        slow = SlowRequest(port, seconds=4)
+        code, output = upgrade(sandbox, "--json")
+        assert code == 0, output
+        new_pid = str(json.loads(output)["pid"])
+        sandbox.systemctl(operation, UNIT)
+        # The request the old process was draining is answered in full.
+        assert slow.result() == (200, "done"), journal_lines(sandbox, cursor)
+        records = sandbox.journal(UNIT, cursor, identifiers=["hello-service"])
+        old = [r.get("MESSAGE", "") for r in records if r.get("_PID") == old_pid and "LIFECYCLE_EVENT" not in r]
+        assert f"terminated cleanly: upgraded to pid {new_pid}" in old, "\n".join(old)
+        new = [r.get("MESSAGE", "") for r in records if r.get("_PID") == new_pid and "LIFECYCLE_EVENT" not in r]
+        assert f"upgrade: pid {old_pid} has drained and exited" in new, "\n".join(new)
+        # The new process's last line comes after the old one's: it waited.
+        drained = next(i for i, r in enumerate(records) if r.get("MESSAGE") == f"upgrade: pid {old_pid} has drained and exited")
+        last_old = max(i for i, r in enumerate(records) if r.get("_PID") == old_pid)
+        assert drained > last_old
+        shown = sandbox.show(UNIT, "Result", "ActiveState")
+        assert shown["Result"] == "success", shown
+        if operation == "stop":
+            assert shown["ActiveState"] in ("inactive", "failed"), shown
+            sandbox.systemctl("start", UNIT)
+        serving_again(sandbox, port, new_pid)
+        assert answers(port) == (200, "hello")
+
+
+def test_an_upgrade_in_the_background_keeps_the_listener_paused_or_closed_as_it_was(
+    sandbox: Sandbox, hello_service: Callable[..., int]
+) -> None:
+    """Issue 30, defects 2 and 3: after an upgrade made in the background, `lifecyclectl status` called the listener
+    "unclaimed" (it is paused: connections wait and are served on the return); and with the close policy the old
+    process listened again as it exited, so the new one in the background accepted into its backlog instead of
+    refusing."""
+    port = hello_service()
+    kill_main(sandbox, UNIT, "SIGUSR1")
+    assert wait_for(lambda: status(sandbox)["state"] == "background", timeout=10, message="the background")
+    code, output = upgrade(sandbox)
+    assert code == 0, output
+    listeners = status(sandbox)["listeners"]
+    assert [(l["name"], l["state"]) for l in listeners] == [("http", "paused")], listeners
+    shown = sandbox.run("lifecyclectl", "status", "-u", "hello").stdout
+    assert f"http 127.0.0.1:{port} — paused" in shown, shown
+    kill_main(sandbox, UNIT, "SIGUSR2")
+    assert wait_for(lambda: answers(port), timeout=15, message="served on the return") == (200, "hello")
+
+    # The close policy ([Hello] InBackground=close): the socket refuses in the background, across an upgrade too.
+    sandbox.write_file(CONFIG, "[Hello]\nInBackground=close\n")
+    sandbox.systemctl("restart", UNIT)
+    assert wait_for(lambda: answers(port), timeout=15, message="the first answer") == (200, "hello")
+    kill_main(sandbox, UNIT, "SIGUSR1")
+    assert wait_for(lambda: status(sandbox)["listeners"][0]["state"] == "closed", timeout=10, message="closed")
+    code, output = upgrade(sandbox)
+    assert code == 0, output
+    old_gone_by = time.monotonic() + 15
+    # Once the old process has exited, the socket is still shut down: the new process refuses in the background.
+    wait_for(lambda: "drained" in journal_tail(sandbox), timeout=15, message="the old process's exit")
+    assert time.monotonic() < old_gone_by
+    assert status(sandbox)["listeners"][0]["state"] == "closed"
+    with pytest.raises(ConnectionRefusedError):
+        get(port, timeout=2)
+    kill_main(sandbox, UNIT, "SIGUSR2")
+    assert wait_for(lambda: answers(port), timeout=15, message="served on the return") == (200, "hello")
+    sandbox.run("rm", "-f", CONFIG)
+
+
+def journal_tail(sandbox: Sandbox) -> str:
+    records = sandbox.journal(UNIT, None, identifiers=["hello-service"])
+    return "\n".join(r.get("MESSAGE", "") for r in records[-40:])

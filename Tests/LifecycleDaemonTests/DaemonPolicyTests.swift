@@ -27,9 +27,17 @@ final class DaemonHarness {
     init(
         configuration: DaemonConfiguration = DaemonConfiguration(),
         options: DaemonOptions = DaemonOptions(programName: "test"),
-        terminal: TerminalProbe? = nil
+        terminal: TerminalProbe? = nil,
+        underSystemd: Bool = false,
+        containerInit: Bool = false,
+        upgradeEffects: ((Stage) -> UpgradeEffects)? = nil
     ) {
         if let terminal { stage.terminal = terminal }
+        stage.isContainerInit = containerInit
+        if underSystemd {
+            stage.underSystemd = true
+            stage.environment["NOTIFY_SOCKET"] = "/run/systemd/notify"
+        }
         delegate = BackgroundWorkDelegate(timeline: stage.timeline)
         application = Application(delegate: delegate, logger: log.logger())
         var configuration = configuration
@@ -42,6 +50,7 @@ final class DaemonHarness {
             applicationSection: nil,
             loop: nil,
             effects: stage.effects(),
+            upgradeEffects: upgradeEffects?(stage),
             logger: log.logger(),
             configure: { _ in }
         )

@@ -44,12 +44,12 @@ struct InheritedSocketTests {
             SocketActivation.Socket(name: ListenerNames.storePrefix + "admin", descriptor: stored),
             SocketActivation.Socket(name: ListenerNames.storePrefix + "admin", descriptor: storedTwice),
         ]
-        _ = harness.daemon.takeInheritedSockets(upgrade: nil)
+        _ = harness.daemon.takePassedSockets(harness.stage.inherited, upgrade: nil)
         let table = harness.application.listeners
-        #expect(table.unclaimed["http"]?.descriptor == first)
-        #expect(table.unclaimed["http"]?.origin == .socketUnit)
-        #expect(table.unclaimed["admin"]?.descriptor == stored)
-        #expect(table.unclaimed["admin"]?.origin == .fileDescriptorStore)
+        #expect(table.passed["http"]?.descriptor == first)
+        #expect(table.passed["http"]?.origin == .socketUnit)
+        #expect(table.passed["admin"]?.descriptor == stored)
+        #expect(table.passed["admin"]?.origin == .fileDescriptorStore)
         #expect(Self.isOpen(first) && Self.isOpen(stored))
         let warnings = harness.log.messages(.warning)
         #expect(
@@ -58,6 +58,39 @@ struct InheritedSocketTests {
                 "two sockets passed as admin by the file descriptor store (fd \(stored) and fd \(storedTwice)): a listener serves one socket, so fd \(storedTwice) is closed and not served; a restart of the service (systemctl restart) empties the store",
             ]
         )
+    }
+
+    /// Issue 30, defect 2: after an upgrade made in the background, `lifecyclectl status` called the listener
+    /// "unclaimed", though connections waited in its backlog and were served on the return: it is paused. A socket
+    /// unit's socket nobody asked for is still unclaimed; one handed over shut down is closed.
+    @Test func aSocketHandedOverByAnUpgradeIsPausedOrClosedAsItWasNotUnclaimed() throws {
+        let harness = DaemonHarness()
+        let http = try Self.streamSocket()
+        let admin = try Self.streamSocket()
+        let stray = try Self.streamSocket()
+        defer { for fd in [http, admin, stray] { close(fd) } }
+        let (channel, ours) = try channelPair()
+        defer { close(channel) }
+        var passed = [SocketActivation.Socket(name: UpgradeEnvironment.channelName, descriptor: ours)]
+        let environment = [
+            UpgradeEnvironment.previousPID: "77",
+            UpgradeEnvironment.listeners: "http=socket-unit,admin=bound:closed:127.0.0.1%3A41234",
+        ]
+        let incoming = try #require(UpgradeFromPredecessor(environment: environment, passed: &passed))
+        _ = harness.daemon.takePassedSockets(
+            [
+                SocketActivation.Socket(name: "http", descriptor: http),
+                SocketActivation.Socket(name: "admin", descriptor: admin),
+            ],
+            upgrade: incoming
+        )
+        let unit = DaemonHarness()
+        _ = unit.daemon.takePassedSockets([SocketActivation.Socket(name: "stray", descriptor: stray)], upgrade: nil)
+        let states = harness.application.listeners.passed.mapValues(\.state)
+        #expect(states == ["http": .paused, "admin": .closed])
+        #expect(unit.application.listeners.passed["stray"]?.state == .unclaimed)
+        #expect(harness.application.listeners.passed["admin"]?.condition == .shutDown(rebindTo: "127.0.0.1:41234"))
+        #expect(harness.application.listeners.passed["http"]?.handedOverBy == 77)
     }
 
     /// A socket unit's socket and one this service stored under the same name are not two of one kind: the socket
@@ -71,8 +104,8 @@ struct InheritedSocketTests {
             SocketActivation.Socket(name: ListenerNames.storePrefix + "http", descriptor: stored),
             SocketActivation.Socket(name: "http", descriptor: unit),
         ]
-        _ = harness.daemon.takeInheritedSockets(upgrade: nil)
-        #expect(harness.application.listeners.unclaimed["http"]?.descriptor == unit)
+        _ = harness.daemon.takePassedSockets(harness.stage.inherited, upgrade: nil)
+        #expect(harness.application.listeners.passed["http"]?.descriptor == unit)
         #expect(!harness.log.messages(.warning).contains { $0.hasPrefix("two sockets passed as") })
     }
 }

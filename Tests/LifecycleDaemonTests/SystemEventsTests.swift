@@ -189,6 +189,10 @@ final class Stage {
     var terminal = TerminalProbe(startedOnTerminal: false, stdinIsTerminal: { false }, hasHungUp: { false })
     /// The sockets passed to the process (`LISTEN_FDS`), as the daemon takes them.
     var inherited: [SocketActivation.Socket] = []
+    /// The environment the daemon read at start, and whether it runs under systemd or as a namespace's PID 1.
+    var environment: [String: String] = [:]
+    var underSystemd = false
+    var isContainerInit = false
 
     func effects() -> DaemonEffects {
         var effects = DaemonEffects(
@@ -227,7 +231,10 @@ final class Stage {
             },
             deliverLogs: { [unowned self] in deliveries.append("logs delivered") }
         )
-        effects.takeInheritedSockets = { [unowned self] in inherited }
+        effects.passedDescriptors = { [unowned self] in inherited }
+        effects.environment = environment
+        effects.underSystemd = underSystemd
+        effects.isContainerInit = isContainerInit
         return effects
     }
 

@@ -7,6 +7,7 @@
 //
 
 import LifecycleKit
+import LifecyclePrimitives
 import LifecycleKitTesting
 import LifecycleServices
 import ServiceLifecycle
@@ -110,7 +111,7 @@ struct ListenerTests {
         let listener = try! #require(host.application.listeners["http"])
         #expect(listener.origin == .bound)
         #expect(listener.address.hasPrefix("127.0.0.1:") && port(of: listener.address) > 0)
-        #expect(listener.state == "serving")
+        #expect(listener.state == .serving)
         #expect(timeline.lines == ["run on \(listener.address) (bound)"])
         #expect(controller.services.isActive)
         #expect(connect(toLoopbackPort: port(of: listener.address)) == .accepted)
@@ -125,14 +126,14 @@ struct ListenerTests {
         host.application.requestEnterBackground()
         #expect(await host.waitUntil { !controller.services.isRunning })
         #expect(timeline.lines.last == "stopped")
-        #expect(host.application.listeners["http"]?.state == "paused")
+        #expect(host.application.listeners["http"]?.state == .paused)
         // No server accepts, and the kernel still takes the connection: it waits in the backlog.
         #expect(connect(toLoopbackPort: port(of: address)) == .accepted)
         host.application.requestBecomeActive()
         #expect(await host.waitUntil { timeline.lines.count == 3 })
         #expect(timeline.lines[2] == "run on \(address) (bound)")
         #expect(host.application.listeners.listeners.count == 1)
-        #expect(host.application.listeners["http"]?.state == "serving")
+        #expect(host.application.listeners["http"]?.state == .serving)
     }
 
     @Test func theClosePolicyRefusesConnectionsInTheBackgroundAndListensAgainOnReturn() async {
@@ -142,12 +143,12 @@ struct ListenerTests {
         #expect(await host.waitUntil { timeline.lines.count == 1 })
         let port = port(of: host.application.listeners["http"]!.address)
         host.application.requestEnterBackground()
-        #expect(host.application.listeners["http"]?.state == "closed")
+        #expect(host.application.listeners["http"]?.state == .closed)
         #expect(connect(toLoopbackPort: port) == .refused)
         #expect(await host.waitUntil { !controller.services.isRunning })
         host.application.requestBecomeActive()
         #expect(await host.waitUntil { timeline.lines.count == 3 })
-        #expect(host.application.listeners["http"]?.state == "serving")
+        #expect(host.application.listeners["http"]?.state == .serving)
         #expect(connect(toLoopbackPort: port) == .accepted)
     }
 
@@ -155,9 +156,10 @@ struct ListenerTests {
         let timeline = Timeline()
         let passed = listeningLoopbackSocket()
         let (host, controller) = hosted(policy: .close, timeline: timeline)
-        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
-            descriptor: passed.descriptor,
-            origin: .socketUnit
+        host.application.listeners.recordPassed(
+            ListenerTable.Entry(
+                name: "http", descriptor: passed.descriptor, address: "fd \(passed.descriptor)", origin: .socketUnit, condition: .passed
+            )
         )
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
@@ -172,20 +174,80 @@ struct ListenerTests {
         close(passed.descriptor)
     }
 
+    /// Issue 30, defect 3: an upgrade made in the background with the close policy hands the socket over shut down; the
+    /// process that handed it over listened again as it exited, so the new one, still in the background, let
+    /// connections into the backlog instead of refusing them. Once handed over, the sockets are the next process's.
+    @Test func aSocketHandedOverShutDownStaysShutDownWhenTheOldProcessExits() async {
+        let timeline = Timeline()
+        let passed = listeningLoopbackSocket()
+        let (host, controller) = hosted(policy: .close, timeline: timeline)
+        host.application.listeners.recordPassed(
+            ListenerTable.Entry(
+                name: "http", descriptor: passed.descriptor, address: "fd \(passed.descriptor)", origin: .socketUnit,
+                condition: .passed
+            )
+        )
+        host.launch()
+        #expect(await host.waitUntil { timeline.lines.count == 1 })
+        host.application.requestEnterBackground()
+        #expect(await host.waitUntil { !controller.services.isRunning })
+        #expect(host.application.listeners["http"]?.state == .closed)
+        // The upgrade hands the sockets over; this process terminates.
+        host.application.listeners.handOver()
+        host.application.requestTermination()
+        #expect(host.application.applicationState == .terminated)
+        #expect(connect(toLoopbackPort: passed.port) == .refused)
+        close(passed.descriptor)
+    }
+
+    /// The other side of it: a socket passed shut down (the predecessor left it so) is reported closed, claimed again on
+    /// the return to the foreground at the same port (a port the kernel picked is bound again), and listens again
+    /// before the process exits if nobody claimed it.
+    @Test func aSocketPassedShutDownIsClosedUntilClaimedAndListensAgainAtExit() async {
+        for claimed in [true, false] {
+            let timeline = Timeline()
+            let passed = listeningLoopbackSocket()
+            let address = "127.0.0.1:\(passed.port)"
+            shutdown(passed.descriptor, Int32(SHUT_RDWR))
+            #expect(connect(toLoopbackPort: passed.port) == .refused)
+            let (host, _) = hosted(policy: .close, timeline: timeline)
+            host.application.listeners.recordPassed(
+                ListenerTable.Entry(
+                    name: "http", descriptor: passed.descriptor, address: "fd \(passed.descriptor)", origin: .socketUnit,
+                    handedOverBy: 77, condition: .shutDown(rebindTo: address)
+                )
+            )
+            host.application.listeners.listenAgainAtExit(using: SocketCalls.listenAgain)
+            #expect(host.application.listeners.passed["http"]?.state == .closed)
+            host.launch(into: claimed ? .active : .background)
+            if claimed {
+                #expect(await host.waitUntil { timeline.lines.count == 1 })
+                #expect(host.application.listeners["http"]?.state == .serving)
+                #expect(connect(toLoopbackPort: passed.port) == .accepted)
+            } else {
+                #expect(connect(toLoopbackPort: passed.port) == .refused)
+            }
+            host.application.requestTermination()
+            #expect(connect(toLoopbackPort: passed.port) == .accepted, "claimed: \(claimed)")
+            close(passed.descriptor)
+        }
+    }
+
     @Test func aPassedSocketIsServedAsItIsWhateverAddressTheListenerNames() async {
         let timeline = Timeline()
         let passed = listeningLoopbackSocket()
         let (host, _) = hosted(.tcp("http", port: 1), timeline: timeline)
-        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
-            descriptor: passed.descriptor,
-            origin: .socketUnit
+        host.application.listeners.recordPassed(
+            ListenerTable.Entry(
+                name: "http", descriptor: passed.descriptor, address: "fd \(passed.descriptor)", origin: .socketUnit, condition: .passed
+            )
         )
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
         #expect(timeline.lines == ["run on 127.0.0.1:\(passed.port) (socket-unit)"])
         let listener = try! #require(host.application.listeners["http"])
         #expect(listener.descriptor == passed.descriptor && listener.origin == .socketUnit)
-        #expect(host.application.listeners.unclaimed.isEmpty)
+        #expect(host.application.listeners.passed.isEmpty)
     }
 
     @Test func aStoredSocketForAnAddressNoLongerConfiguredIsReplacedAndDroppedFromTheStore() async {
@@ -194,11 +256,17 @@ struct ListenerTests {
         let (host, _) = hosted(.tcp("http", port: 0), timeline: timeline)
         var retired: [String] = []
         var bound: [String] = []
-        host.application.listeners.didRetire = { retired.append("\($0.name) \($0.address)") }
-        host.application.listeners.didBind = { bound.append("\($0.name) \($0.address)") }
-        host.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
-            descriptor: stale.descriptor,
-            origin: .fileDescriptorStore
+        host.application.listeners.observe { change in
+            switch change {
+            case .retired(let entry): retired.append("\(entry.name) \(entry.address)")
+            case .bound(let entry): bound.append("\(entry.name) \(entry.address)")
+            case .updated, .willExit: break
+            }
+        }
+        host.application.listeners.recordPassed(
+            ListenerTable.Entry(
+                name: "http", descriptor: stale.descriptor, address: "fd \(stale.descriptor)", origin: .fileDescriptorStore, condition: .passed
+            )
         )
         // Port 0 names any port: the stored socket on 127.0.0.1 serves it.
         host.launch()
@@ -210,11 +278,17 @@ struct ListenerTests {
         let other = listeningLoopbackSocket()
         let timeline2 = Timeline()
         let (host2, _) = hosted(.tcp("http", host: "127.0.0.2", port: 0), timeline: timeline2)
-        host2.application.listeners.didRetire = { retired.append("\($0.name) \($0.address)") }
-        host2.application.listeners.didBind = { bound.append("\($0.name) \($0.address)") }
-        host2.application.listeners.unclaimed["http"] = ListenerTable.Inherited(
-            descriptor: other.descriptor,
-            origin: .fileDescriptorStore
+        host2.application.listeners.observe { change in
+            switch change {
+            case .retired(let entry): retired.append("\(entry.name) \(entry.address)")
+            case .bound(let entry): bound.append("\(entry.name) \(entry.address)")
+            case .updated, .willExit: break
+            }
+        }
+        host2.application.listeners.recordPassed(
+            ListenerTable.Entry(
+                name: "http", descriptor: other.descriptor, address: "fd \(other.descriptor)", origin: .fileDescriptorStore, condition: .passed
+            )
         )
         host2.launch()
         #expect(await host2.waitUntil { timeline2.lines.count == 1 })
@@ -276,7 +350,7 @@ struct ListenerTests {
             }
         )
         #expect(timeline.lines == ["run on \(host.application.listeners["http"]?.address ?? "?")", "drained"])
-        #expect(host.application.listeners["http"]?.state == "paused")
+        #expect(host.application.listeners["http"]?.state == .paused)
     }
 
     @Test func aListenerThatCannotBeBoundFailsTheRunWithItsAddressAndReason() async {
@@ -319,17 +393,17 @@ struct ListenerTests {
         unlink(path)
 
         let tooLong = Listener.unix("long", path: "/" + String(repeating: "x", count: 200))
-        let error = #expect(throws: ListenerError.self) { try ListenerSockets.bind(tooLong) }
+        let error = #expect(throws: ListenerError.self) { try ListenerBinding.bind(tooLong) }
         #expect(error?.description.contains("the path must have 1 to 107 bytes") == true)
     }
 
     @Test func addressesMatchByPortAndByWhatTheirHostResolvesTo() {
-        #expect(ListenerSockets.matches(.tcp(host: "127.0.0.1", port: 8080), "127.0.0.1:8080"))
-        #expect(ListenerSockets.matches(.tcp(host: "localhost", port: 8080), "127.0.0.1:8080"))
-        #expect(!ListenerSockets.matches(.tcp(host: "127.0.0.1", port: 8081), "127.0.0.1:8080"))
-        #expect(ListenerSockets.matches(.tcp(host: "127.0.0.1", port: 0), "127.0.0.1:41234"))
-        #expect(ListenerSockets.matches(.tcp(host: "::1", port: 8080), "[::1]:8080"))
-        #expect(ListenerSockets.matches(.unix(path: "/run/a.sock"), "/run/a.sock"))
-        #expect(!ListenerSockets.matches(.unix(path: "/run/a.sock"), "/run/b.sock"))
+        #expect(ListenerBinding.matches(.tcp(host: "127.0.0.1", port: 8080), "127.0.0.1:8080"))
+        #expect(ListenerBinding.matches(.tcp(host: "localhost", port: 8080), "127.0.0.1:8080"))
+        #expect(!ListenerBinding.matches(.tcp(host: "127.0.0.1", port: 8081), "127.0.0.1:8080"))
+        #expect(ListenerBinding.matches(.tcp(host: "127.0.0.1", port: 0), "127.0.0.1:41234"))
+        #expect(ListenerBinding.matches(.tcp(host: "::1", port: 8080), "[::1]:8080"))
+        #expect(ListenerBinding.matches(.unix(path: "/run/a.sock"), "/run/a.sock"))
+        #expect(!ListenerBinding.matches(.unix(path: "/run/a.sock"), "/run/b.sock"))
     }
 }

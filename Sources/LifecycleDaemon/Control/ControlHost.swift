@@ -41,7 +41,7 @@ protocol ControlHost: AnyObject {
     /// there was none.
     func startUpgrade(
         timeout: Duration?,
-        completion: @escaping (Result<UpgradeCoordinator.HandOver, UpgradeFailure>) -> Void
+        completion: @escaping (Result<UpgradeToSuccessor.HandOver, UpgradeError>) -> Void
     )
 }
 

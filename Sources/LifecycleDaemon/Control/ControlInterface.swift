@@ -181,8 +181,9 @@ import Logging
           origin: string,
           # The pid of the process that handed it over in an upgrade, if one did.
           handedOverBy: ?int,
-          # serving (a server accepts on it), paused (open: connections wait in its backlog), closed (shut down in the
-          # background: connections are refused), unclaimed (passed, but no server asked for it).
+          # serving (a server accepts on it), paused (open: connections wait in its backlog, in the background, between
+          # runs, or passed by the fd store or an upgrade and not asked for yet), closed (shut down in the background:
+          # connections are refused), unclaimed (passed by a socket unit under a name no server asked for).
           state: string
         )
 
@@ -284,10 +285,12 @@ import Logging
         # The reply would be larger than the daemon sends (8 MiB): size and limit in bytes.
         error ReplyTooLarge (size: int, limit: int)
 
-        # No upgrade happened: the new binary could not be started, exited or was not ready in time (it was stopped),
-        # systemd could not be told it is the main process, or the daemon cannot upgrade now (terminating, PID 1); reason says
-        # which, and ends with what the daemon does now: "the daemon serves on as it was" or "the daemon is terminating".
-        error UpgradeFailed (reason: string)
+        # No upgrade happened. kind names the cause (docs/control.md lists them, with lifecyclectl's exit status for
+        # each): the daemon cannot upgrade now (in-progress, terminating, container-init, ...), the new binary could
+        # not be started, exited or was not ready in time (it was stopped), or systemd could not be told it is the main
+        # process. reason says it in a sentence that ends with what the daemon does now ("the daemon serves on as it
+        # was" or "the daemon is terminating"); servesOn says the same.
+        error UpgradeFailed (kind: string, reason: string, servesOn: bool)
 
         """
 
@@ -410,18 +413,25 @@ import Logging
         VarlinkError("\(name).ReloadRefused", parameters: ["reason": .string(reason)])
     }
 
-    /// The `UpgradeFailed` error.
-    static func upgradeFailed(reason: String) -> VarlinkError {
-        VarlinkError("\(name).UpgradeFailed", parameters: ["reason": .string(reason)])
+    /// The `UpgradeFailed` error: its kind, the sentence, and whether the daemon serves on.
+    static func upgradeFailed(_ error: UpgradeError) -> VarlinkError {
+        VarlinkError(
+            ControlProtocol.ErrorName.upgradeFailed.qualifiedName,
+            parameters: [
+                ControlProtocol.Field.kind: .string(error.kind.rawValue),
+                ControlProtocol.Field.reason: .string(error.description),
+                ControlProtocol.Field.servesOn: .bool(error.servesOn),
+            ]
+        )
     }
 
     /// A `Listener`.
-    static func json(_ listener: ListenerTable.Listener) -> JSONValue {
+    static func json(_ listener: ListenerTable.Entry) -> JSONValue {
         var object: JSONObject = [
             "name": .string(listener.name),
             "address": .string(listener.address),
             "origin": .string(listener.origin.rawValue),
-            "state": .string(listener.state),
+            "state": .string(listener.state.rawValue),
         ]
         if let pid = listener.handedOverBy { object["handedOverBy"] = .int(Int(pid)) }
         return .object(object)

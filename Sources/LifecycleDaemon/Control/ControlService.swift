@@ -197,9 +197,10 @@ final class ControlService {
 
     /// `Upgrade`: replies once the new process is the main process, or fails with why there was no upgrade.
     private func upgrade(_ call: any ControlCall) {
-        let seconds = call.parameters["timeoutSec"]?.doubleValue
-        if let seconds, !(seconds > 0 && seconds <= 3600) {
-            call.fail(.invalidParameter("timeoutSec"))
+        let seconds = call.parameters[ControlProtocol.Field.timeoutSec]?.doubleValue
+        let longest = Double(ControlProtocol.longestUpgradeTimeout.components.seconds)
+        if let seconds, !(seconds > 0 && seconds <= longest) {
+            call.fail(.invalidParameter(ControlProtocol.Field.timeoutSec))
             return
         }
         logger.info("control: upgrade requested by \(call.peer)", metadata: [LogKey.upgrade: "requested"])
@@ -208,12 +209,12 @@ final class ControlService {
             switch result {
             case .success(let handOver):
                 call.reply([
-                    "previousPid": .int(Int(handOver.previousPID)),
-                    "pid": .int(Int(handOver.pid)),
-                    "readySec": .seconds(handOver.readyAfter),
+                    ControlProtocol.Field.previousPid: .int(Int(handOver.previousPID)),
+                    ControlProtocol.Field.pid: .int(Int(handOver.pid)),
+                    ControlProtocol.Field.readySec: .seconds(handOver.readyAfter),
                 ])
             case .failure(let failure):
-                call.fail(ControlInterface.upgradeFailed(reason: failure.description))
+                call.fail(ControlInterface.upgradeFailed(failure))
             }
         }
     }
@@ -315,17 +316,7 @@ final class ControlService {
     /// The application's listening sockets, in the order they were opened, then the ones passed that no server
     /// claimed.
     func listeners() -> [JSONValue] {
-        let table = daemon.application.listeners
-        var result = table.listeners.map(ControlInterface.json)
-        for (name, passed) in table.unclaimed.sorted(by: { $0.key < $1.key }) {
-            var object: JSONObject = [
-                "name": .string(name), "address": .string("fd \(passed.descriptor)"),
-                "origin": .string(passed.origin.rawValue), "state": "unclaimed",
-            ]
-            if let pid = passed.handedOverBy { object["handedOverBy"] = .int(Int(pid)) }
-            result.append(.object(object))
-        }
-        return result
+        daemon.application.listeners.inUseAndPassed.map(ControlInterface.json)
     }
 
     /// The lifecycle-bound work of the tree, pre-order.

@@ -35,7 +35,7 @@ extension Daemon {
     /// Loads the storyboard (as UIKit loads the main storyboard before `willFinishLaunching`) and reads the saved
     /// state; a storyboard that cannot be loaded ends the daemon with 78 (EX_CONFIG), its error naming
     /// `file:line:column` and what would be valid.
-    func prepareLaunch() -> LaunchPreparation {
+    func prepareLaunch(storedState: [SocketActivation.Socket] = []) -> LaunchPreparation {
         let settings = configuration.restoration
         if let path = settings.storyboard {
             do {
@@ -48,17 +48,18 @@ extension Daemon {
                 return .exit(ExitStatus.configuration.rawValue)
             }
         }
+        // An upgrade's successor saves nothing until it is the main process: the predecessor's saves are the
+        // service's, and a successor that is called off must leave them as they are. Nor does a process that handed
+        // over: the successor's saves are the newer ones.
         let store = StateStore(
             settings: settings,
-            notifier: .fromEnvironment(),
+            notifier: effects.notifier,
             environment: effects.environment,
-            logger: logger
+            logger: logger,
+            isOwner: { [unowned self] in role.isMain }
         ) { [notifications] error in notifications.reportFailure(error) }
-        // An upgrade's new process saves nothing until it is the main process: the running one's saves are the
-        // service's, and a new process that is called off must leave them as they are.
-        store.isOwner = isMainProcess
         stateStore = store
-        return .launch(restoring: store.load())
+        return .launch(restoring: store.load(stored: FileDescriptorStore.read(storedState)))
     }
 
     /// A reload's offer phase: reads the storyboard `configuration` names and plans its change, moving nothing; returns
@@ -94,7 +95,6 @@ extension Daemon {
     }
 
     package func application(_ application: Application, didEncodeRestorableState archive: Archive) {
-        lastSavedArchive = archive
         stateStore?.save(archive)
     }
 }

@@ -59,9 +59,11 @@ final class StateStore {
     private var storeFailureLogged = false
     private var noPlaceLogged = false
     private let diskWriter = StateDiskWriter()
-    /// Whether this process saves the service's state: not once an upgrade has handed the service to the next process,
-    /// whose saves are the newer ones.
-    var isOwner = true
+    /// Whether this process saves the service's state (the process's ``ProcessRole``): not an upgrade's successor
+    /// before it is the main process, nor a process that handed the service to its successor, whose saves are the
+    /// newer ones.
+    private let isOwnerNow: @MainActor () -> Bool
+    var isOwner: Bool { isOwnerNow() }
     /// Whether saves also go to systemd's file descriptor store.
     var usesFileDescriptorStore: Bool { store != nil }
 
@@ -70,9 +72,11 @@ final class StateStore {
         notifier: SystemdNotifier,
         environment: [String: String],
         logger: Logger,
+        isOwner: @escaping @MainActor () -> Bool = { true },
         reportStoreFailure: (@MainActor (SystemCallError) -> Void)? = nil
     ) {
         self.reportStoreFailure = reportStoreFailure
+        self.isOwnerNow = isOwner
         path = settings.stateDirectory.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/" + Self.fileName }
         let useStore: Bool
         switch settings.fileDescriptorStore {
@@ -105,11 +109,11 @@ final class StateStore {
     /// Only an owner (not an upgrade's new process before it is the main process) clears what it refused: a copy
     /// dropped from the store, an unfinished save removed, a damaged file moved aside. The running process may be
     /// saving meanwhile.
-    func load() -> Archive? {
+    func load(stored: [FileDescriptorStore.Entry] = []) -> Archive? {
         var candidates: [Candidate] = []
         var rejections: [Rejection] = []
         if store != nil {
-            for entry in FileDescriptorStore.takeStored(prefix: Self.storePrefix) {
+            for entry in stored {
                 let place = "the file descriptor store's \(entry.name)"
                 switch entry.contents {
                 case .failure(let error):

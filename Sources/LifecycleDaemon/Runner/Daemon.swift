@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleIPC
 @_spi(Internal) package import LifecycleKit
 package import LifecyclePrimitives
 package import LifecycleSystemd
@@ -56,26 +57,21 @@ package final class Daemon: ApplicationHost {
     private var preparedConfiguration: DaemonConfiguration?
     /// The control socket (docs/control.md), while it is served.
     var control: ControlServer?
-    /// Whether this process is the service's main process, the one systemd takes notifications from: false in an
-    /// upgrade's new process until the running one hands over, and in the running one from then on.
-    var isMainProcess = true
-    /// Listeners bound before this process became the main process, to put in the file descriptor store then.
-    var pendingListenerStores: [ListenerTable.Listener] = []
-    /// The listeners an upgrade's new process retired (moved to another address) before it was the main process:
-    /// dropped from the file descriptor store once it is, before what it bound is stored.
-    var pendingListenerRemovals: [String] = []
-    /// The program's path as it was started (``upgradePath(arguments:)``): an upgrade starts what is at this path now.
-    let executablePath: String? = Daemon.upgradePath()
-    /// The archive of the last save of the state (an upgrade hands it to the next process).
-    var lastSavedArchive: Archive?
-    /// The upgrade in progress, started by this process.
-    var upgrade: UpgradeCoordinator?
-    /// The upgrade that started this process, until it is the main process.
-    var handOver: UpgradeHandOver?
+    /// The part this process plays for its service (main, an upgrade's predecessor or successor, handed over): what
+    /// the notifications, the state store, the listeners' file descriptor store and the control socket read.
+    var role = ProcessRole.main
+    /// How an upgrade reaches the system and systemd; nil for a daemon without a loop (tests that do not upgrade).
+    let upgradeEffects: UpgradeEffects?
+    /// The upgrade this process started, until it is over (a failed one until its successor is reaped).
+    var upgrade: UpgradeToSuccessor?
+    /// The upgrade that started this process, until its predecessor has drained and exited.
+    var incoming: UpgradeFromPredecessor?
+    /// The background task that holds a stop while the predecessor drains, once this process is the main one.
+    var predecessorDrain = BackgroundTaskIdentifier.invalid
+    /// The listeners this service bound, in systemd's file descriptor store.
+    var listenerStore: ListenerStore?
     /// As PID 1, what reaps the orphans re-parented to the process.
     private var reaper: ChildReaper?
-    /// The upgrade that handed this process's work to another one, once it has.
-    var handedOverTo: UpgradeCoordinator.HandOver?
 
     /// Creates a daemon around an application whose delegate is already made.
     ///
@@ -103,6 +99,11 @@ package final class Daemon: ApplicationHost {
         )
     }
 
+    /// The upgrade effects for a daemon on `loop` with `effects`.
+    static func upgradeEffects(loop: MainLoop?, effects: DaemonEffects) -> UpgradeEffects? {
+        loop.map { UpgradeEffects.live(loop: $0, effects: effects) }
+    }
+
     /// Creates a daemon whose every effect goes through `effects` (tests pass stand-ins and a manual clock).
     init(
         configuration: DaemonConfiguration,
@@ -111,10 +112,12 @@ package final class Daemon: ApplicationHost {
         applicationSection: (any ConfigurationSection.Type)?,
         loop: MainLoop?,
         effects: DaemonEffects,
+        upgradeEffects: UpgradeEffects? = nil,
         logger: Logger,
         configure: @escaping @MainActor (DaemonConfiguration) -> Void
     ) throws(SystemCallError) {
         self.configuration = configuration
+        self.upgradeEffects = upgradeEffects ?? Self.upgradeEffects(loop: loop, effects: effects)
         self.options = options
         self.application = application
         self.applicationSection = applicationSection
@@ -123,7 +126,8 @@ package final class Daemon: ApplicationHost {
         self.loop = loop
         self.effects = effects
         self.jobControl = JobControl(application: application, effects: effects, logger: logger)
-        let notifications = Notifications(effects: effects, logger: logger)
+        var isMain: (@MainActor () -> Bool)?
+        let notifications = Notifications(effects: effects, logger: logger) { isMain?() ?? true }
         self.notifications = notifications
         var settingsSource: (@MainActor () -> (delay: Duration, stopTimeout: Duration?))?
         let lameDuck = LameDuckStop(application: application, effects: effects, logger: logger) {
@@ -140,9 +144,8 @@ package final class Daemon: ApplicationHost {
         application.trace.logsEverythingAtInfo = configuration.traceAll
         application.backgroundTime = configuration.backgroundTime
         settingsSource = { [unowned self] in (self.configuration.lameDuck, self.configuration.stopTimeout) }
-        lameDuck.delayDidBegin = { [unowned self] in
-            upgrade?.cancel(because: "a termination was requested before the new process was ready")
-        }
+        isMain = { [unowned self] in role.isMain }
+        lameDuck.delayDidBegin = { [unowned self] in upgrade?.cancel(.lameDuckBegan) }
     }
 
     // MARK: Entry point
@@ -151,7 +154,7 @@ package final class Daemon: ApplicationHost {
     package static var signalsToBlockAtStart: [UnixSignal] {
         // As PID 1 (a container's first process) it also reaps the children re-parented to it, told by SIGCHLD, which
         // no thread may take first.
-        SignalMap.standard.signals + (getpid() == 1 ? [ChildReaper.signal] : [])
+        SignalMap.standard.signals + (ProcessEnvironment.isContainerInit ? [ChildReaper.signal] : [])
     }
 
     /// Runs a daemon whose application delegate `makeDelegate` builds, and returns the process exit code (sysexits).
@@ -225,15 +228,17 @@ package final class Daemon: ApplicationHost {
         try loop.setTurnEndHandler { [unowned self] in
             MainActor.assumeIsolated { self.application.runEndOfTurn() }
         }
+        // Everything systemd (or an upgrade's predecessor) passed, read once: the upgrade's channel, the saved state's
+        // memfds, the control socket and the listeners each go to their owner.
+        var passed = effects.passedDescriptors()
         // Started by an upgrade: systemd hears nothing from this process (its watchdog pings included) until the
-        // running one has made it the main process.
-        let handOver = UpgradeHandOver.take(environment: effects.environment)
-        if handOver != nil {
-            isMainProcess = false
-            notifications.isMainProcess = false
-        }
-        self.handOver = handOver
-        let watchdog = handOver == nil ? try loop.enableWatchdog() : effects.watchdogInterval != nil
+        // predecessor has made it the main process.
+        let incoming = UpgradeFromPredecessor(environment: effects.environment, passed: &passed)
+        if let incoming { role = .successor(of: incoming.previousPID) }
+        self.incoming = incoming
+        let storedState = passed.filter { $0.name.hasPrefix(StateStore.storePrefix) }
+        let sockets = passed.filter { !$0.name.hasPrefix(StateStore.storePrefix) && SocketCalls.isStreamSocket($0.descriptor) }
+        let watchdog = incoming == nil ? try loop.enableWatchdog() : effects.watchdogInterval != nil
         // Trace lines are written once the dispatch that fired them returns, off the callbacks' path, or as soon as
         // anything else is logged, before it: every record of the process's handlers follows the lines recorded before
         // it, so the log reads in the order things happened (docs/lifecycle.md §7). A callback that hangs is named by
@@ -268,33 +273,31 @@ package final class Daemon: ApplicationHost {
         )
         events.start()
         systemEvents = events
-        if getpid() == 1 { reaper = try ChildReaper.start(loop: loop, logger: logger) }
-        let controlSocket = takeInheritedSockets(upgrade: handOver)
+        if effects.isContainerInit { reaper = try ChildReaper.start(loop: loop, logger: logger) }
+        let store = FileDescriptorStore(notifier: effects.notifier)
+        if store.isAvailable, configuration.restoration.fileDescriptorStore != .no {
+            listenerStore = ListenerStore(
+                store: store,
+                table: application.listeners,
+                isMain: { [unowned self] in role.isMain },
+                logger: logger
+            ) { [notifications] error in notifications.reportFailure(error) }
+        }
+        let controlSocket = takePassedSockets(sockets, upgrade: incoming)
         // Before the launch, so that the trace it keeps starts with the launch's events.
         if configuration.control.isEnabled {
             control = ControlServer.start(
                 daemon: self,
                 loop: loop,
                 inherited: controlSocket,
-                upgradedPath: handOver?.controlPath,
-                accepting: handOver == nil
+                upgradedPath: incoming?.controlPath,
+                accepting: incoming == nil
             )
         }
-        if let handOver {
-            logger.info(
-                "started by an upgrade from pid \(handOver.previousPID): launching, then taking over once it serves",
-                metadata: [LogKey.upgrade: "launching"]
-            )
-            try handOver.watch(loop: loop) { [unowned self] runningState in
-                becomeMainProcess(runningState: runningState)
-            } onAbandon: { [unowned self] (reason: String) in
-                logger.warning("upgrade called off: \(reason); terminating", metadata: [LogKey.upgrade: "abandoned"])
-                application.requestTermination(cause: UpgradeCoordinator.cause)
-            }
-        }
+        if let incoming { try followUpgrade(incoming) }
         configure(configuration)
         var options = launchOptions()
-        switch prepareLaunch() {
+        switch prepareLaunch(storedState: storedState) {
         case .launch(let restoring):
             options.restoredState = restoring
         case .exit(let code):
@@ -302,7 +305,7 @@ package final class Daemon: ApplicationHost {
             stallDetector?.stop()
             return code
         }
-        application.launch(into: handOver?.launchTarget ?? configuration.launchInto, options: options)
+        application.launch(into: incoming?.launchTarget ?? configuration.launchInto, options: options)
         application.runEndOfTurn()
         dispatchDidEnd()
         if configuration.releaseStartupMemory {
@@ -319,9 +322,9 @@ package final class Daemon: ApplicationHost {
         if termination.hasExited {
             if let failure = application.terminationFailure {
                 logger.error("terminated as a failure (exit status \(ExitStatus.temporaryFailure.rawValue)): \(failure)")
-            } else if code == 0, let handedOverTo {
+            } else if code == 0, case .handedOver(let successor) = role {
                 logger.info(
-                    "terminated cleanly: upgraded to pid \(handedOverTo.pid)",
+                    "terminated cleanly: upgraded to pid \(successor)",
                     metadata: [LogKey.upgrade: "done"]
                 )
             } else if code == 0 {
@@ -384,9 +387,9 @@ package final class Daemon: ApplicationHost {
 
     package func applicationDidFinishLaunching(_ application: Application) {
         warnAboutUnclaimedListeners()
-        if let handOver, handOver.phase == .launching {
-            // An upgrade's new process: the running one hears it serves; systemd hears it once it is the main process.
-            reportReadyWhenServing(handOver)
+        if case .successor = role, let incoming {
+            // An upgrade's successor: the predecessor hears it serves; systemd hears it once it is the main process.
+            reportReadyWhenServing(incoming)
             return
         }
         // READY=1 once a sleep announced from now on reaches the application and waits for it.
@@ -422,9 +425,8 @@ package final class Daemon: ApplicationHost {
     /// nothing is applied yet; what is wrong with them refuses the reload.
     package func applicationPrepareReload(_ application: Application) -> ReloadPreparation {
         preparedConfiguration = nil
-        if let upgrade, !upgrade.isFinished {
-            // The new process read the file when it started; what this one applied now would be lost at the
-            // hand-over.
+        if case .predecessor = role {
+            // The successor read the file when it started; what this one applied now would be lost at the hand-over.
             return .refused(
                 "an upgrade is under way, and its new process read the file when it started: reload once it has taken over"
             )
@@ -480,8 +482,8 @@ package final class Daemon: ApplicationHost {
     package func applicationWillBeginTermination(_ application: Application) {
         // First: the memory pressure trigger's close, the slowest step of an exit, overlaps everything after it.
         systemEvents?.terminationDidBegin()
-        // Stopped while an upgrade was under way: the new process is not the service's yet; it is stopped with it.
-        upgrade?.cancel(because: "this process began to terminate before the new one was ready")
+        // Stopped while an upgrade was under way: the successor is not the service's yet; it is stopped with it.
+        upgrade?.cancel(.terminationRequested)
         jobControl.terminationDidBegin()
         notify([.stopping])
         termination.begin(budget: lameDuck.drainBudget(configured: configuration.backgroundTaskBudget))
@@ -570,17 +572,18 @@ final class Notifications {
     let effects: DaemonEffects
     private let logger: Logger
     private var failureLogged = false
-    /// Whether systemd takes this process's notifications; when not, they are not sent (systemd would log a warning
-    /// for each).
-    var isMainProcess = true
+    /// Whether systemd takes this process's notifications (the process's ``ProcessRole``); when not, they are not
+    /// sent (systemd would log a warning for each).
+    private let isMain: @MainActor () -> Bool
 
-    init(effects: DaemonEffects, logger: Logger) {
+    init(effects: DaemonEffects, logger: Logger, isMain: @escaping @MainActor () -> Bool) {
         self.effects = effects
         self.logger = logger
+        self.isMain = isMain
     }
 
     func send(_ assignments: [NotifyAssignment]) {
-        guard isMainProcess else { return }
+        guard isMain() else { return }
         do {
             try effects.notify(assignments)
         } catch {

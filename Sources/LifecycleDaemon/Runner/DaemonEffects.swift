@@ -51,8 +51,14 @@ struct DaemonEffects {
     var underSystemd = false
     /// systemd's watchdog interval for this process (`WATCHDOG_USEC`), as read at start; nil without a watchdog.
     var watchdogInterval: Duration?
-    /// Takes the listening sockets systemd passed (`LISTEN_FDS`): once, for the control socket.
-    var takeInheritedSockets: @MainActor () -> [SocketActivation.Socket] = { [] }
+    /// The descriptors systemd (or an upgrade's predecessor) passed (`LISTEN_FDS`), with their names: read once, at
+    /// start; the daemon hands each part its own.
+    var passedDescriptors: @MainActor () -> [SocketActivation.Socket] = { [] }
+    /// systemd's notification socket as read at start (`$NOTIFY_SOCKET`): what the file descriptor store and the
+    /// state store send through. Disabled for stand-ins.
+    var notifier = SystemdNotifier.disabled
+    /// Whether the process is PID 1 of its namespace (``ProcessEnvironment/isContainerInit``), as read at start.
+    var isContainerInit = false
     /// Lets journald take the log records written so far, within the journal writer's budget: before systemd or a
     /// control client hears of what they record, and at the end of each dispatch
     /// (``JournalWriter/waitForDelivery()``).
@@ -79,7 +85,7 @@ struct TerminalProbe {
             startedOnTerminal: !SystemdNotifier.isUnderSystemd && isatty(STDIN_FILENO) == 1,
             stdinIsTerminal: { isatty(STDIN_FILENO) == 1 },
             hasHungUp: { tcgetpgrp(STDIN_FILENO) < 0 && errno == EIO },
-            canStopItself: getpid() != 1
+            canStopItself: !ProcessEnvironment.isContainerInit
         )
     }
 }
@@ -196,7 +202,9 @@ extension DaemonEffects {
             environment: ProcessEnvironment.all(),
             underSystemd: SystemdNotifier.isUnderSystemd,
             watchdogInterval: notifier.watchdogInterval(),
-            takeInheritedSockets: { SocketActivation.take() },
+            passedDescriptors: { SocketActivation.passed() },
+            notifier: notifier,
+            isContainerInit: ProcessEnvironment.isContainerInit,
             deliverLogs: { JournalWriter.shared.waitForDelivery() },
             setLogDeliveryBudget: { budget in JournalWriter.shared.deliveryBudget = budget }
         )

@@ -7,6 +7,7 @@
 //
 
 import LifecycleKit
+import LifecyclePrimitives
 import LifecycleSystemd
 import Logging
 
@@ -24,14 +25,85 @@ enum ListenerNames {
     static let control = "control"
 }
 
+/// The listeners this service bound, kept in systemd's file descriptor store (`FDSTORE=1`), so that a restart after
+/// a crash or a watchdog kill gets them back and connections wait in their backlog meanwhile; one replaced by another
+/// address is dropped from it. Only the main process talks to the store: what an upgrade's successor binds waits until
+/// it is the main process.
+@MainActor
+final class ListenerStore {
+    private enum Operation {
+        case store(ListenerTable.Entry)
+        case remove(String)
+    }
+
+    private let store: FileDescriptorStore
+    private let isMain: @MainActor () -> Bool
+    private let logger: Logger
+    private let reportFailure: @MainActor (any Error) -> Void
+    private var pending: [Operation] = []
+
+    /// Keeps what `table` records as bound (and drops what it retires) in `store`, while `isMain` says this process
+    /// is the main process; `reportFailure` hears the store's errors.
+    init(
+        store: FileDescriptorStore,
+        table: ListenerTable,
+        isMain: @escaping @MainActor () -> Bool,
+        logger: Logger,
+        reportFailure: @escaping @MainActor (any Error) -> Void
+    ) {
+        self.store = store
+        self.isMain = isMain
+        self.logger = logger
+        self.reportFailure = reportFailure
+        table.observe { [weak self] change in
+            switch change {
+            case .bound(let entry): self?.perform(.store(entry))
+            case .retired(let entry): self?.perform(.remove(entry.name))
+            case .updated, .willExit: break
+            }
+        }
+    }
+
+    /// This process is the main process now: what waited goes to the store, in the order it happened.
+    func becameMain() {
+        let waiting = pending
+        pending = []
+        for operation in waiting { perform(operation) }
+    }
+
+    /// Drops a stored listener (a socket unit's now takes its name).
+    func remove(named name: String) {
+        perform(.remove(name))
+    }
+
+    private func perform(_ operation: Operation) {
+        guard isMain() else {
+            // An upgrade's successor: systemd takes its messages once it is the main process.
+            pending.append(operation)
+            return
+        }
+        do {
+            switch operation {
+            case .store(let entry):
+                try store.store(descriptor: entry.descriptor, name: ListenerNames.storePrefix + entry.name)
+                logger.debug("listener \(entry.name) kept in the file descriptor store")
+            case .remove(let name):
+                try store.remove(name: ListenerNames.storePrefix + name)
+            }
+        } catch {
+            reportFailure(error)
+        }
+    }
+}
+
 extension Daemon {
-    /// Takes the sockets systemd (or an upgrade) passed: the control socket's, then every other stream socket becomes
-    /// a listener the application's servers claim by name. Returns the control socket's, if one was passed.
-    func takeInheritedSockets(upgrade: UpgradeHandOver?) -> SocketActivation.Socket? {
-        let inherited = effects.takeInheritedSockets()
+    /// Takes the stream sockets systemd (or an upgrade) passed: the control socket's, then every other one becomes a
+    /// listener the application's servers claim by name, recorded as the process that passed it left it. Returns the
+    /// control socket's, if one was passed.
+    func takePassedSockets(_ passed: [SocketActivation.Socket], upgrade: UpgradeFromPredecessor?) -> SocketActivation.Socket? {
         // Only an AF_UNIX socket can be the control socket (peers are known by their credentials); a TCP socket a
         // socket unit passed is a server's, whatever it is called.
-        let candidates = inherited.filter { SocketActivation.isUnixSocket($0.descriptor) }
+        let candidates = passed.filter { SocketCalls.isUnixSocket($0.descriptor) }
         var control: SocketActivation.Socket?
         if configuration.control.isEnabled,
             case .inherited(let descriptor, _) = ControlSocketLocation.resolve(
@@ -44,47 +116,68 @@ extension Daemon {
         {
             control = candidates.first { $0.descriptor == descriptor }
         }
-        let origins = upgrade?.listenerOrigins ?? [:]
         let table = application.listeners
-        for socket in inherited where socket.descriptor != control?.descriptor {
+        for socket in passed where socket.descriptor != control?.descriptor {
             if isSecondSocket(socket) { continue }
             if let upgrade {
-                table.unclaimed[socket.name] = ListenerTable.Inherited(
-                    descriptor: socket.descriptor,
-                    origin: origins[socket.name] ?? .socketUnit,
-                    handedOverBy: upgrade.previousPID
+                let state = upgrade.listeners[socket.name] ?? UpgradeEnvironment.ListenerState(origin: .socketUnit)
+                table.recordPassed(
+                    ListenerTable.Entry(
+                        name: socket.name,
+                        descriptor: socket.descriptor,
+                        address: "fd \(socket.descriptor)",
+                        origin: state.origin,
+                        handedOverBy: upgrade.previousPID,
+                        condition: state.isShutDown ? .shutDown(rebindTo: state.address) : .passed
+                    )
                 )
+                // Shut down by the predecessor in the background: it listens again before this process exits, unless
+                // a server claims it first.
+                if state.isShutDown { table.listenAgainAtExit(using: SocketCalls.listenAgain) }
             } else if socket.name.hasPrefix(ListenerNames.storePrefix) {
                 let name = String(socket.name.dropFirst(ListenerNames.storePrefix.count))
-                if let unit = table.unclaimed[name], unit.origin == .socketUnit {
+                if let unit = table.passed[name], unit.origin == .socketUnit {
                     // A socket unit now passes this name: the socket this service bound before gives way to it.
-                    dropStoredListener(socket, name: name)
+                    close(socket.descriptor)
+                    listenerStore?.remove(named: name)
+                    logger.notice("listener \(name): the socket unit's socket replaces the one this service bound before")
                     continue
                 }
-                table.unclaimed[name] = ListenerTable.Inherited(
-                    descriptor: socket.descriptor,
-                    origin: .fileDescriptorStore
+                table.recordPassed(
+                    ListenerTable.Entry(
+                        name: name,
+                        descriptor: socket.descriptor,
+                        address: "fd \(socket.descriptor)",
+                        origin: .fileDescriptorStore,
+                        condition: .passed
+                    )
                 )
             } else {
-                if let stored = table.unclaimed[socket.name], stored.origin == .fileDescriptorStore {
-                    dropStoredListener(
-                        SocketActivation.Socket(name: socket.name, descriptor: stored.descriptor),
-                        name: socket.name
+                if let stored = table.passed[socket.name], stored.origin == .fileDescriptorStore {
+                    close(stored.descriptor)
+                    table.forgetPassed(named: socket.name)
+                    listenerStore?.remove(named: socket.name)
+                    logger.notice(
+                        "listener \(socket.name): the socket unit's socket replaces the one this service bound before"
                     )
                 }
-                table.unclaimed[socket.name] = ListenerTable.Inherited(
-                    descriptor: socket.descriptor,
-                    origin: .socketUnit
+                table.recordPassed(
+                    ListenerTable.Entry(
+                        name: socket.name,
+                        descriptor: socket.descriptor,
+                        address: "fd \(socket.descriptor)",
+                        origin: .socketUnit,
+                        condition: .passed
+                    )
                 )
             }
         }
-        if !table.unclaimed.isEmpty {
-            let passed = table.unclaimed.sorted { $0.key < $1.key }.map {
-                "\($0.key) (fd \($0.value.descriptor), \($0.value.origin.rawValue))"
+        if !table.passed.isEmpty {
+            let described = table.passed.values.sorted { $0.name < $1.name }.map {
+                "\($0.name) (fd \($0.descriptor), \($0.origin.rawValue))"
             }
-            logger.debug("listening sockets passed: \(passed.joined(separator: ", "))")
+            logger.debug("listening sockets passed: \(described.joined(separator: ", "))")
         }
-        keepBoundListenersInStore()
         return control
     }
 
@@ -92,10 +185,10 @@ extension Daemon {
     /// descriptor store's) already took: a listener serves one socket, so the second is closed here, with a warning
     /// that says what to change. A socket unit with two `ListenStream=` has one `FileDescriptorName=` for both.
     private func isSecondSocket(_ socket: SocketActivation.Socket) -> Bool {
-        let table = application.listeners
         let isStored = socket.name.hasPrefix(ListenerNames.storePrefix)
         let name = isStored ? String(socket.name.dropFirst(ListenerNames.storePrefix.count)) : socket.name
-        guard let first = table.unclaimed[name], (first.origin == .fileDescriptorStore) == isStored else { return false }
+        guard let first = application.listeners.passed[name], (first.origin == .fileDescriptorStore) == isStored
+        else { return false }
         let source = isStored ? "the file descriptor store" : "systemd"
         let advice =
             isStored
@@ -109,72 +202,27 @@ extension Daemon {
         return true
     }
 
-    /// Listeners this process binds go to systemd's file descriptor store (`FDSTORE=1`), so that a restart after a
-    /// crash or a watchdog kill gets them back and connections wait in their backlog meanwhile; one replaced by
-    /// another address is dropped from it.
-    private func keepBoundListenersInStore() {
-        let store = FileDescriptorStore(notifier: .fromEnvironment())
-        guard store.isAvailable, configuration.restoration.fileDescriptorStore != .no else { return }
-        let table = application.listeners
-        table.didBind = { [unowned self] listener in
-            guard isMainProcess else {
-                // An upgrade's new process is not the main process yet: systemd takes its messages once it is.
-                pendingListenerStores.append(listener)
-                return
-            }
-            storeListener(listener, in: store)
+    /// What an upgrade hands the successor: every socket in use or passed, with its origin and whether it is shut
+    /// down. From then on they are the successor's to shut down or to listen again.
+    func listenersToHandOver() -> [ListenerHandOver] {
+        application.listeners.inUseAndPassed.map { entry in
+            let address: String? = if case .shutDown(let address) = entry.condition { address } else { nil }
+            return ListenerHandOver(
+                name: entry.name,
+                descriptor: entry.descriptor,
+                origin: entry.origin,
+                isShutDown: entry.isShutDown,
+                address: address
+            )
         }
-        table.didRetire = { [unowned self] listener in
-            guard isMainProcess else {
-                pendingListenerRemovals.append(listener.name)
-                return
-            }
-            removeStoredListener(named: listener.name, from: store)
-        }
-    }
-
-    func removeStoredListener(
-        named name: String,
-        from store: FileDescriptorStore = FileDescriptorStore(notifier: .fromEnvironment())
-    ) {
-        do {
-            try store.remove(name: ListenerNames.storePrefix + name)
-        } catch {
-            notifications.reportFailure(error)
-        }
-    }
-
-    func storeListener(
-        _ listener: ListenerTable.Listener,
-        in store: FileDescriptorStore = FileDescriptorStore(notifier: .fromEnvironment())
-    ) {
-        do {
-            try store.store(descriptor: listener.descriptor, name: ListenerNames.storePrefix + listener.name)
-            logger.debug("listener \(listener.name) kept in the file descriptor store")
-        } catch {
-            notifications.reportFailure(error)
-        }
-    }
-
-    /// A stored listener superseded by a socket unit's: closed, and dropped from the store.
-    private func dropStoredListener(_ socket: SocketActivation.Socket, name: String) {
-        close(socket.descriptor)
-        do {
-            try FileDescriptorStore(notifier: .fromEnvironment()).remove(name: ListenerNames.storePrefix + name)
-        } catch {
-            notifications.reportFailure(error)
-        }
-        logger.notice("listener \(name): the socket unit's socket replaces the one this service bound before")
     }
 
     /// Sockets passed under names no server claimed, once the launch is over: a socket unit whose
     /// `FileDescriptorName=` matches no listener is a configuration mistake worth one warning.
     func warnAboutUnclaimedListeners() {
-        let unclaimed = application.listeners.unclaimed.filter {
-            $0.value.origin == .socketUnit && $0.value.handedOverBy == nil
-        }
+        let unclaimed = application.listeners.passed.values.filter { $0.state == .unclaimed }
         guard !unclaimed.isEmpty, application.applicationState == .active else { return }
-        let names = unclaimed.keys.sorted()
+        let names = unclaimed.map(\.name).sorted()
         let declared = application.listeners.listeners.map(\.name)
         logger.warning(
             """

@@ -83,8 +83,9 @@ enum UpgradeMessage: Sendable, Hashable {
 enum UpgradeEnvironment {
     /// The pid of the process that started this one in an upgrade.
     static let previousPID = "LIFECYCLE_UPGRADE_FROM"
-    /// Where each passed listener came from: `name=origin,…` (`socket-unit`, `fd-store`, `bound`).
-    static let listenerOrigins = "LIFECYCLE_UPGRADE_LISTENERS"
+    /// Each passed listener's state: `name=origin`, with `:closed` and the address it listened on (percent-encoded)
+    /// when it is shut down: `http=socket-unit,admin=bound:closed:127.0.0.1%3A41234`.
+    static let listeners = "LIFECYCLE_UPGRADE_LISTENERS"
     /// The path of the control socket's file, which the next process removes when it stops.
     static let controlPath = "LIFECYCLE_UPGRADE_CONTROL_PATH"
     /// The application state the running process was in when the upgrade began: the next one launches into the
@@ -96,36 +97,80 @@ enum UpgradeEnvironment {
     /// Every variable the upgrade sets, and the ones systemd set for the running process that must not reach the next
     /// one as they were.
     static let replaced: Set<String> = [
-        previousPID, listenerOrigins, controlPath, applicationState, "LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID",
+        previousPID, listeners, controlPath, applicationState, "LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID",
         "WATCHDOG_PID",
     ]
 
-    /// `http=socket-unit,admin=bound`.
-    static func encode(origins: [(name: String, origin: ListenerOrigin)]) -> String {
-        origins.map { "\($0.name)=\($0.origin.rawValue)" }.joined(separator: ",")
+    /// What the next process learns of a passed listener besides its descriptor.
+    struct ListenerState: Sendable, Hashable {
+        var origin: ListenerOrigin
+        /// Shut down by the close policy in the background: it refuses connections until a server claims it.
+        var isShutDown = false
+        /// Where it listened before it was shut down.
+        var address: String?
     }
 
-    /// The origins `encode(origins:)` wrote; entries it cannot read are left out.
-    static func decodeOrigins(_ text: String) -> [String: ListenerOrigin] {
-        var origins: [String: ListenerOrigin] = [:]
+    /// `http=socket-unit,admin=bound:closed:127.0.0.1%3A41234`.
+    static func encode(_ listeners: [ListenerHandOver]) -> String {
+        listeners.map { listener in
+            var entry = "\(listener.name)=\(listener.origin.rawValue)"
+            if listener.isShutDown {
+                entry += ":closed"
+                if let address = listener.address { entry += ":" + percentEncoded(address) }
+            }
+            return entry
+        }.joined(separator: ",")
+    }
+
+    /// The states `encode(_:)` wrote; entries it cannot read are left out.
+    static func decodeListeners(_ text: String) -> [String: ListenerState] {
+        var states: [String: ListenerState] = [:]
         for entry in text.split(separator: ",") {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2, let origin = ListenerOrigin(rawValue: parts[1]) { origins[parts[0]] = origin }
+            guard parts.count == 2, !parts[0].isEmpty else { continue }
+            let fields = parts[1].split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            guard let origin = ListenerOrigin(rawValue: fields[0]) else { continue }
+            var state = ListenerState(origin: origin)
+            if fields.count >= 2 {
+                guard fields[1] == "closed" else { continue }
+                state.isShutDown = true
+                if fields.count == 3 { state.address = percentDecoded(fields[2]) }
+            }
+            states[parts[0]] = state
         }
-        return origins
+        return states
     }
-}
 
-/// Why an upgrade did not happen, and what became of the running process: it serves on, unchanged, unless it is
-/// terminating (a termination request came first, or during the upgrade).
-struct UpgradeFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A full sentence: what went wrong, and what became of the new process.
-    var reason: String
-    /// False when the running process is terminating: it does not serve on.
-    var servesOn = true
+    /// `text` with `%`, `,`, `:` and `=` (the encoding's separators) and every byte outside printable ASCII as `%XX`.
+    private static func percentEncoded(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            if byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "%"), byte != UInt8(ascii: ","),
+                byte != UInt8(ascii: ":"), byte != UInt8(ascii: "=")
+            {
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                result += "%" + (byte < 0x10 ? "0" : "") + hex
+            }
+        }
+        return result
+    }
 
-    /// The reason, and what the running process does now: what the log and `lifecyclectl upgrade` say.
-    var description: String {
-        reason + (servesOn ? "; the daemon serves on as it was" : "; the daemon is terminating")
+    /// What `percentEncoded(_:)` encoded; nil for a malformed escape.
+    private static func percentDecoded(_ text: String) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next(), let low = iterator.next(),
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            else { return nil }
+            bytes.append(value)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -432,7 +432,7 @@ public final class Application {
     /// `applicationWillTerminate` removed is still disappearing and goes at the end of the turn, and a window set by
     /// the teardown's own callbacks (a deinit among them) is released in its turn, hidden, until no window is left.
     private func tearDown() {
-        defer { listeners.willExit?() }
+        defer { listeners.applicationWillExit() }
         // Bounded as an end of turn is: each round only tears down what the previous one's callbacks put in place.
         for _ in 0..<TurnScheduler.maximumRounds {
             if let window {

@@ -71,8 +71,8 @@ extension Application {
         case .notRunning, .terminated: return notReady(applicationState.rawValue)
         }
         let listeners = self.listeners.listeners
-        if let idle = listeners.first(where: { $0.servers == 0 || $0.isShutDown }) {
-            return notReady("listener \(idle.name) (\(idle.address)) is \(idle.state)")
+        if let idle = listeners.first(where: { $0.state != .serving }) {
+            return notReady("listener \(idle.name) (\(idle.address)) is \(idle.state.rawValue)")
         }
         let serving = listeners.isEmpty ? "" : ", \(listeners.count) listener\(listeners.count == 1 ? "" : "s") serving"
         return HealthCheck(probe: .ready, passed: true, reason: "active\(serving)")

@@ -43,11 +43,12 @@ extension Application {
 
     /// Preserves the tree: runs when the window's root controller has a restoration identifier (otherwise nothing
     /// could be preserved, and no callback fires), and the delegate agrees.
-    func preserveState() {
-        guard let root = window?.rootViewController, let rootIdentifier = root.restorationIdentifier else { return }
+    @discardableResult
+    func preserveState() -> Archive? {
+        guard let root = window?.rootViewController, let rootIdentifier = root.restorationIdentifier else { return nil }
         let applicationCoder = StateCoder(restorationPath: "application")
         traceDelegateEvent(TraceEventName.applicationShouldSaveState)
-        guard delegate.application(self, shouldSaveApplicationState: applicationCoder) else { return }
+        guard delegate.application(self, shouldSaveApplicationState: applicationCoder) else { return nil }
         traceDelegateEvent(TraceEventName.applicationWillEncodeState)
         delegate.application(self, willEncodeRestorableStateWith: applicationCoder)
         let registry = registeredArchiveClasses
@@ -56,15 +57,17 @@ extension Application {
         archive.generation = restoration.generation
         archive.applicationState = applicationCoder.values
         host?.application(self, didEncodeRestorableState: archive)
+        return archive
     }
 
-    /// Preserves the tree now, between transitions, its callbacks carrying `cause`: an upgrade hands the state to the
-    /// next process of the service.
-    package func preserveState(cause: Cause) {
+    /// Preserves the tree now, between transitions, its callbacks carrying `cause`, and returns what was saved (nil
+    /// when nothing opted in): an upgrade hands it to the next process of the service.
+    @discardableResult
+    package func preserveState(cause: Cause) -> Archive? {
         let previous = currentCause
         currentCause = cause
         defer { currentCause = previous }
-        preserveState()
+        return preserveState()
     }
 
     /// One preserved controller and the preserved ones below it: a controller is preserved when it and every

@@ -18,7 +18,7 @@ import Glibc
 /// across restarts of the service (a crash, a watchdog kill, `Restart=`), though not across a stop and a start.
 ///
 /// A stored memfd is sent with `FDSTORE=1` and a name (`FDNAME=`); at the next start it comes back among the
-/// `LISTEN_FDS` with that name (``takeStored(prefix:)``). `FDSTOREREMOVE=1` with the name drops it. The memfd is
+/// `LISTEN_FDS` with that name (``read(_:)``). `FDSTOREREMOVE=1` with the name drops it. The memfd is
 /// sealed before it is sent (no writes, no growing or shrinking), so what comes back is exactly what was stored.
 public struct FileDescriptorStore: Sendable {
     /// One stored file, as handed back at start.
@@ -39,10 +39,10 @@ public struct FileDescriptorStore: Sendable {
     /// Whether there is a service manager to store anything with.
     public var isAvailable: Bool { notifier.isEnabled }
 
-    /// The stored files passed to this process whose names start with `prefix`, read and closed; other passed
-    /// descriptors are left open (and `LISTEN_FDS` set) for whoever else reads them.
-    public static func takeStored(prefix: String) -> [Entry] {
-        SocketActivation.passed().filter { $0.name.hasPrefix(prefix) }.map { passed in
+    /// The stored files among the descriptors passed to this process (``SocketActivation/passed()``), read and
+    /// closed.
+    package static func read(_ stored: [SocketActivation.Socket]) -> [Entry] {
+        stored.map { passed in
             defer { close(passed.descriptor) }
             return Entry(name: passed.name, contents: readAll(passed.descriptor))
         }

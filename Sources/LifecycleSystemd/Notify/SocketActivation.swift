@@ -25,25 +25,9 @@ package enum SocketActivation {
         }
     }
 
-    /// The stream sockets passed to this process (none when `LISTEN_PID` names another), in order.
-    ///
-    /// Other descriptors among `LISTEN_FDS` are left alone, and so are the variables: the file descriptor store's
-    /// memfds come back the same way (``FileDescriptorStore/takeStored(prefix:)`` reads them), and a memfd is not a
-    /// socket to serve on. A child cannot take them for its own: `LISTEN_PID` names this process.
-    package static func take() -> [Socket] {
-        // Listening or not: a server's socket that a process shut down (the close policy, in the background) listens
-        // again when it is claimed.
-        passed().filter { sd_is_socket($0.descriptor, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), -1) > 0 }
-    }
-
-    /// Whether `descriptor` is an `AF_UNIX` socket.
-    package static func isUnixSocket(_ descriptor: Int32) -> Bool {
-        sd_is_socket(descriptor, AF_UNIX, 0, -1) > 0
-    }
-
     /// Every descriptor passed to this process with its name (`LISTEN_FDNAMES`; "unknown" without one), in order,
-    /// none when `LISTEN_PID` names another. The variables stay: each reader takes the descriptors that are its own
-    /// (the control socket its listening socket, the state store its memfds).
+    /// none when `LISTEN_PID` names another. Read once, at start, by the daemon, which hands each part its own: an
+    /// upgrade's channel, the saved state's memfds, the control socket, the listeners.
     package static func passed() -> [Socket] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         var count = sd_listen_fds_with_names(0, &names)

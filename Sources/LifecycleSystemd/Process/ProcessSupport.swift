@@ -24,6 +24,11 @@ package enum ProcessEnvironment {
         getenv(name).map { String(cString: $0) }
     }
 
+    /// Whether this process is PID 1 of its PID namespace (a container's init, `unshare --pid --fork`): it reaps the
+    /// orphans re-parented to it, it cannot stop itself (the kernel drops the default-action signals an init sends
+    /// itself), and every process of the namespace ends with it.
+    package static var isContainerInit: Bool { getpid() == 1 }
+
     /// Every variable, read without Foundation.
     package static func all() -> [String: String] {
         variables(environ)

@@ -27,11 +27,15 @@ final class HelloController: ServiceController {
     /// The requests answered so far, across restarts and upgrades.
     let served = RequestCount()
 
-    init(address: String = "127.0.0.1", port: Int) {
+    init(address: String = "127.0.0.1", port: Int, listenerPolicy: ListenerPolicy = .pause) {
         self.address = address
         self.port = port
         // A server that fails (its port taken) is restarted after 100 ms, 200 ms, …
-        super.init(identifier: "http", listeners: [.tcp(Self.listenerName, host: address, port: port)])
+        super.init(
+            identifier: "http",
+            listeners: [.tcp(Self.listenerName, host: address, port: port)],
+            listenerPolicy: listenerPolicy
+        )
         restorationIdentifier = "http"
     }
 

@@ -53,14 +53,24 @@ final class HelloService: ApplicationMain {
                 settings.address = value
             },
             .integer("Port", \.port, in: 1...65535),
+            // What the listening socket does in the background: pause (connections wait, the default) or close
+            // (refused at once, for a server behind a load balancer).
+            ConfigurationKey("InBackground") { settings, value throws(ConfigurationValueError) in
+                guard let policy = ListenerPolicy(rawValue: value) else {
+                    throw ConfigurationValueError("InBackground=\(value) is not pause or close")
+                }
+                settings.listenerPolicy = policy
+            },
         ]
         var address = "127.0.0.1"
         var port = 8080
+        var listenerPolicy = ListenerPolicy.pause
     }
 
-    /// The address and the port configured.
+    /// The address, the port and the background policy configured.
     var address = "127.0.0.1"
     var port = 8080
+    var listenerPolicy = ListenerPolicy.pause
     /// What `--address` and `--port` said: they win over the file at start and at every reload.
     private var overrides: (address: String?, port: Int?) = (nil, nil)
 
@@ -68,11 +78,14 @@ final class HelloService: ApplicationMain {
         overrides = (options.address, options.port)
         address = options.address ?? settings.address
         port = options.port ?? settings.port
+        listenerPolicy = settings.listenerPolicy
     }
 
     // The window is built before restoration, so the saved state (the requests served) restores into it.
     func application(_ application: LifecycleKit.Application, willFinishLaunchingWithOptions _: LaunchOptions) -> Bool {
-        application.window = Window(rootViewController: HelloController(address: address, port: port))
+        application.window = Window(
+            rootViewController: HelloController(address: address, port: port, listenerPolicy: listenerPolicy)
+        )
         return true
     }
 
@@ -106,9 +119,9 @@ final class HelloService: ApplicationMain {
     // configure(…) ran: serve on the new address or port.
     func applicationDidReload(_ application: LifecycleKit.Application) {
         guard let current = application.window?.rootViewController as? HelloController,
-            current.address != address || current.port != port
+            current.address != address || current.port != port || current.listenerPolicy != listenerPolicy
         else { return }
-        let next = HelloController(address: address, port: port)
+        let next = HelloController(address: address, port: port, listenerPolicy: listenerPolicy)
         next.served.add(current.served.value)
         application.window?.rootViewController = next
     }
