@@ -94,7 +94,6 @@ let package = Package(
                 "CSystemd",
                 "CLifecycleProcess",
                 "LifecycleIPC",
-                "LifecycleKit",
                 "LifecyclePrimitives",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -97,6 +97,16 @@ package enum ControlProtocol {
         package var qualifiedName: String { "\(ControlProtocol.interface).\(rawValue)" }
     }
 
+    /// The methods of ``serviceInterface``.
+    package enum ServiceMethod: String, Sendable, CaseIterable {
+        case ping = "Ping"
+        case reload = "Reload"
+        case setLogLevel = "SetLogLevel"
+
+        /// The method's full name on the wire: `io.systemd.service.Reload`.
+        package var qualifiedName: String { "\(ControlProtocol.serviceInterface).\(rawValue)" }
+    }
+
     /// The errors of ``interface``.
     package enum ErrorName: String, Sendable, CaseIterable {
         case requestDropped = "RequestDropped"
@@ -109,20 +119,30 @@ package enum ControlProtocol {
         package var qualifiedName: String { "\(ControlProtocol.interface).\(rawValue)" }
     }
 
-    /// Parameter and reply-field names that both ends write.
+    /// The parameters of the methods, and the fields of errors and of the replies both ends read.
     package enum Field {
-        package static let reason = "reason"
-        package static let kind = "kind"
-        package static let servesOn = "servesOn"
+        // Parameters.
         package static let request = "request"
-        package static let timeoutSec = "timeoutSec"
-        package static let previousPid = "previousPid"
-        package static let pid = "pid"
-        package static let readySec = "readySec"
         package static let probe = "probe"
         package static let views = "views"
         package static let backlog = "backlog"
+        package static let timeoutSec = "timeoutSec"
+        package static let level = "level"
+        // Errors' fields.
+        package static let reason = "reason"
+        package static let kind = "kind"
+        package static let servesOn = "servesOn"
+        // Replies' fields that lifecyclectl reads by name beyond printing them.
+        package static let previousPid = "previousPid"
+        package static let pid = "pid"
+        package static let readySec = "readySec"
+        package static let passed = "passed"
+        package static let events = "events"
+        package static let records = "records"
     }
+
+    /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
+    package static let defaultTraceBacklog = 50
 
     /// How long the daemon waits for an upgrade's new process to serve, unless the call says otherwise.
     package static let defaultUpgradeTimeout = Duration.seconds(30)

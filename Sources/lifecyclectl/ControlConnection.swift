@@ -168,16 +168,20 @@ struct ConnectionOptions: ParsableArguments {
 
     /// Calls a method of the lifecycle interface and returns the reply's parameters; `atLeast` raises the time the
     /// reply may take above `--timeout` (a call that itself waits that long).
-    func call(_ method: String, _ parameters: JSONObject = [:], waitingAtLeast atLeast: Duration? = nil) throws -> JSONObject {
+    func call(
+        _ method: ControlProtocol.Method,
+        _ parameters: JSONObject = [:],
+        waitingAtLeast atLeast: Duration? = nil
+    ) throws -> JSONObject {
         let client = try connect(timeout: atLeast.map { max($0, timeoutDuration) })
         return try ControlFailure.wrap(target: target) { () throws(VarlinkClientError) in
-            try client.call("io.lifecyclekit.Lifecycle.\(method)", parameters: parameters)
+            try client.call(method.qualifiedName, parameters: parameters)
         }
     }
 
     /// Calls a method and prints its reply: as JSON with `--json`, else as `text` renders it.
     func show(
-        _ method: String,
+        _ method: ControlProtocol.Method,
         _ parameters: JSONObject = [:],
         waitingAtLeast atLeast: Duration? = nil,
         as text: (JSONObject) -> String

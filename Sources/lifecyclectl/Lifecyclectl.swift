@@ -81,7 +81,7 @@ struct Status: ParsableCommand {
 
     func run() throws {
         let unit = connection.socket == nil ? connection.unitName : nil
-        try connection.show("GetStatus") { Output.status($0, unit: unit, style: Lifecyclectl.style) }
+        try connection.show(ControlProtocol.Method.getStatus) { Output.status($0, unit: unit, style: Lifecyclectl.style) }
     }
 }
 
@@ -97,7 +97,7 @@ struct Tree: ParsableCommand {
     var views = false
 
     func run() throws {
-        try connection.show("GetTree", ["views": .bool(views)]) { Output.tree($0, style: Lifecyclectl.style) }
+        try connection.show(ControlProtocol.Method.getTree, [ControlProtocol.Field.views: .bool(views)]) { Output.tree($0, style: Lifecyclectl.style) }
     }
 }
 
@@ -110,7 +110,7 @@ struct Tasks: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
 
     func run() throws {
-        try connection.show("GetBackgroundTasks", as: Output.tasks)
+        try connection.show(ControlProtocol.Method.getBackgroundTasks, as: Output.tasks)
     }
 }
 
@@ -134,7 +134,10 @@ struct Trace: ParsableCommand {
 
     @Option(
         name: [.customShort("n"), .customLong("lines")],
-        help: ArgumentHelp("How many recent events to print first (default 50, or 10 with --follow).", valueName: "count")
+        help: ArgumentHelp(
+            "How many recent events to print first (default \(ControlProtocol.defaultTraceBacklog), or 10 with --follow).",
+            valueName: "count"
+        )
     )
     var lines: Int?
 
@@ -149,8 +152,8 @@ struct Trace: ParsableCommand {
             // The events of a reply, and the records the daemon logged among them, each in its place: a record comes
             // after the event it names in `after` and before the next one.
             func print(_ reply: JSONObject) {
-                let events = (reply["events"]?.arrayValue ?? []).compactMap(\.objectValue)
-                var records = (reply["records"]?.arrayValue ?? []).compactMap(\.objectValue)[...]
+                let events = (reply[ControlProtocol.Field.events]?.arrayValue ?? []).compactMap(\.objectValue)
+                var records = (reply[ControlProtocol.Field.records]?.arrayValue ?? []).compactMap(\.objectValue)[...]
                 var text = ""
                 func printRecords(before sequence: Int64?) {
                     while let record = records.first,
@@ -180,9 +183,9 @@ struct Trace: ParsableCommand {
                 printRecords(before: nil)
                 Lifecyclectl.write(text)
             }
-            let backlog = Int64(lines ?? (follow ? 10 : 50))
+            let backlog = Int64(lines ?? (follow ? 10 : ControlProtocol.defaultTraceBacklog))
             guard follow else {
-                let reply = try connection.call("Trace", ["backlog": .integer(backlog)])
+                let reply = try connection.call(ControlProtocol.Method.trace, [ControlProtocol.Field.backlog: .integer(backlog)])
                 print(reply)
                 Lifecyclectl.write(formatter.flush())
                 return
@@ -192,7 +195,7 @@ struct Trace: ParsableCommand {
             // idle daemon sends nothing for as long as nothing happens.
             client.timeout = nil
             try ControlFailure.wrap(target: connection.target) { () throws(VarlinkClientError) in
-                try client.stream("io.lifecyclekit.Lifecycle.Trace", parameters: ["backlog": .integer(backlog)]) {
+                try client.stream(ControlProtocol.Method.trace.qualifiedName, parameters: [ControlProtocol.Field.backlog: .integer(backlog)]) {
                     reply in
                     print(reply)
                     return true
@@ -250,7 +253,7 @@ struct RequestCommand<Kind: RequestCommandKind>: ParsableCommand {
 
     func run() throws {
         try Lifecyclectl.perform {
-            let reply = try connection.call("Request", ["request": .string(Kind.request.rawValue)])
+            let reply = try connection.call(ControlProtocol.Method.request, [ControlProtocol.Field.request: .string(Kind.request.rawValue)])
             Lifecyclectl.write(
                 connection.json
                     ? TerminalSafe.json(.object(reply)) + "\n"
@@ -300,8 +303,7 @@ struct Upgrade: ParsableCommand {
         let target = connection.target
         // The daemon answers once the new process serves: up to the ready timeout, and the saving before it.
         let timeout = readyTimeout.map { Duration.milliseconds(Int64($0 * 1000)) } ?? ControlProtocol.defaultUpgradeTimeout
-        let method = ControlProtocol.Method.upgrade.rawValue
-        try connection.show(method, parameters, waitingAtLeast: timeout + ControlProtocol.upgradeReplyMargin) {
+        try connection.show(ControlProtocol.Method.upgrade, parameters, waitingAtLeast: timeout + ControlProtocol.upgradeReplyMargin) {
             Output.upgrade($0, target: target)
         }
     }
@@ -337,17 +339,17 @@ struct Check: ParsableCommand {
     func run() throws {
         let reply: JSONObject
         do {
-            reply = try connection.call("Check", ["probe": .string(probe)])
+            reply = try connection.call(ControlProtocol.Method.check, [ControlProtocol.Field.probe: .string(probe)])
         } catch let failure as ControlFailure {
             // For a probe, a daemon that cannot answer is a "no", not a usage or availability error.
             if verbose { Lifecyclectl.write("\(probe): no (\(TerminalSafe.escaped(failure.description)))\n") }
             throw ExitCode(1)
         }
-        let passed = reply["passed"]?.boolValue == true
+        let passed = reply[ControlProtocol.Field.passed]?.boolValue == true
         if connection.json {
             Lifecyclectl.write(TerminalSafe.json(.object(reply)) + "\n")
         } else if verbose {
-            let reason = TerminalSafe.escaped(reply["reason"]?.stringValue ?? "")
+            let reason = TerminalSafe.escaped(reply[ControlProtocol.Field.reason]?.stringValue ?? "")
             Lifecyclectl.write("\(probe): \(passed ? "yes" : "no") (\(reason))\n")
         }
         if !passed { throw ExitCode(1) }

@@ -97,14 +97,4 @@ import Testing
         #expect(TerminalStyle(isTerminal: true, environment: ["NO_COLOR": ""]).colour)
         #expect(!TerminalStyle(isTerminal: true, environment: ["TERM": "dumb"]).colour)
     }
-
-    @Test func aRecordComesFromTheLogMetadataOfATraceEventOnly() {
-        let metadata: Logger.Metadata = [
-            "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
-            "lifecycle.seq": "12", "lifecycle.cause": "api", "lifecycle.detail": "nil",
-        ]
-        let fromLog = TraceRecord(metadata: metadata)
-        #expect(fromLog == TraceRecord(sequence: 12, event: "draw", target: "root.view", state: "active", cause: "api", detail: "nil"))
-        #expect(TraceRecord(metadata: ["pid": "1"]) == nil)
-    }
 }

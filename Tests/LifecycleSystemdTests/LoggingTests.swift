@@ -163,6 +163,16 @@ import Glibc
 }
 
 @Suite struct StderrLogHandlerTests {
+    @Test func aRecordComesFromTheLogMetadataOfATraceEventOnly() {
+        let metadata: Logger.Metadata = [
+            "lifecycle.event": "draw", "lifecycle.target": "root.view", "lifecycle.state": "active",
+            "lifecycle.seq": "12", "lifecycle.cause": "api", "lifecycle.detail": "nil",
+        ]
+        let fromLog = TraceRecord(metadata: metadata)
+        #expect(fromLog == TraceRecord(sequence: 12, event: "draw", target: "root.view", state: "active", cause: "api", detail: "nil"))
+        #expect(TraceRecord(metadata: ["pid": "1"]) == nil)
+    }
+
     @Test func aLineHasTimestampLevelIdentifierMessageAndSortedMetadata() {
         let line = StderrLogHandler.line(
             timestamp: "2026-05-20T10:11:12.345678Z",

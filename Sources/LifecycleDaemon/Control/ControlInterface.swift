@@ -16,17 +16,21 @@ import Logging
 /// `GetInterfaceDescription` returns and docs/control.md prints), their methods' declarations, and the JSON shapes
 /// of their replies.
 @_spi(Internal) public enum ControlInterface {
+    typealias Method = ControlProtocol.Method
+    typealias ServiceMethod = ControlProtocol.ServiceMethod
+    typealias ErrorName = ControlProtocol.ErrorName
+    typealias Field = ControlProtocol.Field
     /// LifecycleKit's own interface.
-    @_spi(Internal) public static let name = "io.lifecyclekit.Lifecycle"
+    @_spi(Internal) public static let name = ControlProtocol.interface
     /// systemd's standard service interface, as journald and logind serve it.
-    @_spi(Internal) public static let serviceName = "io.systemd.service"
+    @_spi(Internal) public static let serviceName = ControlProtocol.serviceInterface
 
 
     /// The most events a `Request` reply lists; the rest are counted in `eventsOmitted`.
     package static let maximumEventsPerReply = 10_000
 
     /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
-    package static let defaultBacklog = 50
+    package static let defaultBacklog = ControlProtocol.defaultTraceBacklog
 
     /// The most nodes a `GetTree` reply lists; a larger tree is refused with `TreeTooLarge` before it is walked.
     static let maximumTreeNodes = 20_000
@@ -246,7 +250,7 @@ import Logging
         # Starts the service's binary as it is on disk now beside this process, handing it the listening sockets, the
         # control socket and the saved state; once it has launched, restored and serves, makes it systemd's main
         # process (MAINPID=, BARRIER=1); then this process stops accepting, drains and exits. Replies after the
-        # hand-over. timeoutSec (default 30) bounds the wait for the new process to serve.
+        # hand-over. timeoutSec (default \(ControlProtocol.defaultUpgradeTimeout.components.seconds)) bounds the wait for the new process to serve.
         method Upgrade(timeoutSec: ?float) -> (
           # This process, which now drains and exits.
           previousPid: int,
@@ -314,20 +318,20 @@ import Logging
     /// The methods of `io.lifecyclekit.Lifecycle`, as declared to the server (public for the fuzz target of the control
     /// protocol, which checks the server's answers against them).
     @_spi(Internal) public static let methods: [VarlinkMethodDeclaration] = [
-        VarlinkMethodDeclaration("GetStatus"),
-        VarlinkMethodDeclaration("GetTree", parameters: [.init("views", .bool, optional: true)]),
-        VarlinkMethodDeclaration("GetBackgroundTasks"),
-        VarlinkMethodDeclaration("Request", parameters: [.init("request", .string)]),
-        VarlinkMethodDeclaration("Check", parameters: [.init("probe", .string)]),
-        VarlinkMethodDeclaration("Upgrade", parameters: [.init("timeoutSec", .float, optional: true)]),
-        VarlinkMethodDeclaration("Trace", parameters: [.init("backlog", .int, optional: true)]),
+        VarlinkMethodDeclaration(Method.getStatus.rawValue),
+        VarlinkMethodDeclaration(Method.getTree.rawValue, parameters: [.init(Field.views, .bool, optional: true)]),
+        VarlinkMethodDeclaration(Method.getBackgroundTasks.rawValue),
+        VarlinkMethodDeclaration(Method.request.rawValue, parameters: [.init(Field.request, .string)]),
+        VarlinkMethodDeclaration(Method.check.rawValue, parameters: [.init(Field.probe, .string)]),
+        VarlinkMethodDeclaration(Method.upgrade.rawValue, parameters: [.init(Field.timeoutSec, .float, optional: true)]),
+        VarlinkMethodDeclaration(Method.trace.rawValue, parameters: [.init(Field.backlog, .int, optional: true)]),
     ]
 
     /// The methods of `io.systemd.service`, as declared to the server.
     @_spi(Internal) public static let serviceMethods: [VarlinkMethodDeclaration] = [
-        VarlinkMethodDeclaration("Ping"),
-        VarlinkMethodDeclaration("Reload"),
-        VarlinkMethodDeclaration("SetLogLevel", parameters: [.init("level", .int)]),
+        VarlinkMethodDeclaration(ServiceMethod.ping.rawValue),
+        VarlinkMethodDeclaration(ServiceMethod.reload.rawValue),
+        VarlinkMethodDeclaration(ServiceMethod.setLogLevel.rawValue, parameters: [.init(Field.level, .int)]),
     ]
 
     // MARK: Reply shapes
@@ -410,7 +414,7 @@ import Logging
 
     /// The `ReloadRefused` error.
     static func reloadRefused(reason: String) -> VarlinkError {
-        VarlinkError("\(name).ReloadRefused", parameters: ["reason": .string(reason)])
+        VarlinkError(ErrorName.reloadRefused.qualifiedName, parameters: [Field.reason: .string(reason)])
     }
 
     /// The `UpgradeFailed` error: its kind, the sentence, and whether the daemon serves on.
@@ -439,11 +443,14 @@ import Logging
 
     /// The `TreeTooLarge` error.
     static func treeTooLarge(nodes: Int, limit: Int) -> VarlinkError {
-        VarlinkError("\(name).TreeTooLarge", parameters: ["nodes": .int(nodes), "limit": .int(limit)])
+        VarlinkError(ErrorName.treeTooLarge.qualifiedName, parameters: ["nodes": .int(nodes), "limit": .int(limit)])
     }
 
     /// The `RequestDropped` error.
     static func requestDropped(_ request: String, reason: String) -> VarlinkError {
-        VarlinkError("\(name).RequestDropped", parameters: ["request": .string(request), "reason": .string(reason)])
+        VarlinkError(
+            ErrorName.requestDropped.qualifiedName,
+            parameters: [Field.request: .string(request), Field.reason: .string(reason)]
+        )
     }
 }

@@ -9,6 +9,7 @@
 import LifecycleIPC
 import LifecycleKit
 import LifecycleSystemd
+import LifecyclePrimitives
 import Logging
 
 #if canImport(Glibc)

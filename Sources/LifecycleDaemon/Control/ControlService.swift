@@ -9,6 +9,7 @@
 import LifecycleIPC
 import LifecycleKit
 import LifecycleSystemd
+import LifecyclePrimitives
 import Logging
 
 #if canImport(Glibc)
@@ -88,37 +89,37 @@ final class ControlService {
     /// Answers a call whose method is one of ``ControlInterface``'s (its parameters already checked).
     func handle(_ call: any ControlCall) {
         switch call.method {
-        case "\(ControlInterface.name).GetStatus":
+        case ControlProtocol.Method.getStatus.qualifiedName:
             call.reply(status(charging: call))
-        case "\(ControlInterface.name).GetTree":
+        case ControlProtocol.Method.getTree.qualifiedName:
             tree(call)
-        case "\(ControlInterface.name).GetBackgroundTasks":
+        case ControlProtocol.Method.getBackgroundTasks.qualifiedName:
             let counts = daemon.application.treeCounts()
             call.charge(counts.controllers * ControlInterface.costPerNode)
             call.reply(["tasks": .array(backgroundTasks()), "lifecycleTasks": .array(lifecycleTasks().map(ControlInterface.json))])
-        case "\(ControlInterface.name).Request":
-            let name = call.parameters["request"]?.stringValue ?? ""
+        case ControlProtocol.Method.request.qualifiedName:
+            let name = call.parameters[ControlProtocol.Field.request]?.stringValue ?? ""
             guard let request = LifecycleRequest(rawValue: name) else {
-                call.fail(.invalidParameter("request"))
+                call.fail(.invalidParameter(ControlProtocol.Field.request))
                 return
             }
             submit(request, for: call)
-        case "\(ControlInterface.name).Trace":
+        case ControlProtocol.Method.trace.qualifiedName:
             trace(call)
-        case "\(ControlInterface.name).Check":
-            guard let probe = call.parameters["probe"]?.stringValue.flatMap(HealthProbe.init(rawValue:)) else {
-                call.fail(.invalidParameter("probe"))
+        case ControlProtocol.Method.check.qualifiedName:
+            guard let probe = call.parameters[ControlProtocol.Field.probe]?.stringValue.flatMap(HealthProbe.init(rawValue:)) else {
+                call.fail(.invalidParameter(ControlProtocol.Field.probe))
                 return
             }
             let check = daemon.application.check(probe)
             call.reply(["probe": .string(probe.rawValue), "passed": .bool(check.passed), "reason": .string(check.reason)])
-        case "\(ControlInterface.name).Upgrade":
+        case ControlProtocol.Method.upgrade.qualifiedName:
             upgrade(call)
-        case "\(ControlInterface.serviceName).Ping":
+        case ControlProtocol.ServiceMethod.ping.qualifiedName:
             call.reply([:])
-        case "\(ControlInterface.serviceName).Reload":
+        case ControlProtocol.ServiceMethod.reload.qualifiedName:
             submit(.reload, for: call)
-        case "\(ControlInterface.serviceName).SetLogLevel":
+        case ControlProtocol.ServiceMethod.setLogLevel.qualifiedName:
             setLogLevel(call)
         default:
             call.fail(.methodNotImplemented(call.method))
@@ -169,7 +170,7 @@ final class ControlService {
     /// `GetTree`, unless the tree has more nodes than a reply lists: counted first (a walk without copies), so that a
     /// peer cannot make the daemon build a reply of any size.
     private func tree(_ call: any ControlCall) {
-        let views = call.parameters["views"]?.boolValue ?? false
+        let views = call.parameters[ControlProtocol.Field.views]?.boolValue ?? false
         let counts = daemon.application.treeCounts()
         let nodes = counts.controllers + (views ? counts.views : 0)
         call.charge(counts.controllers * ControlInterface.costPerNode)
@@ -182,9 +183,9 @@ final class ControlService {
     }
 
     private func trace(_ call: any ControlCall) {
-        let asked = call.parameters["backlog"]?.integerValue
+        let asked = call.parameters[ControlProtocol.Field.backlog]?.integerValue
         guard asked.map({ $0 >= 0 }) ?? true else {
-            call.fail(.invalidParameter("backlog"))
+            call.fail(.invalidParameter(ControlProtocol.Field.backlog))
             return
         }
         if call.more {
@@ -225,10 +226,10 @@ final class ControlService {
             call.fail(.permissionDenied)
             return
         }
-        guard let priority = call.parameters["level"]?.integerValue,
+        guard let priority = call.parameters[ControlProtocol.Field.level]?.integerValue,
             let level = LoggingBackend.level(syslogPriority: Int(clamping: priority))
         else {
-            call.fail(.invalidParameter("level"))
+            call.fail(.invalidParameter(ControlProtocol.Field.level))
             return
         }
         LoggingBackend.levelOverride = level

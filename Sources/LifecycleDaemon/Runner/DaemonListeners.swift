@@ -125,7 +125,7 @@ extension Daemon {
                     ListenerTable.Entry(
                         name: socket.name,
                         descriptor: socket.descriptor,
-                        address: "fd \(socket.descriptor)",
+                        address: state.address ?? Self.address(of: socket.descriptor),
                         origin: state.origin,
                         handedOverBy: upgrade.previousPID,
                         condition: state.isShutDown ? .shutDown(rebindTo: state.address) : .passed
@@ -147,7 +147,7 @@ extension Daemon {
                     ListenerTable.Entry(
                         name: name,
                         descriptor: socket.descriptor,
-                        address: "fd \(socket.descriptor)",
+                        address: Self.address(of: socket.descriptor),
                         origin: .fileDescriptorStore,
                         condition: .passed
                     )
@@ -165,7 +165,7 @@ extension Daemon {
                     ListenerTable.Entry(
                         name: socket.name,
                         descriptor: socket.descriptor,
-                        address: "fd \(socket.descriptor)",
+                        address: Self.address(of: socket.descriptor),
                         origin: .socketUnit,
                         condition: .passed
                     )
@@ -179,6 +179,11 @@ extension Daemon {
             logger.debug("listening sockets passed: \(described.joined(separator: ", "))")
         }
         return control
+    }
+
+    /// Where a passed socket listens, for status reports before a server claims it.
+    private static func address(of descriptor: Int32) -> String {
+        SocketCalls.localAddress(of: descriptor) ?? "fd \(descriptor)"
     }
 
     /// Whether a socket comes under a name that an earlier socket of the same kind (the socket unit's, or the file

@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecyclePrimitives
 public import Logging
 
 /// The application object: its state, its delegate, its window, and the requests that move it between states.

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import LifecyclePrimitives
+import LifecyclePrimitives
 package import Logging
 import Synchronization
 
@@ -51,7 +51,7 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
 /// ``writeInOrder(_:)`` writes the lines that wait first, under the same lock, so a callback's trace line comes before
 /// everything the callback logs, and every record after the lines of the callbacks that ran before it was logged
 /// (the daemon's handlers do; docs/lifecycle.md §7).
-package final class TraceLineBuffer: Sendable {
+package final class TraceLineBuffer: OrderedLog {
     private struct Pending: Sendable {
         var logger: Logger
         /// Each line with the moment its callback fired: what its timestamp says, however late it is written.
@@ -60,13 +60,6 @@ package final class TraceLineBuffer: Sendable {
 
     private let pending: Mutex<Pending>
 
-    /// True on a thread while it writes the waiting lines: a handler those lines reach writes them straight away
-    /// (they are what ``writeInOrder(_:)`` would write first, and the lock is held).
-    @TaskLocal package static var isWritingLines = false
-
-    /// While a waiting line is written, the moment its callback fired: a handler stamps the line with it rather than
-    /// with the time it writes it (docs/operations.md, "Log formats"). nil for any other record.
-    @TaskLocal package static var eventTime: WallTime?
 
     init(logger: Logger) {
         pending = Mutex(Pending(logger: logger))
@@ -103,9 +96,9 @@ package final class TraceLineBuffer: Sendable {
         guard !pending.lines.isEmpty else { return }
         let logger = pending.logger
         let lines = pending.lines
-        Self.$isWritingLines.withValue(true) {
+        OrderedLogContext.$isWritingLines.withValue(true) {
             for (level, event, time) in lines {
-                Self.$eventTime.withValue(time) { Trace.write(event, at: level, to: logger) }
+                OrderedLogContext.$eventTime.withValue(time) { Trace.write(event, at: level, to: logger) }
             }
         }
         pending.lines.removeAll(keepingCapacity: true)

@@ -6,7 +6,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import LifecycleKit
 package import LifecyclePrimitives
 package import Logging
 import SystemPackage

@@ -7,7 +7,7 @@
 //
 
 import LifecycleIPC
-import LifecycleKit
+import LifecyclePrimitives
 public import Logging
 
 /// One log record as one line of JSON: the `json` log format (docs/operations.md, "Log formats").

@@ -7,7 +7,6 @@
 //
 
 import CSystemd
-import LifecycleKit
 import LifecyclePrimitives
 import Logging
 import SystemPackage

@@ -6,8 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-package import LifecycleKit
-import LifecyclePrimitives
+package import LifecyclePrimitives
 package import Logging
 import Synchronization
 
@@ -129,7 +128,7 @@ package struct WrittenRecord: Sendable {
 
 extension LoggingBackend {
     private struct Ordering: Sendable {
-        var lines: TraceLineBuffer?
+        var lines: (any OrderedLog)?
         var tap: (@Sendable (WrittenRecord) -> Void)?
     }
 
@@ -138,7 +137,7 @@ extension LoggingBackend {
     /// The trace lines that every record of this backend's handlers is written after (the daemon's application's, while
     /// it defers them): a record waits until the lines recorded before it are written, so the log reads in the order
     /// things happened (docs/lifecycle.md §7). nil: records are written at once.
-    package static var recordsFollow: TraceLineBuffer? {
+    package static var recordsFollow: (any OrderedLog)? {
         get { ordering.withLock { $0.lines } }
         set { ordering.withLock { $0.lines = newValue } }
     }
@@ -151,9 +150,9 @@ extension LoggingBackend {
     }
 
     /// How a handler writes one record: after the trace lines that wait (``recordsFollow``), under their lock; a trace
-    /// line those lines write (``TraceLineBuffer/isWritingLines``) is written at once.
+    /// line those lines write (``OrderedLogContext/isWritingLines``) is written at once.
     static func writeInOrder(_ record: @autoclosure () -> WrittenRecord, _ write: () -> Void) {
-        if TraceLineBuffer.isWritingLines {
+        if OrderedLogContext.isWritingLines {
             write()
             return
         }

@@ -7,7 +7,6 @@
 //
 
 import CSystemd
-import LifecycleKit
 import LifecyclePrimitives
 package import Logging
 
@@ -107,7 +106,7 @@ package struct StderrLogHandler: LogHandler {
         }
         let written = WrittenRecord(level: event.level, message: "\(event.message)", metadata: metadata)
         // Stamped in the ordered write, not before it: a trace line with the moment its callback fired
-        // (TraceLineBuffer.eventTime), any other record when its turn to be written comes, after the lines that wait.
+        // (OrderedLogContext.eventTime), any other record when its turn to be written comes, after the lines that wait.
         // So the lines' times never go backwards, and a collector that sorts by time keeps the order things happened.
         if format == .json {
             LoggingBackend.writeInOrder(written) {
@@ -177,9 +176,9 @@ package struct StderrLogHandler: LogHandler {
     }
 
     /// The time of the record being written as ISO 8601 UTC with microseconds, e.g. `2026-05-20T10:11:12.345678Z`:
-    /// a trace line's moment (``TraceLineBuffer/eventTime``) while one is written, otherwise now.
+    /// a trace line's moment (``OrderedLogContext/eventTime``) while one is written, otherwise now.
     static func timestamp() -> String {
-        let time = TraceLineBuffer.eventTime ?? WallClock.now()
+        let time = OrderedLogContext.eventTime ?? WallClock.now()
         return timestamp(seconds: time.seconds, nanoseconds: time.nanoseconds)
     }
 

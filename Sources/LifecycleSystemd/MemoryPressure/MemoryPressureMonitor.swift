@@ -12,7 +12,6 @@ import CSystemd
 import LifecyclePrimitives
 package import Logging
 import SystemPackage
-import LifecycleKit
 
 #if canImport(Glibc)
 import Glibc
