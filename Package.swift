@@ -29,7 +29,7 @@ let package = Package(
         // Not an API: the lower modules, published only because SwiftPM lets another package (Fuzzing/, Benchmarks/)
         // import a module through a product alone. What those packages reach is plain `public` here, unstable (README);
         // in LifecycleKit and LifecycleDaemon it is `@_spi(Internal)`.
-        .library(name: "LifecycleInternals", targets: ["LifecyclePrimitives", "LifecycleIPC", "LifecycleSystemd"]),
+        .library(name: "_LifecycleInternals", targets: ["LifecyclePrimitives", "LifecycleIPC", "LifecycleSystemd"]),
         .executable(name: "lifecycled", targets: ["lifecycled"]),
         .executable(name: "lifecyclectl", targets: ["lifecyclectl"]),
     ],

@@ -43,7 +43,7 @@ let package = Package(
                 "LifecycleBenchSupport",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
-                .product(name: "LifecycleInternals", package: "LifecycleKit"),
+                .product(name: "_LifecycleInternals", package: "LifecycleKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/BenchDaemon"

@@ -19,13 +19,13 @@ import PackageDescription
 /// Each fuzz target and the LifecycleKit products it reaches.
 let fuzzers: [(name: String, products: [String])] = [
     ("configuration", ["LifecycleDaemon"]),
-    ("signal-name", ["LifecycleDaemon", "LifecycleInternals"]),
+    ("signal-name", ["LifecycleDaemon", "_LifecycleInternals"]),
     ("state-archive", ["LifecycleKit"]),
     ("state-payload", ["LifecycleKit"]),
     ("storyboard", ["LifecycleKit"]),
-    ("json", ["LifecycleInternals"]),
-    ("varlink", ["LifecycleInternals", "LifecycleDaemon"]),
-    ("log-json", ["LifecycleInternals"]),
+    ("json", ["_LifecycleInternals"]),
+    ("varlink", ["_LifecycleInternals", "LifecycleDaemon"]),
+    ("log-json", ["_LifecycleInternals"]),
 ]
 
 let package = Package(
@@ -45,7 +45,7 @@ let package = Package(
             dependencies: [
                 "CLibFuzzer",
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
-                .product(name: "LifecycleInternals", package: "LifecycleKit"),
+                .product(name: "_LifecycleInternals", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Internal) public import LifecycleKit
+public import LifecycleKit
 public import Logging
 
 /// Hosts an application in a test as the daemon hosts it under systemd, without a main loop, a signal or systemd:

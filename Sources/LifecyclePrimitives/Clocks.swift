@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// Public, in a module only LifecycleInternals (no adopter's product) names: inlined into the modules that read a
+// Public, in a module only _LifecycleInternals (no adopter's product) names: inlined into the modules that read a
 // clock on a hot path (see ConditionLock).
 public import CLifecyclePrimitives
 

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// Public, in a module only LifecycleInternals (no adopter's product) names: the inlinable lock below is inlined into
+// Public, in a module only _LifecycleInternals (no adopter's product) names: the inlinable lock below is inlined into
 // the modules that take it on a hot path (a package declaration's inlinable body is not, in Swift 6.3), so it calls
 // glibc from there.
 public import CLifecyclePrimitives

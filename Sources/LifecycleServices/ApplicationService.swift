@@ -7,7 +7,7 @@
 //
 
 import Dispatch
-@_spi(Internal) public import LifecycleKit
+public import LifecycleKit
 public import Logging
 public import ServiceLifecycle
 

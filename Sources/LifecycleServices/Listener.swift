@@ -153,7 +153,7 @@ public struct ListenerError: Error, Sendable, Hashable, CustomStringConvertible 
     public var detail: String?
 
     /// An error of `kind` for the listener `listener` at `address`.
-    public init(
+    package init(
         _ kind: Kind,
         listener: String,
         address: String,

@@ -132,9 +132,9 @@ let benchmarks: @Sendable () -> Void = {
                 benchmark.startMeasurement()
                 for _ in 0..<pushPopCycles {
                     navigation.pushViewController(CountingController(named: "pushed"), animated: false)
-                    application.runEndOfTurn()
+                    PackageInternals.runEndOfTurn(application)
                     navigation.popViewController(animated: false)
-                    application.runEndOfTurn()
+                    PackageInternals.runEndOfTurn(application)
                 }
                 benchmark.stopMeasurement()
                 // The number of callbacks one cycle makes, which the plain twin makes too.
@@ -188,7 +188,7 @@ let benchmarks: @Sendable () -> Void = {
                 fixture.layoutTop!.setNeedsLayout()
                 fixture.layoutRoot!.markSubtreeForLayout()
                 benchmark.startMeasurement()
-                fixture.application!.runEndOfTurn()
+                PackageInternals.runEndOfTurn(fixture.application!)
                 benchmark.stopMeasurement()
             }
         },
@@ -245,13 +245,13 @@ let benchmarks: @Sendable () -> Void = {
                     let window = application.window!
                     benchmark.startMeasurement()
                     window.rootViewController = ControllerTree.make(count: memoryControllers)
-                    application.runEndOfTurn()
+                    PackageInternals.runEndOfTurn(application)
                     application.requestMemoryWarning()
-                    application.runEndOfTurn()
+                    PackageInternals.runEndOfTurn(application)
                     benchmark.stopMeasurement()
                     // Not measured: the tree leaves the window and is released, so every iteration starts empty.
                     window.rootViewController = nil
-                    application.runEndOfTurn()
+                    PackageInternals.runEndOfTurn(application)
                 }
             },
             setup: {
@@ -314,9 +314,9 @@ final class Fixture {
         let application = Self.launch(root: navigation, logLevel: .info)
         let before = application.trace.sequence
         navigation.pushViewController(CountingController(named: "pushed"), animated: false)
-        application.runEndOfTurn()
+        PackageInternals.runEndOfTurn(application)
         navigation.popViewController(animated: false)
-        application.runEndOfTurn()
+        PackageInternals.runEndOfTurn(application)
         callbacksPerPushPop = application.trace.sequence - before
         self.navigation = navigation
         self.application = application
@@ -342,7 +342,7 @@ final class Fixture {
     init(emptyWindow: Void) {
         let application = Application(delegate: TreeDelegate(root: nil), logger: droppingLogger(level: .info))
         application.launch()
-        application.runEndOfTurn()
+        PackageInternals.runEndOfTurn(application)
         precondition(application.applicationState == .active, "the fixture's application did not become active")
         self.application = application
     }
@@ -363,7 +363,7 @@ final class Fixture {
     private static func launch(root: ViewController, logLevel: Logger.Level) -> Application {
         let application = Application(delegate: TreeDelegate(root: root), logger: droppingLogger(level: logLevel))
         application.launch()
-        application.runEndOfTurn()
+        PackageInternals.runEndOfTurn(application)
         precondition(application.applicationState == .active, "the fixture's application did not become active")
         return application
     }

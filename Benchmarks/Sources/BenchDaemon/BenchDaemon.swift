@@ -83,10 +83,10 @@ final class BenchDelegate: ApplicationMain {
     /// The scaling benchmark's layout pass (see the type's comment): mark, then every view marked, then the stamp
     /// after the pass.
     func applicationDidReload(_ application: Application) {
-        application.scheduleTurnEndWork { [unowned application] in
+        PackageInternals.scheduleTurnEndWork(application) { [unowned application] in
             bench_mark()
             if let view = application.window?.rootViewController?.viewIfLoaded { Self.markForLayout(view) }
-            application.scheduleTurnEndWork { bench_stamp() }
+            PackageInternals.scheduleTurnEndWork(application) { bench_stamp() }
         }
     }
 

@@ -56,7 +56,7 @@ enum BenchProfile {
     static func launch(root: ViewController) -> Application {
         let application = Application(delegate: TreeDelegate(root: root), logger: droppingLogger(level: .info))
         application.launch()
-        application.runEndOfTurn()
+        PackageInternals.runEndOfTurn(application)
         return application
     }
 
@@ -93,9 +93,9 @@ enum BenchProfile {
         let application = launch(root: navigation)
         for _ in 0..<cycles {
             navigation.pushViewController(CountingController(named: "pushed"), animated: false)
-            application.runEndOfTurn()
+            PackageInternals.runEndOfTurn(application)
             navigation.popViewController(animated: false)
-            application.runEndOfTurn()
+            PackageInternals.runEndOfTurn(application)
         }
         report("callbacks", application.trace.sequence)
     }
@@ -109,7 +109,7 @@ enum BenchProfile {
         for _ in 0..<passes {
             root.view.setNeedsLayout()
             tree.markSubtreeForLayout()
-            application.runEndOfTurn()
+            PackageInternals.runEndOfTurn(application)
         }
         report("layouts of the top view", tree.layouts)
     }

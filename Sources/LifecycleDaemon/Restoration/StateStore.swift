@@ -67,6 +67,12 @@ final class StateStore {
     /// Whether saves also go to systemd's file descriptor store.
     var usesFileDescriptorStore: Bool { store != nil }
 
+    /// What an upgrade hands its successor in memory, as the file descriptor store would (its bytes and generation);
+    /// nil when saves do not go to the store (the successor reads the state directory).
+    func stateToHandOver(_ archive: Archive) -> (bytes: [UInt8], generation: Int)? {
+        usesFileDescriptorStore ? (archive.encodedState(), archive.generation) : nil
+    }
+
     init(
         settings: RestorationSettings,
         notifier: SystemdNotifier,

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Internal) import LifecycleKit
+import LifecycleKit
 import LifecyclePrimitives
 import Logging
 

@@ -6,7 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-@_spi(Internal) package import LifecycleKit
+package import LifecycleKit
 import LifecyclePrimitives
 package import LifecycleSystemd
 import Logging

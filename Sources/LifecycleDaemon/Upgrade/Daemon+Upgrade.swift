@@ -7,7 +7,7 @@
 //
 
 import LifecycleIPC
-@_spi(Internal) import LifecycleKit
+import LifecycleKit
 import LifecyclePrimitives
 import LifecycleSystemd
 import Logging
@@ -104,10 +104,7 @@ extension Daemon {
     private func handingForUpgrade(executable: String?) -> UpgradeToSuccessor.Handing {
         let archive = application.preserveState(cause: UpgradeToSuccessor.cause)
         stateStore?.finishWrites(within: .seconds(2))
-        let savedState =
-            archive.flatMap { archive in
-                stateStore?.usesFileDescriptorStore == true ? (archive.encodedState(), archive.generation) : nil
-            }
+        let savedState = archive.flatMap { stateStore?.stateToHandOver($0) }
         return UpgradeToSuccessor.Handing(
             executable: executable,
             arguments: CommandLine.arguments,

@@ -471,7 +471,7 @@ public final class Application {
     ///
     /// Requests made from that work start once it is over, and whatever their transitions defer (did-callbacks,
     /// layout) runs in this same call: every transition completes within its own turn.
-    @_spi(Internal) public func runEndOfTurn() {
+    package func runEndOfTurn() {
         // Bounded: each round only runs what the previous one's requests deferred.
         for _ in 0..<TurnScheduler.maximumRounds {
             let settled = turns.run { [unowned self] in runPasses() }
@@ -568,7 +568,7 @@ public final class Application {
 
     /// Runs `work` at the end of the current turn, after the layout and display passes and the appearance
     /// completions scheduled before it.
-    @_spi(Internal) public func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
+    package func scheduleTurnEndWork(_ work: @escaping @MainActor () -> Void) {
         turns.schedule(work)
     }
 
