@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from .control_load import control_load_main, measure_control_load
-from .idle import measure_idle
+from .idle import measure_idle, print_idle
 from .inprocess import in_process, run_benchmark_tool
 from .latency import measure_latency, plot_latency
 from .launches import measure_launches
@@ -83,7 +83,7 @@ def main(description):
     parser.add_argument("--steady-runs", type=int, default=3, help="runs of the steady-state memory workload")
     parser.add_argument("--steady-transitions", type=int, default=1000,
                         help="transitions (lifecycled) or signals (floor, peer) before the steady-state memory")
-    parser.add_argument("--only", choices=["services", "scaling"], default=None,
+    parser.add_argument("--only", choices=["services", "scaling", "idle"], default=None,
                         help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
     parser.add_argument("--command-line", default="scripts/bench")
@@ -121,6 +121,11 @@ def main(description):
     for name, path in bins.items():
         if not path.exists():
             sys.exit(f"bench.py: {path} is missing; scripts/bench builds it")
+    if args.only == "idle":
+        with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
+            os.environ["XDG_RUNTIME_DIR"] = tmp  # the daemons' control sockets go there, not into /run
+            print_idle(measure_idle(bins, args, tmp, []))
+        return
     if args.only == "scaling":
         with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
             scaling = measure_scaling(bins, args, tmp, [], args.raw)

@@ -130,6 +130,7 @@ def measure_idle(bins, args, tmp, log):
         results["mappings"] = mappings
         results["watchdog_usec"] = watchdog_usec
         results["seconds"] = window_end - window_start
+        results["delay"] = args.idle_delay
         return results
     finally:
         for name, process, listener in running:
@@ -181,3 +182,17 @@ def report_idle(add, results, args, beside):
         add("")
     add(beside)
     add("")
+
+
+def print_idle(idle):
+    """The idle window's figures on stdout (`--only idle`): per process, the switches in the window per thread (in
+    parentheses, while settling), the CPU time, the watchdog pings, what lifecycled logged meanwhile."""
+    print(f"idle window: {idle['seconds']:.1f} s, from {idle['delay']:g} s after READY=1")
+    for name in ("floor", "peer", "lifecycled", "lifecycled-watchdog"):
+        row = idle[name]
+        plus = "+" if row["exited"] else ""
+        settling = dict(row["settling_by_thread"])
+        threads = ", ".join(f"{label} {count} ({settling.get(label, '—')})" for label, count in row["by_thread"])
+        logged = " · ".join(row["logged"]) or "nothing"
+        print(f"{name}: {row['switches']}{plus} context switches ({threads}), CPU {row['cpu_us']:,.0f}{plus} µs, "
+              f"{row['pings']} watchdog pings; logged {logged}")
