@@ -490,6 +490,13 @@ public final class VarlinkServer {
 
     func connectionClosed(_ connection: VarlinkConnection) {
         connections[ObjectIdentifier(connection)] = nil
+        // The last one gone, the idle sweep has nothing left to close: an idle server arms no timer, so a daemon a
+        // client connected to once does not wake again an idle timeout later.
+        if connections.isEmpty {
+            sweep?.cancel()
+            sweep = nil
+            sweepDeadline = nil
+        }
     }
 
     func count(_ reason: VarlinkConnection.CloseReason) {

@@ -161,6 +161,36 @@ final class RawPeer {
     }
 }
 
+/// A loop that hands every source to the daemon's `MainLoop` and keeps the timers, so a test can tell which are
+/// still armed.
+final class TimerRecordingLoop: EventLoop {
+    private let loop: MainLoop
+    private var timers: [(delay: Duration, source: any EventLoopSource)] = []
+
+    init(_ loop: MainLoop) { self.loop = loop }
+
+    func addIOSource(
+        fd: Int32,
+        events: IOEvents,
+        handler: @escaping (IOEvents) -> Void
+    ) throws(SystemCallError) -> any EventLoopSource {
+        try loop.addIOSource(fd: fd, events: events, handler: handler)
+    }
+
+    func addTimerSource(
+        after delay: Duration,
+        accuracy: Duration,
+        handler: @escaping () -> Void
+    ) throws(SystemCallError) -> any EventLoopSource {
+        let source = try loop.addTimerSource(after: delay, accuracy: accuracy, handler: handler)
+        timers.append((delay, source))
+        return source
+    }
+
+    /// The delays of the timers that are armed still (neither fired nor cancelled).
+    var armed: [Duration] { timers.filter { $0.source.isActive }.map(\.delay) }
+}
+
 extension ProcessStateTests {
     @Suite struct VarlinkServerTests {
         @Test func callsAreAnsweredAndTheServiceDescribesItself() async throws {
@@ -328,6 +358,44 @@ extension ProcessStateTests {
             #expect(closedByServer)
             #expect(statistics.closedBacklog == 1)
             #expect(log.contains("hold: peer gone"))
+        }
+
+        @Test func aServerWhosePeersHaveAllLeftHasNoTimerArmed() async throws {
+            // A peer that connects and leaves without a word (what a second daemon's check for a stale socket file
+            // does), and one that calls and leaves: once both are gone, nothing is left for the idle timeout to close,
+            // and an idle daemon must not wake for it (docs/benchmarks.md, 4. Idle).
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let path = directory.path + "/control"
+            let fd = try UnixSocket.listen(at: path)
+            async let armed: [Duration] = onDedicatedThread {
+                let loop = try MainLoop(onCurrentThread: ())
+                let recording = TimerRecordingLoop(loop)
+                let server = VarlinkServer(
+                    loop: recording,
+                    listeningDescriptor: fd,
+                    info: .init(vendor: "test", product: "example", version: "1", url: "https://example.invalid"),
+                    logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+                )
+                server.add(exampleInterface(loop: loop, log: SharedLog()))
+                try server.start()
+                defer { server.stop() }
+                // The deadline only stops a test that would hang (a loaded machine can take seconds to run a thread).
+                let left = try runLoop(
+                    loop,
+                    until: { server.statistics.accepted == 2 && server.connectionCount == 0 },
+                    timeout: .seconds(60)
+                )
+                guard left else { throw TestFailure("the server did not see both peers come and go") }
+                return recording.armed
+            }
+            try await onDedicatedThread {
+                _ = try RawPeer(path)
+                let client = try VarlinkClient(path: path, timeout: .seconds(5))
+                _ = try client.call("test.Example.Echo", parameters: ["text": "hi"])
+            }
+            let stillArmed = try await armed
+            #expect(stillArmed == [])
         }
     }
 }
