@@ -86,14 +86,16 @@ package func checkConfigurationLines(
     of text: String
 ) {
     let lines = configurationLines(text)
-
-    var previous = 0
-    for section in sections {
+    func checkInOrder(_ numbers: [Int], _ what: @autoclosure () -> String) {
         check(
-            section.line > previous && section.line <= lines.count,
-            "section lines out of order or past the end (\(lines.count) lines): \(sections)"
+            zip([0] + numbers, numbers).allSatisfy { $0 < $1 } && (numbers.last ?? 0) <= lines.count,
+            "\(what()) out of order or past the end (\(lines.count) lines)"
         )
-        previous = section.line
+    }
+    checkInOrder(sections.map { $0.line }, "section lines: \(sections)")
+    checkInOrder(entries.map(\.line), "entry lines: \(entries)")
+
+    for section in sections {
         let alone = try? ConfigurationFile(text: String(lines[section.line - 1]) + "\n", source: "line.conf")
         check(
             alone?.sections.map { $0.name } == [section.name],
@@ -101,15 +103,9 @@ package func checkConfigurationLines(
         )
     }
 
-    previous = 0
     var header: (name: String, line: Int)?
     var nextSection = 0
     for entry in entries {
-        check(
-            entry.line > previous && entry.line <= lines.count,
-            "entry lines out of order or past the end (\(lines.count) lines): \(entries)"
-        )
-        previous = entry.line
         while nextSection < sections.count, sections[nextSection].line < entry.line {
             header = sections[nextSection]
             nextSection += 1
