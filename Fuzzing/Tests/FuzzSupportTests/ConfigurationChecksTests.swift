@@ -62,10 +62,11 @@ import Testing
 
         let inside = FuzzSupport.text(try Self.seed("bom-inside.conf"))
         #expect(configurationLines(inside) == ["[Launch]", "\u{FEFF}Into=background", ""])
-        #expect(throws: ConfigurationError.self) {
+        let error = #expect(throws: ConfigurationError.self) {
             var configuration = DaemonConfiguration()
             try configuration.apply(text: inside, source: "bom-inside.conf")
         }
+        #expect(error?.line == 2)
     }
 
     @Test func splitLinesEndsALineAtLFOrCRLFAndKeepsAByteOrderMark() {
