@@ -119,6 +119,8 @@ sanitize-thread: deps
 # The fuzz targets (docs/testing.md, "Fuzzing"), built with -sanitize=fuzzer,address in .build-fuzz, each run for
 # FUZZ_SECONDS; a crash or a failed check is kept in .build-fuzz/findings/TARGET and fails the run once all have run.
 # scripts/fuzz reads FUZZ_SECONDS, FUZZ_TIMEOUT, FUZZ_MAX_LEN, FUZZ_ARGS ... from the environment or this command line.
+# CI runs `scripts/fuzz --ci` (the checks' unit tests, then every target over its seeds and 10 s beyond); this is for
+# fuzzing longer, on a working corpus that grows from run to run.
 fuzz: deps
 	SWIFT="$(SWIFT)" scripts/fuzz $(FUZZ_TARGETS)
 

@@ -8,8 +8,11 @@
 //
 
 // The libFuzzer targets (docs/testing.md, "Fuzzing"): one executable per decoder, built with -sanitize=fuzzer,address
-// by `make fuzz` (scripts/fuzz) in .build-fuzz. Its own package, so the main package gains no target, flag or
-// dependency.
+// and the LibFuzzer trait by `make fuzz` (scripts/fuzz) in .build-fuzz. Its own package, so the main package gains no
+// target, flag or dependency.
+//
+// Without the trait (`swift test --package-path Fuzzing`, which builds every target) the package builds as plain Swift:
+// the checks' unit tests run there, and the executables link without libFuzzer (and only say how they are built).
 //
 // Adding a target: Sources/fuzz-NAME/Fuzz.swift (a @main type conforming to FuzzTarget, whose `test` takes one input)
 // and one line in `fuzzers` below; seeds go under Corpus/NAME/, a dictionary in
@@ -30,6 +33,12 @@ let fuzzers: [(name: String, products: [String])] = [
 
 let package = Package(
     name: "LifecycleFuzzing",
+    traits: [
+        .trait(
+            name: "LibFuzzer",
+            description: "The targets' entry point is libFuzzer's driver (linked by -sanitize=fuzzer): scripts/fuzz."
+        )
+    ],
     dependencies: [
         .package(name: "LifecycleKit", path: ".."),
         // The main package's own (same URL and bound, so one resolution): fuzz-varlink gives its server a Logger.
@@ -38,16 +47,24 @@ let package = Package(
     targets: [
         // libFuzzer's driver, declared (the toolchain's libclang_rt.fuzzer defines it).
         .systemLibrary(name: "CLibFuzzer"),
-        // What every target shares: the entry point, checks that fail loudly, the application section, the JSON
-        // checks (a reference reading of RFC 8259 and the round trip).
+        // What every target shares: the entry point, checks that fail loudly, the application section, each target's
+        // checks (the configuration's, the JSON's with a reference reading of RFC 8259, the round trips).
         .target(
             name: "FuzzSupport",
             dependencies: [
-                "CLibFuzzer",
+                .target(name: "CLibFuzzer", condition: .when(traits: ["LibFuzzer"])),
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
                 .product(name: "_LifecycleInternals", package: "LifecycleKit"),
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The checks themselves, on the seeds whose reading is easy to get wrong (CR LF, a lone CR, a byte order mark).
+        .testTarget(
+            name: "FuzzSupportTests",
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
             ]
         ),
     ]

@@ -7,7 +7,9 @@
 //
 
 // Signal names: `--signal SIG=ACTION` values (SignalMap.parseEntry), bare names (UnixSignal(name:): SIGUSR1, usr1,
-// RTMIN+3, SIGRTMAX-1) and [Signals] entries of the configuration file. One input is one or more lines, each tried.
+// RTMIN+3, SIGRTMAX-1) and [Signals] entries of the configuration file. One input is one or more lines, each tried;
+// lines end at LF or CR LF, as the configuration file's do (splitLines: by Unicode scalars, since "\r\n" is one
+// Character).
 import FuzzSupport
 @_spi(Internal) import LifecycleDaemon
 import LifecycleSystemd
@@ -16,7 +18,7 @@ import LifecycleSystemd
 enum SignalNameFuzzer: FuzzTarget {
     static func test(_ bytes: [UInt8]) {
         let text = text(bytes)
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+        for line in splitLines(text).map(String.init) {
             if let signal = UnixSignal(name: line) {
                 check(
                     signal.rawValue >= 1 && signal.rawValue <= UnixSignal.realTimeMax,
