@@ -65,7 +65,7 @@ extension TestHost {
 
     private func sendScene(_ request: SceneRequest, cause: Cause) throws(SceneError) -> RequestOutcome? {
         var outcome: RequestOutcome?
-        try application.submit(request, cause: cause) { outcome = $0 }
+        try application.submitScene(request, cause: cause) { outcome = $0 }
         endTurn()
         return outcome
     }

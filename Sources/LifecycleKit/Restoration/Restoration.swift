@@ -110,7 +110,10 @@ extension Application {
         traceDelegateEvent(TraceEventName.applicationShouldRestoreState)
         guard delegate.application(self, shouldRestoreApplicationState: saved) else { return }
         restoration.generation = max(restoration.generation, archive.generation)
-        if archive.hasRoot {
+        if archive.hasRoot, usesScenes {
+            // Saved before the application adopted scenes: its windows are its scenes' now.
+            logger.notice("the saved state's window tree is not restored: the application uses scenes, whose windows hold its trees")
+        } else if archive.hasRoot {
             var restorer = StateRestorer(application: self, archive: archive, registry: registeredArchiveClasses)
             restorer.restore()
         }

@@ -79,7 +79,7 @@ extension Application {
     ) throws(SceneError) -> SceneSession {
         let target: SceneStateMachine.Target = inBackground ? .background : .active
         if let session {
-            try submitScene(.init(.activate(target), try known(session)), userInfo: userInfo, cause: cause, completion: completion)
+            try enqueueScene(.init(.activate(target), try known(session)), userInfo: userInfo, cause: cause, completion: completion)
             return session
         }
         let identifier = persistentIdentifier ?? UUID().uuidString.lowercased()
@@ -87,7 +87,7 @@ extension Application {
         guard SceneError.isValid(identifier) else { throw SceneError(.invalidIdentifier, identifier: identifier) }
         guard sceneTable.sessions[identifier] == nil else { throw SceneError(.duplicateIdentifier, identifier: identifier) }
         let made = makeSession(identifier, role: role, userInfo: userInfo)
-        try submitScene(.init(.activate(target), identifier), userInfo: userInfo, cause: cause) { [weak self] outcome in
+        try enqueueScene(.init(.activate(target), identifier), userInfo: userInfo, cause: cause) { [weak self] outcome in
             // A connection that never ran (termination had begun) leaves no session behind.
             if case .dropped = outcome { self?.forgetSession(identifier) }
             completion?(outcome)
@@ -103,7 +103,7 @@ extension Application {
         cause: Cause = .api,
         completion: RequestCompletion? = nil
     ) throws(SceneError) {
-        try submitScene(.init(.activate(.background), try known(session)), cause: cause, completion: completion)
+        try enqueueScene(.init(.activate(.background), try known(session)), cause: cause, completion: completion)
     }
 
     /// Disconnects one scene, keeping its session: it goes to the background first, the session keeps the state of its
@@ -113,7 +113,7 @@ extension Application {
         cause: Cause = .api,
         completion: RequestCompletion? = nil
     ) throws(SceneError) {
-        try submitScene(.init(.disconnect, try known(session)), cause: cause, completion: completion)
+        try enqueueScene(.init(.disconnect, try known(session)), cause: cause, completion: completion)
     }
 
     /// Deletes a session (UIKit's `requestSceneSessionDestruction`): its scene disconnects first when connected, then
@@ -124,12 +124,12 @@ extension Application {
         cause: Cause = .api,
         completion: RequestCompletion? = nil
     ) throws(SceneError) {
-        try submitScene(.init(.discard, try known(session)), cause: cause, completion: completion)
+        try enqueueScene(.init(.discard, try known(session)), cause: cause, completion: completion)
     }
 
     /// Submits a request about the session named in it, as an operator's tool does (`lifecyclectl scene …`), and
-    /// reports what became of it as ``submit(_:cause:completion:)-(LifecycleRequest,_,_)`` does.
-    public func submit(_ request: SceneRequest, cause: Cause, completion: RequestCompletion? = nil) throws(SceneError) {
+    /// reports what became of it as ``submit(_:cause:completion:)`` does.
+    public func submitScene(_ request: SceneRequest, cause: Cause, completion: RequestCompletion? = nil) throws(SceneError) {
         let identifier = request.persistentIdentifier
         guard usesScenes else { throw SceneError(.scenesNotAdopted, identifier: identifier) }
         guard sceneTable.sessions[identifier] != nil else { throw SceneError(.unknownSession, identifier: identifier) }
@@ -140,7 +140,7 @@ extension Application {
             case .disconnect: .disconnect
             case .discard: .discard
             }
-        try submitScene(.init(kind, identifier), cause: cause, completion: completion)
+        try enqueueScene(.init(kind, identifier), cause: cause, completion: completion)
     }
 
     private func known(_ session: SceneSession) throws(SceneError) -> String {
@@ -150,7 +150,7 @@ extension Application {
         return identifier
     }
 
-    private func submitScene(
+    private func enqueueScene(
         _ request: SceneStateMachine.Request,
         userInfo: [String: String] = [:],
         cause: Cause,

@@ -10,7 +10,7 @@
 /// application's values for it, the scene while one is connected, and the saved state its scene is restored from when
 /// it connects again — after a disconnection, a restart, a crash or an upgrade (docs/lifecycle.md, "Scenes").
 ///
-/// Sessions are made by ``Application/requestSceneSessionActivation(_:role:persistentIdentifier:userInfo:target:cause:completion:)``
+/// Sessions are made by ``Application/requestSceneSessionActivation(_:role:persistentIdentifier:userInfo:inBackground:cause:completion:)``
 /// and deleted by ``Application/requestSceneSessionDestruction(_:cause:completion:)``; the saved state keeps them across
 /// launches.
 @MainActor
@@ -174,7 +174,7 @@ public struct SceneError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// A request about one scene session, by its persistent identifier: what an operator asks for
 /// (`lifecyclectl scene foreground|background|disconnect|discard ID`) and the application's own code may submit
-/// (``Application/submit(_:cause:completion:)-(SceneRequest,_,_)``).
+/// (``Application/submitScene(_:cause:completion:)``).
 public enum SceneRequest: Hashable, Sendable, CustomStringConvertible {
     /// Bring the session's scene to the foreground (active while the application is): connect it first when it is
     /// not connected.

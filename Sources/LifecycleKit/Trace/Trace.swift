@@ -193,8 +193,9 @@ public final class Trace {
     }
 
     /// Calls `body` with every event of the application delegate from now on (the events whose target is
-    /// `delegate`), in order, until the returned observation is cancelled. The tree's events are neither built nor
-    /// passed for it: an observer of this kind adds a cost per transition, not per controller.
+    /// `delegate`, and those of the scene delegates, `scene:<identifier>`), in order, until the returned observation is
+    /// cancelled. The tree's events are neither built nor passed for it: an observer of this kind adds a cost per
+    /// transition, not per controller.
     @discardableResult
     public func observeDelegateEvents(_ body: @escaping @MainActor (TraceEvent) -> Void) -> Observation {
         nextObserverID += 1

@@ -84,9 +84,9 @@ struct ScenePropertyTests {
         case .connect(let id, let target):
             _ = try? application.requestSceneSessionActivation(persistentIdentifier: id, inBackground: target == .background, cause: cause)
         case .activate(let id, let target):
-            try? application.submit(target == .active ? .foreground(id) : .background(id), cause: cause)
-        case .disconnect(let id): try? application.submit(.disconnect(id), cause: cause)
-        case .discard(let id): try? application.submit(.discard(id), cause: cause)
+            try? application.submitScene(target == .active ? .foreground(id) : .background(id), cause: cause)
+        case .disconnect(let id): try? application.submitScene(.disconnect(id), cause: cause)
+        case .discard(let id): try? application.submitScene(.discard(id), cause: cause)
         }
     }
 

@@ -395,6 +395,14 @@ struct SceneTests {
                 "scene:b/root applicationDidReload", "scene:b/root/leaf applicationDidReload",
             ]
         )
+        // The offer goes to the delegate, then every controller of every tree, in the order the scenes connected.
+        #expect(
+            host.recorder.lines(events: ["application(_:validateReload:)", "validateReload(_:)"]) == [
+                "delegate application(_:validateReload:)",
+                "scene:a/root validateReload(_:)", "scene:a/root/leaf validateReload(_:)",
+                "scene:b/root validateReload(_:)", "scene:b/root/leaf validateReload(_:)",
+            ]
+        )
     }
 
     // MARK: Memory warnings
@@ -433,7 +441,7 @@ struct SceneTests {
         let (host, delegate) = try hostWithScenes(["a", "b", "c"], manifest: SceneManifest(launchSceneRole: nil, maximumBackgroundScenes: 1))
         for id in ["a", "b", "c"] { try host.backgroundScene(id) }
         delegate.hooks["applicationDidReceiveMemoryWarning"] = { application in
-            _ = try? application.submit(.disconnect("c"), cause: "answer")
+            _ = try? application.submitScene(.disconnect("c"), cause: "answer")
         }
         host.recorder.clear()
         host.signal("SIGRTMIN+2")
@@ -555,6 +563,15 @@ struct SceneTests {
         #expect(second.application.sceneSessions.map(\.persistentIdentifier) == ["b"])
     }
 
+    @Test func aTreeSavedBeforeTheApplicationAdoptedScenesIsNotRestoredIntoAWindow() throws {
+        let saved = Archive(root: Archive.Node(className: "SceneRoot", identifier: "root", restorationIdentifier: "root"))
+        let (host, _) = makeSceneHost()
+        host.launch(options: LaunchOptions(restoredState: saved))
+        #expect(host.application.window == nil)
+        #expect(host.application.hasFinishedLaunching)
+        #expect(host.recorder.lines(events: ["init(coder:)"]).isEmpty)
+    }
+
     @Test func anArchiveWithoutSessionsIsWrittenAsBeforeScenesAndOneWithSessionsAloneReadsBack() throws {
         var plain = Archive(root: Archive.Node(className: "Probe", identifier: "root", restorationIdentifier: "root"))
         plain.generation = 3
@@ -566,6 +583,26 @@ struct SceneTests {
         #expect(!read.hasRoot)
         #expect(read.sessions == scenes.sessions)
         #expect(read.encodedState() == scenes.encodedState())
+        // docs/restoration.md's example, byte for byte.
+        var documented = Archive(sessions: [
+            Archive.Session(
+                identifier: "alice",
+                role: "client",
+                userInfo: ["address": "10.0.0.7"],
+                configuration: "client",
+                connected: "active",
+                tree: Archive.Node(className: "ClientController", identifier: "client", restorationIdentifier: "client", state: ["served": .integer(3)])
+            ),
+            Archive.Session(identifier: "bob", role: "client"),
+        ])
+        documented.generation = 4
+        let marked = documented.discardSession(withIdentifier: "bob")
+        #expect(marked)
+        #expect(
+            String(decoding: documented.encodedState(), as: UTF8.self).hasSuffix(
+                #"{"application":{},"generation":4,"sessions":[{"configuration":"client","connected":"active","id":"alice","role":"client","tree":{"class":"ClientController","identifier":"client","restorationIdentifier":"client","state":{"served":{"i":3}}},"userInfo":{"address":"10.0.0.7"}},{"discarded":true,"id":"bob","role":"client"}]}"#
+            )
+        )
         var empty = Archive(sessions: [])
         empty.generation = 1
         #expect(throws: StateArchiveError.self) { try Archive.decodeState(empty.encodedState(), source: "test") }
