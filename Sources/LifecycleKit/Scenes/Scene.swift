@@ -73,8 +73,8 @@ public final class Scene: CustomStringConvertible {
     public nonisolated var description: String { session.description }
 
     /// The persistent identifier of the scene named by a trace path (`scene:client-7/root/list` → `client-7`), or nil
-    /// for a path outside every scene.
-    nonisolated static func identifier(inTracePath path: String) -> String? {
+    /// for a path outside every scene: the daemon's stall detector reads it from the path of the callback it names.
+    package nonisolated static func identifier(inTracePath path: String) -> String? {
         guard path.hasPrefix(tracePrefix) else { return nil }
         let rest = path.dropFirst(tracePrefix.count)
         let end = rest.firstIndex(of: "/") ?? rest.endIndex

@@ -193,8 +193,17 @@ struct SceneTests {
     @Test func aSceneBroughtToTheForegroundDuringAnInterruptionWaitsInactiveUntilTheApplicationIsActiveAgain() throws {
         let (host, _) = try hostWithScenes(["a"])
         try host.connectScene("b", inBackground: true)
+        host.recorder.clear()
         host.signal("SIGRTMIN+3")
+        #expect(
+            host.recorder.sceneLines() == [
+                "scene:a/root/leaf applicationWillResignActive@active",
+                "scene:a/root applicationWillResignActive@active",
+                "scene:a sceneWillResignActive@active",
+            ]
+        )
         #expect(host.scene("a")?.activationState == .foregroundInactive)
+        #expect(host.application.applicationState == .inactive)
         host.recorder.clear()
         try host.foregroundScene("b")
         // Connected into the background, b shows its tree at its first foreground.
@@ -380,6 +389,17 @@ struct SceneTests {
         #expect(host.application.connectedScenes.isEmpty)
         // The sessions stay, and the saved state remembers what each scene wanted.
         #expect(host.savedStates.last?.sessions.map { "\($0.identifier) \($0.connected ?? "-")" } == ["a background", "b active"])
+    }
+
+    @Test func theStateAnUpgradeHandsOverHoldsTheSessions() throws {
+        let (host, _) = try hostWithScenes(["a", "b"])
+        try host.disconnectScene("b")
+        host.recorder.clear()
+        host.application.preserveState(cause: "upgrade")
+        #expect(host.savedStates.last?.sessions.map { "\($0.identifier) \($0.connected ?? "-") \($0.tree != nil)" } == ["a active true", "b - true"])
+        #expect(Set(host.recorder.events.map(\.cause.rawValue)) == ["upgrade"])
+        #expect(Scene.identifier(inTracePath: "scene:a/root/leaf.view") == "a")
+        #expect(Scene.identifier(inTracePath: "root/scene:a") == nil)
     }
 
     @Test func aReloadReachesEverySceneTreeAsItReachesTheApplicationsOwn() throws {
