@@ -41,8 +41,8 @@ extension Application {
 
     // MARK: Preservation
 
-    /// Preserves the tree: runs when the window's root controller has a restoration identifier (otherwise nothing
-    /// could be preserved, and no callback fires), and the delegate agrees.
+    /// Preserves the tree: runs when the window's root controller has a restoration identifier, or the application
+    /// has scene sessions (otherwise nothing could be preserved, and no callback fires), and the delegate agrees.
     @discardableResult
     func preserveState() -> Archive? {
         let root = window?.rootViewController
