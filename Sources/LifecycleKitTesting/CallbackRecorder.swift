@@ -35,6 +35,14 @@ public final class CallbackRecorder {
         }.map { "\($0.target) \($0.event)" }
     }
 
+    /// The events of one scene (its delegate's, its tree's, and the application delegate's about it), as
+    /// `target event` lines, optionally only some events.
+    public func lines(scene identifier: String, events names: Set<String>? = nil) -> [String] {
+        events.filter { event in
+            event.scene == identifier && (names?.contains(event.event) ?? true)
+        }.map { "\($0.target) \($0.event)" }
+    }
+
     /// Forgets what was recorded so far; recording goes on.
     public func clear() {
         events.removeAll()

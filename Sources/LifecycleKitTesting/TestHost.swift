@@ -48,6 +48,9 @@ public final class TestHost {
     /// When set, the next reloads find the configuration invalid with this reason (as the daemon says
     /// `file:line: what is wrong`) and are refused before anybody is offered them.
     public var reloadConfigurationError: String?
+    /// Every state the application saved, in order, as the daemon would have written them (pass the last one to
+    /// another host's ``launch(into:options:)`` in `LaunchOptions(restoredState:)` to test a restart).
+    public private(set) var savedStates: [Archive] = []
 
     private var bridge: Bridge?
     /// The instant the ``clock``'s zero stands for.
@@ -152,6 +155,10 @@ public final class TestHost {
         isTerminated = true
     }
 
+    fileprivate func save(_ archive: Archive) {
+        savedStates.append(archive)
+    }
+
     /// The application's host: it holds the test host weakly (the test host owns the application).
     private final class Bridge: ApplicationHost {
         weak var owner: TestHost?
@@ -192,6 +199,10 @@ public final class TestHost {
 
         func applicationDidTerminate(_ application: Application) {
             owner?.applicationDidTerminate()
+        }
+
+        func application(_ application: Application, didEncodeRestorableState archive: Archive) {
+            owner?.save(archive)
         }
 
         func applicationNeedsEndOfTurn(_ application: Application) {

@@ -24,6 +24,8 @@ package enum LogKey {
     package static let cause = "lifecycle.cause"
     /// `LIFECYCLE_DETAIL`: the callback's argument, when it matters.
     package static let detail = "lifecycle.detail"
+    /// `LIFECYCLE_SCENE`: the persistent identifier of the scene an event belongs to (``TraceEvent/scene``).
+    package static let scene = "lifecycle.scene"
 
     // MARK: Requests and background tasks
 

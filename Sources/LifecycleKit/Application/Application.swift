@@ -36,7 +36,7 @@ public final class Application {
     }
 
     /// The state the application is in; during a callback, the state that callback fires in.
-    public private(set) var applicationState: ApplicationState = .notRunning
+    public internal(set) var applicationState: ApplicationState = .notRunning
     /// The delegate, held strongly: a daemon has nobody else to keep it.
     public let delegate: any ApplicationDelegate
     /// The window, usually set by the delegate in `application(_:didFinishLaunchingWithOptions:)`.
@@ -89,8 +89,12 @@ public final class Application {
     }
 
     private var windowStorage: Window?
-    private var machine = ApplicationStateMachine()
-    private let fanOut = FanOut()
+    var machine = ApplicationStateMachine()
+    let fanOut = FanOut()
+    /// The delegate's adoption of scenes, read once (nil: the one implicit window).
+    let sceneManifest: SceneManifest?
+    /// The scene sessions and the connected scenes (Application+Scenes.swift).
+    var sceneTable = SceneTable()
 
     /// The controller tree changed (children, presentations, the window or its root): the fan-out takes its list
     /// again at the next event.
@@ -101,7 +105,7 @@ public final class Application {
     /// The tree's moves in progress; tree edits made meanwhile wait for them (docs/lifecycle.md, "Re-entrancy").
     let edits = TreeEdits()
     private var status = StatusComposer()
-    private lazy var backgroundTasksCoordinator = BackgroundTaskCoordinator(application: self)
+    lazy var backgroundTasksCoordinator = BackgroundTaskCoordinator(application: self)
     /// Views leaving the window in push order, laid out once more in the next pass.
     private var leavingLayouts: [View] = []
     /// The machine's requests in its order, for their completions.
@@ -122,6 +126,11 @@ public final class Application {
         self.delegate = delegate
         self.logger = logger
         self.trace = Trace(logger: logger)
+        self.sceneManifest = delegate.sceneManifest
+        if let sceneManifest {
+            machine.scenes = SceneStateMachine(maximumBackgroundScenes: sceneManifest.maximumBackgroundScenes)
+            trace.tracesScenes = true
+        }
         Self.current = self
         turns.onWorkScheduled = { [unowned self] in
             host?.applicationNeedsEndOfTurn(self)
@@ -129,6 +138,11 @@ public final class Application {
     }
 
     private func replaceWindow(with newWindow: Window?) {
+        if usesScenes, newWindow != nil {
+            preconditionFailure(
+                "the application uses scenes: a window belongs to a scene; set scene.window.rootViewController in scene(_:willConnectTo:options:)"
+            )
+        }
         TreeEdits.edit(
             in: edits,
             touchingWindow: true,
@@ -279,7 +293,19 @@ public final class Application {
 
     private func perform(_ step: ApplicationStateMachine.Step) {
         let before = applicationState
-        applicationState = step.stateWhileFiring
+        applicationState = observedState(step.stateWhileFiring)
+        // With scenes, the scenes' steps and the gate's moves are the scenes' business (Application+Scenes.swift).
+        if !usesScenes || !performSceneModeStep(step) { performApplicationStep(step) }
+        applicationState = observedState(step.stateAfter)
+        if usesScenes { sceneModeStateDidChange(from: before) }
+        if applicationState != before { updateStatus() }
+        if step.callback == .tearDown {
+            host?.applicationDidTerminate(self)
+        }
+    }
+
+    /// One step of §1 (or, with scenes, one the scenes do not take over).
+    private func performApplicationStep(_ step: ApplicationStateMachine.Step) {
         switch step.callback {
         case .willFinishLaunching:
             traceDelegateEvent(TraceEventName.willFinishLaunching)
@@ -290,6 +316,7 @@ public final class Application {
             traceDelegateEvent(TraceEventName.didFinishLaunching)
             _ = delegate.application(self, didFinishLaunchingWithOptions: launchOptions)
             checkRestoredWindowKept()
+            if usesScenes { reportSessionsDiscardedWhileNotRunning() }
         case .showWindow:
             window?.show()
             runEndOfTurn()
@@ -354,6 +381,8 @@ public final class Application {
                 }
             }
         case .finishLaunch:
+            // With scenes, the status counts them: it says what launch connected before readiness is reported.
+            if usesScenes { updateStatus() }
             hasFinishedLaunching = true
             host?.applicationDidFinishLaunching(self)
         case .finishReload:
@@ -363,11 +392,9 @@ public final class Application {
             host?.applicationDidFinishReload(self)
             finishedReloadRefusal = reloadRefusal
             reloadRefusal = nil
-        }
-        applicationState = step.stateAfter
-        if applicationState != before { updateStatus() }
-        if step.callback == .tearDown {
-            host?.applicationDidTerminate(self)
+        case .scene, .connectScenesAtLaunch, .sceneMemoryPolicy, .disconnectScenes:
+            // Planned only for an application that uses scenes, whose steps performSceneModeStep takes.
+            preconditionFailure("a scene step (\(step.callback)) reached an application without scenes")
         }
     }
 
@@ -393,6 +420,8 @@ public final class Application {
         var list: [ViewController] = []
         // Presented controllers hang from their presenters, so the root's walk reaches every layer.
         window?.rootViewController?.appendPreOrder(to: &list)
+        // Then each scene's tree, in the order the scenes connected.
+        for scene in connectedScenes { scene.window.rootViewController?.appendPreOrder(to: &list) }
         return list
     }
 
@@ -492,11 +521,15 @@ public final class Application {
     /// One layout pass, then one display pass, over what is in the window; views leaving it in push order are laid
     /// out once more after the visible ones.
     private func runPasses() {
-        guard window != nil || !leavingLayouts.isEmpty else { return }
+        guard window != nil || !leavingLayouts.isEmpty || !sceneTable.scenes.isEmpty else { return }
         // A pass is a move: what its callbacks (layout, draw) edit waits until it is over, then the turn goes on.
         edits.begin()
         defer { edits.end() }
         for layer in window?.visibleLayers ?? [] {
+            if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
+        }
+        let sceneWindows = sceneTable.scenes.isEmpty ? [] : connectedScenes.map(\.window)
+        for layer in sceneWindows.lazy.flatMap(\.visibleLayers) {
             if let view = layer.controller.viewIfLoaded, view.isLayoutDirty { view.layoutPass() }
         }
         if !leavingLayouts.isEmpty {
@@ -509,6 +542,9 @@ public final class Application {
             if let view = layer.controller.viewIfLoaded, view.isDisplayDirty, view.displayPass() {
                 status.isStale = true
             }
+        }
+        for layer in sceneWindows.lazy.flatMap(\.visibleLayers) {
+            if let view = layer.controller.viewIfLoaded, view.isDisplayDirty { _ = view.displayPass() }
         }
     }
 
@@ -574,7 +610,14 @@ public final class Application {
 
     // MARK: Status
 
-    private func updateStatus() {
+    /// The status text may have changed (a scene's state): it is composed again at the end of the turn.
+    func setNeedsStatusUpdate() {
+        status.isStale = true
+        if !turns.isRunning { host?.applicationNeedsEndOfTurn(self) }
+    }
+
+    func updateStatus() {
+        if usesScenes { status.scenes = sceneStatusSummary }
         if let text = status.update(state: applicationState, window: window) {
             host?.application(self, didChangeStatus: text)
         }
@@ -632,15 +675,16 @@ public final class Application {
         trace.record(event: event, target: target(), state: applicationState, cause: currentCause, detail: detail)
     }
 
-    /// Records a callback of the delegate.
-    func traceDelegateEvent(_ event: String, detail: String? = nil) {
+    /// Records a callback of the delegate; `scene`: the scene it is about, if any.
+    func traceDelegateEvent(_ event: String, detail: String? = nil, scene: String? = nil) {
         trace.record(
             event: event,
             isDelegate: true,
             target: "delegate",
             state: applicationState,
             cause: currentCause,
-            detail: detail
+            detail: detail,
+            scene: scene
         )
     }
 }

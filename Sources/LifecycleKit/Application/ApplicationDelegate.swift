@@ -70,6 +70,20 @@ public protocol ApplicationDelegate: AnyObject {
         lifecycleTask task: LifecycleTask,
         didExhaustRestartsWithError error: any Error
     )
+    /// The application's adoption of scenes (UIKit's `UIApplicationSceneManifest`), read once when the application is
+    /// made; nil (the default) keeps the one implicit window. With a manifest, the scene delegates hear the foreground
+    /// and background transitions instead of this delegate, and the application's state follows its scenes.
+    var sceneManifest: SceneManifest? { get }
+    /// The configuration of a scene about to connect (each connection, a reconnection included); the default is
+    /// `SceneConfiguration(name: "Default Configuration", sessionRole: session.role)`, a scene without a delegate.
+    func application(
+        _ application: Application,
+        configurationForConnecting session: SceneSession,
+        options: Scene.ConnectionOptions
+    ) -> SceneConfiguration
+    /// Scene sessions were deleted (their scenes have disconnected): release what belonged to them. Sessions deleted
+    /// while the service was not running are reported right after `didFinishLaunching` of the next launch.
+    func application(_ application: Application, didDiscardSceneSessions sessions: Set<SceneSession>)
 }
 
 extension ApplicationDelegate {
@@ -101,6 +115,15 @@ extension ApplicationDelegate {
     public func applicationWillEnterForeground(_ application: Application) {}
     public func applicationDidReceiveMemoryWarning(_ application: Application) {}
     public func applicationWillTerminate(_ application: Application) {}
+    public var sceneManifest: SceneManifest? { nil }
+    public func application(
+        _ application: Application,
+        configurationForConnecting session: SceneSession,
+        options: Scene.ConnectionOptions
+    ) -> SceneConfiguration {
+        SceneConfiguration(name: "Default Configuration", sessionRole: session.role)
+    }
+    public func application(_ application: Application, didDiscardSceneSessions sessions: Set<SceneSession>) {}
     public func application(_ application: Application, validateReload proposal: ReloadProposal) throws {}
     public func applicationWillReload(_ application: Application) {}
     public func applicationDidReload(_ application: Application) {}

@@ -31,6 +31,8 @@ package struct ApplicationStateMachine: Sendable {
         case memoryWarning
         /// Reload the configuration; changes no state.
         case reload
+        /// A request about one scene (an application that uses scenes).
+        case scene(SceneStateMachine.Request)
 
         package var description: String {
             switch self {
@@ -41,6 +43,7 @@ package struct ApplicationStateMachine: Sendable {
             case .terminate: "terminate"
             case .memoryWarning: "memoryWarning"
             case .reload: "reload"
+            case .scene(let request): request.description
             }
         }
     }
@@ -86,6 +89,17 @@ package struct ApplicationStateMachine: Sendable {
         case finishLaunch
         /// The reload is over: the host reports readiness again (`READY=1`).
         case finishReload
+        /// A step of one scene (``Step/scene``).
+        case scene
+        /// Launch connects the scenes: the saved sessions that were connected, or a new one (planned when it comes, once
+        /// restoration has read the sessions).
+        case connectScenesAtLaunch
+        /// After a memory warning, the least recently used background scenes beyond the manifest's limit disconnect
+        /// (planned when it comes, once the warning's callbacks have answered it).
+        case sceneMemoryPolicy
+        /// Termination's teardown disconnects every scene, the last connected first (planned when it comes, so the save
+        /// before it still sees them connected).
+        case disconnectScenes
     }
 
     /// One step of a transition: the callback, the state it fires in, and the state after it.
@@ -100,6 +114,8 @@ package struct ApplicationStateMachine: Sendable {
         package var request: Request
         /// What asked for the request.
         package var cause: Cause
+        /// The scene step, for ``Callback/scene``.
+        package var scene: SceneStateMachine.Step? = nil
     }
 
     /// What ``request(_:cause:)`` decided.
@@ -154,6 +170,8 @@ package struct ApplicationStateMachine: Sendable {
     private var state: State = .notRunning
     /// Whether the window has shown its root controller yet (a background launch defers it to the first foreground).
     package private(set) var hasShownWindow = false
+    /// The scenes, for an application that uses them (nil: one implicit window, the steps of §1 alone).
+    package var scenes: SceneStateMachine?
 
     /// Creates a machine in `notRunning`.
     package init() {}
@@ -196,12 +214,13 @@ package struct ApplicationStateMachine: Sendable {
     /// Takes a request; returns what to do about it.
     package mutating func request(_ request: Request, cause: Cause) -> RequestAction {
         let pending = Pending(request: request, cause: cause)
+        if case .scene = request, scenes == nil { return .dropped(reason: "the application does not use scenes") }
         switch state {
         case .notRunning:
             guard case .launch = request else {
                 return .dropped(reason: "the application has not launched yet")
             }
-            let steps = Self.steps(for: pending, from: .notRunning, hasShownWindow: hasShownWindow)
+            let steps = plan(pending, from: .notRunning)
             state = .transitioning(.notRunning, Transition(current: pending, steps: steps, queue: []))
             return .start
 
@@ -212,7 +231,7 @@ package struct ApplicationStateMachine: Sendable {
             if case .launch = request {
                 return .dropped(reason: "the application has already launched")
             }
-            let steps = Self.steps(for: pending, from: current, hasShownWindow: hasShownWindow)
+            let steps = plan(pending, from: current)
             if steps.isEmpty { return .noChange }
             state = .transitioning(current, Transition(current: pending, steps: steps, queue: []))
             return .start
@@ -259,13 +278,115 @@ package struct ApplicationStateMachine: Sendable {
             return .idle
         }
         let next = transition.queue.removeFirst()
-        let steps = Self.steps(for: next, from: current, hasShownWindow: hasShownWindow)
+        let steps = plan(next, from: current)
         transition.current = next
         transition.steps = steps
         transition.hasBegun = false
         state = .transitioning(current, transition)
         if steps.isEmpty { return .noChange(next.request, next.cause) }
         return nextStep()
+    }
+
+    /// The steps of `pending` from `state`: §1's, and for an application that uses scenes, the scenes' steps among
+    /// them (docs/lifecycle.md, "Scenes").
+    private mutating func plan(_ pending: Pending, from state: ApplicationState) -> [Step] {
+        guard var scenes else { return Self.steps(for: pending, from: state, hasShownWindow: hasShownWindow) }
+        defer { self.scenes = scenes }
+        func wrap(_ sceneSteps: [SceneStateMachine.Step], state: ApplicationState) -> [Step] {
+            sceneSteps.map {
+                Step(callback: .scene, stateWhileFiring: state, stateAfter: state, request: pending.request, cause: pending.cause, scene: $0)
+            }
+        }
+        if case .scene(let request) = pending.request {
+            let sceneSteps = scenes.plan(request, gate: state)
+            var steps = wrap(sceneSteps, state: state)
+            if sceneSteps.contains(where: \.callsForSave) {
+                steps.append(Step(callback: .saveState, stateWhileFiring: state, stateAfter: state, request: pending.request, cause: pending.cause))
+            }
+            return steps
+        }
+        // The application's own walk moves the gate; the scenes follow each of its steps. The application delegate
+        // hears none of the four foreground and background callbacks (UIKit's rule with scenes): the step stays, as
+        // the gate's move, and its performer calls nobody.
+        var steps: [Step] = []
+        for step in Self.steps(for: pending, from: state, hasShownWindow: hasShownWindow) {
+            switch step.callback {
+            case .willResignActive, .didEnterBackground:
+                steps.append(step)
+                steps += wrap(scenes.follow(gate: step.stateAfter, leaving: true), state: step.stateAfter)
+            case .willEnterForeground, .didBecomeActive:
+                steps.append(step)
+                steps += wrap(scenes.follow(gate: step.stateAfter, leaving: false), state: step.stateAfter)
+            case .willTerminate:
+                steps += wrap(scenes.treeEvent(.willTerminate), state: step.stateWhileFiring)
+                steps.append(step)
+            case .tearDown:
+                steps.append(Step(callback: .disconnectScenes, stateWhileFiring: step.stateWhileFiring, stateAfter: step.stateWhileFiring, request: step.request, cause: step.cause))
+                steps.append(step)
+            case .didReceiveMemoryWarning:
+                steps += wrap(scenes.treeEvent(.memoryWarning), state: step.stateWhileFiring)
+                steps.append(step)
+                steps.append(Step(callback: .sceneMemoryPolicy, stateWhileFiring: step.stateAfter, stateAfter: step.stateAfter, request: step.request, cause: step.cause))
+            case .willReload:
+                steps += wrap(scenes.treeEvent(.willReload), state: step.stateWhileFiring)
+                steps.append(step)
+            case .didReload:
+                steps.append(step)
+                steps += wrap(scenes.treeEvent(.didReload), state: step.stateAfter)
+            case .finishLaunch:
+                steps.append(Step(callback: .connectScenesAtLaunch, stateWhileFiring: step.stateWhileFiring, stateAfter: step.stateWhileFiring, request: step.request, cause: step.cause))
+                steps.append(step)
+            default:
+                steps.append(step)
+            }
+        }
+        return steps
+    }
+
+    /// Plans launch's connections (``Callback/connectScenesAtLaunch``, being performed): they run next, before the
+    /// launch's last step. `list`: the sessions, in order, each with the state it is to be connected into.
+    package mutating func connectScenesAtLaunch(_ list: [(identifier: String, target: SceneStateMachine.Target)]) {
+        insertSceneSteps { scenes, gate in scenes.connectAtLaunch(list, gate: gate) }
+    }
+
+    /// Plans the disconnections a memory warning the application did not answer calls for
+    /// (``Callback/sceneMemoryPolicy``, being performed): the application answered it by asking, from its callbacks,
+    /// to disconnect or discard scenes, which wait in the queue now.
+    package mutating func applySceneMemoryPolicy() {
+        guard case .transitioning(_, let transition) = state else { return }
+        var answered: Set<String> = []
+        for pending in transition.queue {
+            if case .scene(let request) = pending.request, request.kind == .disconnect || request.kind == .discard {
+                answered.insert(request.identifier)
+            }
+        }
+        insertSceneSteps { scenes, _ in scenes.memoryPolicy(answered: answered) }
+    }
+
+    /// Plans termination's disconnections (``Callback/disconnectScenes``, being performed): every scene, the last
+    /// connected first, before the teardown of what is left.
+    package mutating func disconnectScenesForTermination() {
+        insertSceneSteps(saving: false) { scenes, _ in scenes.disconnectAll() }
+    }
+
+    /// Puts the steps `plan` makes at the front of the running transition, followed by a save when they call for one
+    /// (and `saving`).
+    private mutating func insertSceneSteps(
+        saving: Bool = true,
+        _ plan: (inout SceneStateMachine, ApplicationState) -> [SceneStateMachine.Step]
+    ) {
+        guard case .transitioning(let current, var transition) = state, var scenes else { return }
+        let sceneSteps = plan(&scenes, current)
+        self.scenes = scenes
+        let pending = transition.current
+        var steps = sceneSteps.map {
+            Step(callback: .scene, stateWhileFiring: current, stateAfter: current, request: pending.request, cause: pending.cause, scene: $0)
+        }
+        if saving, sceneSteps.contains(where: \.callsForSave) {
+            steps.append(Step(callback: .saveState, stateWhileFiring: current, stateAfter: current, request: pending.request, cause: pending.cause))
+        }
+        transition.steps.insert(contentsOf: steps, at: 0)
+        state = .transitioning(current, transition)
     }
 
     /// The steps that take the application from `state` to what `pending` asks for.
@@ -347,6 +468,9 @@ package struct ApplicationStateMachine: Sendable {
             add(.reloadConfiguration, firing: now, after: now)
             add(.didReload, firing: now, after: now)
             add(.finishReload, firing: now, after: now)
+        case .scene:
+            // Planned by the scenes' machine (plan(_:from:)).
+            break
         }
         return steps
     }

@@ -17,6 +17,8 @@ struct StatusComposer {
     var note: String?
     /// Why the application stops though it still serves (a lame-duck delay), said right after the state.
     var stopping: String?
+    /// With scenes: how many are connected, and in which states (`2 scenes: 1 active, 1 background`).
+    var scenes: String?
 
     /// Composes the text again; returns it when it differs from the last one.
     @MainActor
@@ -28,6 +30,7 @@ struct StatusComposer {
                 layer.controller.viewIfLoaded?.collectStatus(into: &parts)
             }
         }
+        if let scenes { parts.append(scenes) }
         let head = stopping.map { "\(state.rawValue), \($0)" } ?? state.rawValue
         var composed = parts.isEmpty ? head : "\(head): " + parts.joined(separator: "; ")
         if let note { composed += " (\(note))" }

@@ -228,8 +228,17 @@ public struct Archive: Sendable, Hashable {
         }
     }
 
-    /// The root node.
-    @_spi(Internal) public var root: Node
+    /// The root node (a placeholder of no class when the archive has none: ``hasRoot``).
+    @_spi(Internal) public var root: Node {
+        get { rootNode ?? Node(className: "") }
+        set { rootNode = newValue }
+    }
+    /// The root node, nil for a saved state of an application that uses scenes and has no window of its own.
+    package var rootNode: Node?
+    /// Whether the archive has a tree of its own (a saved state may hold scene sessions alone).
+    package var hasRoot: Bool { rootNode != nil }
+    /// Saved states of an application that uses scenes: its sessions, in the order they were made.
+    @_spi(Internal) public var sessions: [Session] = []
     /// The file the archive came from, for error messages.
     @_spi(Internal) public var sourceName = "archive"
     /// The format it was read from (1: a bare JSON tree, migrated; 2: a saved state); what it is written in is
@@ -242,14 +251,21 @@ public struct Archive: Sendable, Hashable {
 
     /// Wraps a root node.
     @_spi(Internal) public init(root: Node, sourceName: String = "archive") {
-        self.root = root
+        self.rootNode = root
+        self.sourceName = sourceName
+    }
+
+    /// An archive of scene sessions alone, with no tree of its own (``hasRoot`` is false).
+    package init(sessions: [Session], sourceName: String = "archive") {
+        self.rootNode = nil
+        self.sessions = sessions
         self.sourceName = sourceName
     }
 
     /// Parses a tree archive of format 1 from JSON bytes; `source` names the file in errors.
     @_spi(Internal) public init(json: [UInt8], source: String) throws(ArchiveError) {
         do {
-            root = try JSONDecoder().decode(Node.self, from: Data(json))
+            rootNode = try JSONDecoder().decode(Node.self, from: Data(json))
         } catch {
             throw ArchiveError(source: source, reason: "it is not a valid tree archive (\(error))")
         }

@@ -41,18 +41,24 @@ extension Application {
 
     // MARK: Preservation
 
-    /// Preserves the tree: runs when the window's root controller has a restoration identifier (otherwise nothing
-    /// could be preserved, and no callback fires), and the delegate agrees.
+    /// Preserves the tree: runs when the window's root controller has a restoration identifier, or the application
+    /// has scene sessions (otherwise nothing could be preserved, and no callback fires), and the delegate agrees.
     @discardableResult
     func preserveState() -> Archive? {
-        guard let root = window?.rootViewController, let rootIdentifier = root.restorationIdentifier else { return nil }
+        let root = window?.rootViewController
+        let rootIdentifier = root?.restorationIdentifier
+        // An application that uses scenes saves its sessions (docs/restoration.md, "Scene sessions").
+        guard rootIdentifier != nil || hasSceneSessions else { return nil }
         let applicationCoder = StateCoder(restorationPath: "application")
         traceDelegateEvent(TraceEventName.applicationShouldSaveState)
         guard delegate.application(self, shouldSaveApplicationState: applicationCoder) else { return nil }
         traceDelegateEvent(TraceEventName.applicationWillEncodeState)
         delegate.application(self, willEncodeRestorableStateWith: applicationCoder)
         let registry = registeredArchiveClasses
-        var archive = Archive(root: encode(root, restorationPath: rootIdentifier, registry: registry), sourceName: "saved state")
+        var archive = Archive(sessions: archivedSceneSessions(registry: registry), sourceName: "saved state")
+        if let root, let rootIdentifier {
+            archive.rootNode = encode(root, restorationPath: rootIdentifier, registry: registry)
+        }
         restoration.generation += 1
         archive.generation = restoration.generation
         archive.applicationState = applicationCoder.values
@@ -72,7 +78,7 @@ extension Application {
 
     /// One preserved controller and the preserved ones below it: a controller is preserved when it and every
     /// controller above it have a restoration identifier.
-    private func encode(_ controller: ViewController, restorationPath: String, registry: ArchiveClassRegistry) -> Archive.Node {
+    func encode(_ controller: ViewController, restorationPath: String, registry: ArchiveClassRegistry) -> Archive.Node {
         let coder = StateCoder(restorationPath: restorationPath)
         controller.trace(TraceEventName.encodeRestorableState)
         controller.encodeRestorableState(with: coder)
@@ -104,8 +110,14 @@ extension Application {
         traceDelegateEvent(TraceEventName.applicationShouldRestoreState)
         guard delegate.application(self, shouldRestoreApplicationState: saved) else { return }
         restoration.generation = max(restoration.generation, archive.generation)
-        var restorer = StateRestorer(application: self, archive: archive, registry: registeredArchiveClasses)
-        restorer.restore()
+        if archive.hasRoot, usesScenes {
+            // Saved before the application adopted scenes: its windows are its scenes' now.
+            logger.notice("the saved state's window tree is not restored: the application uses scenes, whose windows hold its trees")
+        } else if archive.hasRoot {
+            var restorer = StateRestorer(application: self, archive: archive, registry: registeredArchiveClasses)
+            restorer.restore()
+        }
+        restoreSceneSessions(archive.sessions)
         let applicationCoder = StateCoder(values: archive.applicationState, restorationPath: "application")
         traceDelegateEvent(TraceEventName.applicationDidDecodeState)
         delegate.application(self, didDecodeRestorableStateWith: applicationCoder)
@@ -174,6 +186,8 @@ package struct PreparedStoryboardChange {
 struct StateRestorer {
     let application: Application
     let archive: Archive
+    /// The scene whose window the archive restores into; nil: the application's window.
+    let scene: Scene?
     private var instantiation: ArchiveInstantiation
     /// Every controller restored, with its node.
     private var restored: [ObjectIdentifier: Archive.Node] = [:]
@@ -183,9 +197,10 @@ struct StateRestorer {
     private var presentations: [(ViewController, ViewController)] = []
     private var madeCount = 0
 
-    init(application: Application, archive: Archive, registry: ArchiveClassRegistry) {
+    init(application: Application, archive: Archive, registry: ArchiveClassRegistry, scene: Scene? = nil) {
         self.application = application
         self.archive = archive
+        self.scene = scene
         instantiation = ArchiveInstantiation(
             source: archive.sourceName,
             registry: registry,
@@ -200,7 +215,7 @@ struct StateRestorer {
             application.logger.notice("the saved state's root has no restoration identifier; nothing restored")
             return
         }
-        if let root = application.window?.rootViewController {
+        if let root = (scene?.window ?? application.window)?.rootViewController {
             guard root.restorationIdentifier == rootIdentifier else {
                 application.logger.notice(
                     """
@@ -212,8 +227,12 @@ struct StateRestorer {
             }
             reconcile(root, node, restorationPath: [rootIdentifier])
         } else {
-            guard let root = materialize(node, under: nil, restorationPath: [rootIdentifier]) else { return }
-            application.window = Window(rootViewController: root)
+            guard let root = materialize(node, under: scene?.description, restorationPath: [rootIdentifier]) else { return }
+            if let scene {
+                scene.window.rootViewController = root
+            } else {
+                application.window = Window(rootViewController: root)
+            }
             reconcile(root, node, restorationPath: [rootIdentifier])
         }
         for controller in madeByClass {
@@ -223,7 +242,9 @@ struct StateRestorer {
         for (presenter, presented) in presentations {
             presenter.present(presented, animated: false)
         }
-        let order = application.controllersInTreeOrder().compactMap { controller in
+        var tree: [ViewController] = []
+        (scene?.window ?? application.window)?.rootViewController?.appendPreOrder(to: &tree)
+        let order = tree.compactMap { controller in
             restored[ObjectIdentifier(controller)].map { (controller, $0) }
         }
         for (controller, node) in order {
@@ -234,9 +255,8 @@ struct StateRestorer {
             controller.trace(TraceEventName.applicationFinishedRestoringState)
             controller.applicationFinishedRestoringState()
         }
-        application.logger.info(
-            "restored the saved state: generation \(archive.generation), \(order.count) controllers (\(madeCount) made for it)"
-        )
+        let what = scene.map { "the saved state of \($0)" } ?? "the saved state: generation \(archive.generation),"
+        application.logger.info("restored \(what) \(order.count) controllers (\(madeCount) made for it)")
     }
 
     /// Matches the archive's children (and presentation) of `node` to the controller's by restoration identifier;

@@ -86,13 +86,21 @@ enum StateArchiveFormat {
         struct Body: Encodable {
             var generation: Int
             var application: [String: StateValue]
-            var root: Archive.Node
+            // Absent when nil: an archive without sessions is written exactly as before scenes.
+            var root: Archive.Node?
+            var sessions: [Archive.Session]?
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let body: [UInt8]
         do {
-            body = Array(try encoder.encode(Body(generation: archive.generation, application: archive.applicationState, root: archive.root)))
+            let content = Body(
+                generation: archive.generation,
+                application: archive.applicationState,
+                root: archive.rootNode,
+                sessions: archive.sessions.isEmpty ? nil : archive.sessions
+            )
+            body = Array(try encoder.encode(content))
         } catch {
             // Every value is a string, a whole number, a boolean or a double kept as text: nothing can fail to encode.
             preconditionFailure("a state archive failed to encode: \(error)")
@@ -144,7 +152,8 @@ enum StateArchiveFormat {
         struct Body: Decodable {
             var generation: Int
             var application: [String: StateValue]?
-            var root: Archive.Node
+            var root: Archive.Node?
+            var sessions: [Archive.Session]?
         }
         let decoded: Body
         do {
@@ -153,7 +162,11 @@ enum StateArchiveFormat {
             throw fail(.malformed("its body is not a valid state archive (\(error))"))
         }
         guard decoded.generation >= 0 else { throw fail(.malformed("its generation is negative")) }
-        var archive = Archive(root: decoded.root, sourceName: source)
+        let sessions = decoded.sessions ?? []
+        // A saved state without a tree of its own holds scene sessions (an application that uses scenes).
+        guard decoded.root != nil || !sessions.isEmpty else { throw fail(.malformed("its body has neither a root nor sessions")) }
+        var archive = Archive(sessions: sessions, sourceName: source)
+        archive.rootNode = decoded.root
         archive.formatVersion = version
         archive.generation = decoded.generation
         archive.applicationState = decoded.application ?? [:]

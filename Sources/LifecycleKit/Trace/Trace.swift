@@ -24,6 +24,9 @@ public struct TraceEvent: Sendable, Hashable, CustomStringConvertible {
     public var cause: Cause
     /// The callback's argument where it matters, such as `nil` for `willMove(toWindow:)` on removal.
     public var detail: String?
+    /// The persistent identifier of the scene the event belongs to (its delegate's, its tree's, or the application
+    /// delegate's callback about it); nil outside every scene. The journal's `LIFECYCLE_SCENE`.
+    public var scene: String? = nil
 
     public var description: String {
         var line = "#\(sequence) \(target) \(event)"
@@ -183,8 +186,9 @@ public final class Trace {
     }
 
     /// Calls `body` with every event of the application delegate from now on (the events whose target is
-    /// `delegate`), in order, until the returned observation is cancelled. The tree's events are neither built nor
-    /// passed for it: an observer of this kind adds a cost per transition, not per controller.
+    /// `delegate`, and those of the scene delegates, `scene:<identifier>`), in order, until the returned observation is
+    /// cancelled. The tree's events are neither built nor passed for it: an observer of this kind adds a cost per
+    /// transition, not per controller.
     @discardableResult
     public func observeDelegateEvents(_ body: @escaping @MainActor (TraceEvent) -> Void) -> Observation {
         nextObserverID += 1
@@ -230,28 +234,34 @@ public final class Trace {
         lineBuffer.flush()
     }
 
+    /// Whether the events of nodes in scenes carry their scene's identifier, read from their paths (`scene:<id>/…`):
+    /// set for an application that uses scenes, whose paths are all in scenes.
+    var tracesScenes = false
+
     /// Records one callback.
     ///
     /// The target path is only built when somebody will see the event, so an unobserved trace costs a counter (and,
-    /// with a ``monitor``, telling it of the node by its identity).
+    /// with a ``monitor``, telling it of the node by its identity). A delegate's event names its target itself
+    /// (`delegate`, or a scene's `scene:<id>`).
     func record(
         event: String,
         isDelegate: Bool = false,
         target: @autoclosure () -> TraceTarget,
         state: ApplicationState,
         cause: Cause,
-        detail: String? = nil
+        detail: String? = nil,
+        scene: String? = nil
     ) {
         sequence += 1
         guard isObserved(delegateEvent: isDelegate) else {
             monitor?.callbackWillStart(
                 sequence: sequence,
                 event: event,
-                target: isDelegate ? "delegate" : target().monitored(path: nil)
+                target: target().monitored(path: nil)
             )
             return
         }
-        let subject: TraceTarget = isDelegate ? "delegate" : target()
+        let subject: TraceTarget = target()
         let path = subject.path
         let traced = TraceEvent(
             event: event,
@@ -259,7 +269,8 @@ public final class Trace {
             state: state,
             sequence: sequence,
             cause: cause,
-            detail: detail
+            detail: detail,
+            scene: scene ?? (tracesScenes ? Scene.identifier(inTracePath: path) : nil)
         )
         monitor?.callbackWillStart(sequence: sequence, event: event, target: subject.monitored(path: path))
         let level: Logger.Level = isDelegate || logsEverythingAtInfo ? .info : .debug
@@ -292,6 +303,7 @@ public final class Trace {
             LogKey.cause: .string(traced.cause.rawValue),
         ]
         if let detail = traced.detail { metadata[LogKey.detail] = .string(detail) }
+        if let scene = traced.scene { metadata[LogKey.scene] = .string(scene) }
         logger.log(level: level, "\(traced.event) \(traced.target)", metadata: metadata)
     }
 }

@@ -53,6 +53,26 @@ package enum TraceEventName {
     /// The delegate is asked for a controller the restored state names and the tree lacks.
     package static let applicationViewControllerForRestoration =
         "application(_:viewControllerWithRestorationIdentifierPath:coder:)"
+    /// The delegate is asked for the configuration of a scene being connected.
+    package static let applicationConfigurationForConnecting = "application(_:configurationForConnecting:options:)"
+    /// The delegate hears that scene sessions were deleted (`LIFECYCLE_DETAIL`: their identifiers).
+    package static let applicationDidDiscardSceneSessions = "application(_:didDiscardSceneSessions:)"
+
+    // MARK: A scene delegate
+
+    /// A scene is being connected to its session.
+    package static let sceneWillConnect = "scene(_:willConnectTo:options:)"
+    /// A scene was disconnected.
+    package static let sceneDidDisconnect = "sceneDidDisconnect"
+    /// A scene is about to enter the foreground (the scene delegate's, then its tree's `applicationWillEnterForeground`).
+    package static let sceneWillEnterForeground = "sceneWillEnterForeground"
+    /// A scene became active (the scene delegate's, then its tree's `applicationDidBecomeActive`).
+    package static let sceneDidBecomeActive = "sceneDidBecomeActive"
+    /// A scene is about to stop being active (its tree's `applicationWillResignActive`, then the scene delegate's).
+    package static let sceneWillResignActive = "sceneWillResignActive"
+    /// A scene entered the background (its tree's `applicationDidEnterBackground`, then the scene delegate's).
+    package static let sceneDidEnterBackground = "sceneDidEnterBackground"
+
     /// A background task's expiration handler runs.
     package static let expirationHandler = "expirationHandler"
     /// A reload was refused: by the delegate, a controller, or the configuration itself.

@@ -88,6 +88,16 @@ extension Application {
         return nodes
     }
 
+    /// A scene's window's tree now, as ``treeSnapshot(includingViews:)`` gives the application's (paths start with
+    /// `scene:<identifier>/`).
+    package func treeSnapshot(of scene: Scene, includingViews: Bool) -> [TreeNode] {
+        var nodes: [TreeNode] = []
+        if let root = scene.window.rootViewController {
+            append(root, depth: 0, presented: false, includingViews: includingViews, to: &nodes)
+        }
+        return nodes
+    }
+
     /// How many controllers the window's tree holds, and how many views are loaded in it.
     package func treeCounts() -> (controllers: Int, views: Int) {
         var controllers = 0

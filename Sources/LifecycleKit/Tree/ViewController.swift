@@ -351,7 +351,9 @@ open class ViewController: TracedNode {
             if let presentingViewController {
                 return (presentingViewController.path + "/" + identifier, presentingViewController.pathIsCurrent)
             }
-            if hostingWindow != nil { return (identifier, true) }
+            if let hostingWindow {
+                return (hostingWindow.pathPrefix.isEmpty ? identifier : hostingWindow.pathPrefix + identifier, true)
+            }
             // Out of the tree: the path it last had, or its identifier; it stays so until the controller moves.
             return (lastKnownPath ?? identifier, true)
         }

@@ -36,11 +36,19 @@ public final class Window {
     /// Every controller and view in the window reaches its application through it.
     public private(set) weak var application: Application?
 
+    /// The scene this window belongs to (UIKit's `windowScene`); nil for the application's own window.
+    public internal(set) weak var windowScene: Scene?
+
+    /// What the trace paths of this window's controllers start with: empty for the application's window,
+    /// `scene:<identifier>/` for a scene's.
+    let pathPrefix: String
+
     var layers: [Layer] = []
 
     /// Creates a window, optionally with its root controller (which must be in no other place: not a child, not
     /// presented).
     public init(rootViewController: ViewController? = nil) {
+        pathPrefix = ""
         if let rootViewController {
             if let problem = Self.reasonCannotBeRoot(rootViewController) {
                 preconditionFailure("cannot make \(rootViewController.path) the root of a window: \(problem)")
@@ -48,6 +56,11 @@ public final class Window {
             layers = [Layer(controller: rootViewController, style: .fullScreen)]
             rootViewController.hostingWindow = self
         }
+    }
+
+    /// A scene's window, empty: its scene's delegate sets the root.
+    init(pathPrefix: String) {
+        self.pathPrefix = pathPrefix
     }
 
     /// Makes this window (and everything in it) belong to `application`.
