@@ -10,6 +10,7 @@
 import LifecycleKitTesting
 import Logging
 import Synchronization
+import LifecyclePrimitives
 import Testing
 
 /// The sequences of docs/lifecycle.md, "Scenes", each asserted whole.
