@@ -66,6 +66,12 @@ package enum LogKey {
     package static let psiSource = "lifecycle.psi_source"
     /// `LIFECYCLE_PSI_SKIPPED`: the memory-pressure sources tried before it, and why each was skipped.
     package static let psiSkipped = "lifecycle.psi_skipped"
+    /// `LIFECYCLE_LAST_RUN`: how the last run of the service ended (a `RunEnd.Cause`: `crash`, `stop`, …; `none` at a first launch).
+    package static let lastRun = "lifecycle.last_run"
+    /// `LIFECYCLE_RESTORED_GENERATION`: the generation of the saved state a launch restored.
+    package static let restoredGeneration = "lifecycle.restored_generation"
+    /// `LIFECYCLE_SET_ASIDE`: the generation of the saved state a safe launch set aside.
+    package static let setAside = "lifecycle.set_aside"
     /// `LIFECYCLE_FAILED_SAVES`: how many saves of the state failed in a row.
     package static let failedSaves = "lifecycle.failed_saves"
     /// `LIFECYCLE_STATE_FILE`: the state file a save could not write.

@@ -37,7 +37,7 @@ struct Lifecyclectl: ParsableCommand {
             Status.self, Tree.self, Tasks.self, Trace.self,
             RequestCommand<Background>.self, RequestCommand<Foreground>.self, RequestCommand<Inactive>.self,
             RequestCommand<Reload>.self, RequestCommand<MemoryWarning>.self, RequestCommand<Terminate>.self,
-            Check.self, Upgrade.self,
+            Check.self, Upgrade.self, RecordStop.self,
         ],
         defaultSubcommand: Status.self
     )
@@ -353,5 +353,40 @@ struct Check: ParsableCommand {
             Lifecyclectl.write("\(probe): \(passed ? "yes" : "no") (\(reason))\n")
         }
         if !passed { throw ExitCode(1) }
+    }
+}
+
+struct RecordStop: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record-stop",
+        abstract: "For a unit's ExecStopPost=: write how the service's run ended into its state directory.",
+        discussion: """
+            Writes stop.record in $STATE_DIRECTORY (or --state-directory) crash-safely: systemd's $SERVICE_RESULT, \
+            $EXIT_CODE and $EXIT_STATUS, the unit's $INVOCATION_ID, the boot's id and the OOM kill count of the \
+            control group it runs in (ExecStopPost= runs in the service's, before systemd removes it: an OOM kill \
+            under MemoryMax= is named even where systemd 252 reports only a signal). The next launch reads it to say \
+            why the last run ended (docs/restoration.md). Prints nothing; exits 64 without a state directory and 73 \
+            when the record cannot be written. Use it as `ExecStopPost=-/usr/local/bin/lifecyclectl record-stop`.
+            """
+    )
+
+    @Option(name: .customLong("state-directory"), help: "The service's state directory (default: the first of $STATE_DIRECTORY).")
+    var stateDirectory: String?
+
+    func run() throws {
+        let directory = stateDirectory ?? environmentValue("STATE_DIRECTORY")?.split(separator: ":").first.map(String.init)
+        guard let directory, !directory.isEmpty else {
+            Lifecyclectl.writeError("lifecyclectl: record-stop: no state directory ($STATE_DIRECTORY, the unit's StateDirectory=, or --state-directory)")
+            throw ExitCode(64)
+        }
+        var environment: [String: String] = [:]
+        for name in ["SERVICE_RESULT", "EXIT_CODE", "EXIT_STATUS", "INVOCATION_ID"] { environment[name] = environmentValue(name) }
+        let record = StopRecord.fromEnvironment(environment, now: WallClock.microseconds())
+        do {
+            try record.write(toDirectory: directory)
+        } catch {
+            Lifecyclectl.writeError("lifecyclectl: record-stop: cannot write \(directory)/\(StopRecord.fileName): \(error)")
+            throw ExitCode(73)
+        }
     }
 }

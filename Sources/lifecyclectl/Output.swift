@@ -92,7 +92,34 @@ enum Output {
         for (index, listener) in listeners.enumerated() {
             row(index == 0 ? "Listeners" : "", listenerLine(listener))
         }
+        if let lastRun = reply["lastRun"]?.objectValue {
+            for (index, line) in lastRunLines(lastRun).enumerated() { row(index == 0 ? "Last run" : "", line) }
+        }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// How the last run ended and what this launch did with the saved state: `ended by a crash (SIGSEGV) 3.2 s before
+    /// this launch; restored generation 41`, and a line for a generation set aside.
+    static func lastRunLines(_ lastRun: JSONObject) -> [String] {
+        var first: String
+        if lastRun["cause"]?.stringValue == "none" {
+            first = "none recorded (a first launch)"
+        } else {
+            first = "ended by \(lastRun["description"]?.stringValue ?? "?")"
+            if lastRun["duringLaunch"]?.boolValue == true { first += " during its launch" }
+            if let since = lastRun["endedSecBeforeLaunch"]?.doubleValue { first += " \(duration(since)) before this launch" }
+            if let count = lastRun["abnormalInARow"]?.integerValue, count > 1 { first += ", \(count) abnormal ends in a row" }
+        }
+        if let generation = lastRun["restoredGeneration"]?.integerValue { first += "; restored generation \(generation)" }
+        var lines = [first]
+        if let generation = lastRun["setAsideGeneration"]?.integerValue {
+            let file = lastRun["setAsideFile"]?.stringValue.map { " as \($0)" } ?? ""
+            lines.append("safe launch: generation \(generation) set aside\(file) ([Restoration] RestoreSetAside=\(generation) restores it)")
+        }
+        if let generation = lastRun["discardedGeneration"]?.integerValue {
+            lines.append("generation \(generation) discarded ([Restoration] DiscardAfter=)")
+        }
+        return lines
     }
 
     /// One listener: `http 127.0.0.1:8080 — serving, from the socket unit (handed over by pid 812)`.

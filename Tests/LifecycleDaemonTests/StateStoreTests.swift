@@ -8,6 +8,7 @@
 
 @_spi(Internal) @testable import LifecycleDaemon
 @_spi(Internal) import LifecycleKit
+import LifecyclePrimitives
 import LifecycleSystemd
 import Logging
 import Testing
@@ -205,6 +206,61 @@ struct StateStoreTests {
         #expect(try #require(self.store().load()).generation == 7)
         #expect(warnings().isEmpty)
     }
+
+    @Test func aSafeLaunchSetsTheGenerationAsideKeepsItAndLaunchesWithout() throws {
+        let saving = store()
+        saving.save(Self.archive(generation: 41))
+        saving.finishWrites(within: .seconds(5))
+        let outcome = store().load(decision: .setAside(generation: 41, reason: "it crashed the launch"))
+        #expect(outcome.archive == nil)
+        #expect(outcome.newestGeneration == 41)
+        #expect(outcome.setAside?.generation == 41)
+        #expect(outcome.setAside?.keptAs == path + ".set-aside-41")
+        #expect(DurableFile.directoryEntries(directory).sorted() == ["state.archive.set-aside-41"])
+        #expect(warnings().contains { $0.hasPrefix("safe launch: saved state generation 41 is set aside, not restored: it crashed the launch;") && $0.hasSuffix("RestoreSetAside=41") })
+        // The next launch finds nothing to restore, unless asked for the generation set aside.
+        #expect(store().load(decision: .restore).archive == nil)
+        let restored = store().load(decision: .restore, restoreSetAside: .generation(41))
+        #expect(restored.archive?.generation == 41)
+        #expect(restored.restoredSetAside == 41)
+        #expect(store().load(decision: .restore, restoreSetAside: .newest).archive?.generation == 41)
+    }
+
+    @Test func aSetAsideForAnOlderGenerationLeavesANewerSaveAlone() {
+        let saving = store()
+        saving.save(Self.archive(generation: 5))
+        saving.finishWrites(within: .seconds(5))
+        #expect(store().load(decision: .setAside(generation: 9, reason: "x")).archive?.generation == 5)
+    }
+
+    @Test func theDiscardPolicyKeepsTheGenerationAsDiscarded() {
+        let saving = store()
+        saving.save(Self.archive(generation: 3))
+        saving.finishWrites(within: .seconds(5))
+        let outcome = store().load(decision: .discard(.terminate))
+        #expect(outcome.archive == nil)
+        #expect(outcome.discarded?.generation == 3)
+        #expect(DurableFile.directoryEntries(directory) == ["state.archive.discarded-3"])
+    }
+
+    @Test func askingForAGenerationNotSetAsideIsOneWarningAndRestoresTheNewest() {
+        let saving = store()
+        saving.save(Self.archive(generation: 2))
+        saving.finishWrites(within: .seconds(5))
+        #expect(store().load(decision: .restore, restoreSetAside: .generation(1)).archive?.generation == 2)
+        #expect(warnings().contains { $0.contains("RestoreSetAside= asks for generation 1, but none valid is set aside") })
+    }
+
+    @Test func aSaveRecordsWhoWroteItAndWhen() throws {
+        let saving = store()
+        saving.writerVersion = "1.4.2"
+        saving.save(Self.archive(generation: 1))
+        saving.finishWrites(within: .seconds(5))
+        let loaded = try #require(store().load())
+        #expect(loaded.writerVersion == "1.4.2")
+        #expect(loaded.savedAt != nil)
+    }
+
 }
 
 @Suite("Restoration settings")

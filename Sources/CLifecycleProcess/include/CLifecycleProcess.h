@@ -56,4 +56,8 @@ pid_t clifecycle_wait(pid_t pid, int *exit_code, int options);
 // pidfd_open(2): a descriptor that becomes readable when the process `pid` exits. Returns it, or -errno.
 int clifecycle_pidfd_open(pid_t pid);
 
+// The running program's GNU build id (the linker's NT_GNU_BUILD_ID note), copied to `out` (at most `capacity` bytes):
+// returns its length, 0 when the program has none. Reads the program's headers in memory (dl_iterate_phdr).
+size_t clifecycle_build_id(unsigned char *out, size_t capacity);
+
 #endif

@@ -65,6 +65,7 @@ import LifecycleSystemd
     static let sections: [(name: String, keys: [ConfigurationKey<DaemonConfiguration>])] = [
         ("Launch", [.choice("Into", \.launchInto, what: "a launch target"), storyboardKey]),
         ("State", stateKeys),
+        ("Restoration", restorationKeys),
         ("Trace", [.boolean("All", \.traceAll)]),
         ("Logging", loggingKeys),
         (

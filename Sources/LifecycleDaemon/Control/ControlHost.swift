@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import LifecycleIPC
 import LifecycleKit
 import LifecycleSystemd
 import Logging
@@ -33,6 +34,8 @@ protocol ControlHost: AnyObject {
     /// The process environment and systemd's watchdog interval, as the daemon read them at start.
     var environment: [String: String] { get }
     var watchdogInterval: Duration? { get }
+    /// How the last run ended and what the launch did with the saved state (`GetStatus`'s `lastRun`); nil: unknown.
+    var lastRunStatus: JSONObject? { get }
     /// Submits a request as the daemon routes every source's, with the cause `control`.
     func submitControlRequest(_ request: LifecycleRequest, completion: @escaping RequestCompletion)
     /// Returns once journald has taken the lines of the events traced so far (within the writer's budget).
@@ -43,6 +46,10 @@ protocol ControlHost: AnyObject {
         timeout: Duration?,
         completion: @escaping (Result<UpgradeToSuccessor.HandOver, UpgradeError>) -> Void
     )
+}
+
+extension ControlHost {
+    var lastRunStatus: JSONObject? { nil }
 }
 
 /// The status of the system events the daemon watches, as the control service reports it.

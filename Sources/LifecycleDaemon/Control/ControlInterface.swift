@@ -191,6 +191,32 @@ import Logging
           state: string
         )
 
+        # How the last run of the service ended, and what this launch did with the saved state (docs/restoration.md).
+        type LastRun (
+          # stop, restart, terminate, upgrade, reboot, crash, watchdog, oom-kill, stop-timeout, kill, exit, failure,
+          # gave-up, unknown; none at a first launch.
+          cause: string,
+          # In a few words: "a crash (SIGSEGV, core dumped)".
+          description: string,
+          signal: ?string,
+          exitStatus: ?int,
+          # Whether it ended before it was ready, in its launch.
+          duringLaunch: bool,
+          # Abnormal ends in a row, the last run's included.
+          abnormalInARow: int,
+          # How long before this launch it ended.
+          endedSecBeforeLaunch: ?float,
+          # The version that ran.
+          version: ?string,
+          # The generation this launch restored.
+          restoredGeneration: ?int,
+          # The generation a safe launch set aside, and the file that keeps it.
+          setAsideGeneration: ?int,
+          setAsideFile: ?string,
+          # The generation discarded by [Restoration] DiscardAfter=.
+          discardedGeneration: ?int
+        )
+
         # The daemon at a glance.
         method GetStatus() -> (
           program: string,
@@ -213,7 +239,8 @@ import Logging
           memoryPressure: MemoryPressure,
           watchdog: Watchdog,
           control: Control,
-          listeners: []Listener
+          listeners: []Listener,
+          lastRun: ?LastRun
         )
 
         # The controller tree, pre-order; with views, each controller's own views right after it. A tree of more

@@ -293,7 +293,7 @@ final class ControlService {
             "repliesTooLarge": .int(statistics.repliesTooLarge),
             "acceptErrors": .int(statistics.acceptErrors),
         ]
-        return [
+        var reply: JSONObject = [
             "program": .string(daemon.programName),
             "version": .string(daemon.programVersion ?? ""),
             "pid": .int(getpid()),
@@ -312,6 +312,8 @@ final class ControlService {
             "control": .object(control),
             "listeners": .array(listeners()),
         ]
+        if let lastRun = daemon.lastRunStatus { reply["lastRun"] = .object(lastRun) }
+        return reply
     }
 
     /// The application's listening sockets, in the order they were opened, then the ones passed that no server

@@ -7,6 +7,7 @@
 //
 
 @_spi(Internal) package import LifecycleKit
+import LifecyclePrimitives
 import LifecycleSystemd
 import Logging
 
@@ -27,7 +28,7 @@ enum StoryboardFile {
 
 /// What the daemon does before it launches the application: the storyboard, then the saved state.
 enum LaunchPreparation {
-    case launch(restoring: Archive?)
+    case launch(restoring: Archive?, lastRun: RunEnd?)
     case exit(Int32)
 }
 
@@ -58,8 +59,68 @@ extension Daemon {
             logger: logger,
             isOwner: { [unowned self] in role.isMain }
         ) { [notifications] error in notifications.reportFailure(error) }
+        store.writerVersion = options.version
         stateStore = store
-        return .launch(restoring: store.load(stored: FileDescriptorStore.read(storedState)))
+        let keeper = RunKeeper(
+            directory: store.directory,
+            environment: effects.environment,
+            upgradedFrom: incoming?.previousPID,
+            version: options.version,
+            settings: settings,
+            logger: logger
+        )
+        runKeeper = keeper
+        if incoming == nil {
+            switch LaunchBackoff.action(end: keeper.end, sameBuild: keeper.isSameBuild, settings: settings) {
+            case .launch:
+                break
+            case .giveUp:
+                let count = keeper.end?.abnormalEndsInARow ?? 0
+                logger.error(
+                    """
+                    giving up: \(count) runs in a row ended abnormally (the last by \(keeper.end?.description ?? "?")); exiting \
+                    with status \(ExitStatus.unavailable.rawValue), which the unit's RestartPreventExitStatus= keeps systemd from \
+                    restarting. A start after this waits \(settings.backoffMaximum.formattedForLog) first; a new build starts at once
+                    """,
+                    metadata: [LogKey.lastRun: .string(keeper.end?.cause.rawValue ?? "")]
+                )
+                keeper.exited(cause: .gaveUp, signal: nil, status: ExitStatus.unavailable.rawValue)
+                keeper.finishExit(within: .seconds(1))
+                return .exit(ExitStatus.unavailable.rawValue)
+            case .wait(let delay):
+                if !waitBeforeLaunch(delay, end: keeper.end) {
+                    keeper.exited(cause: .stop, signal: "SIGTERM", status: 0)
+                    keeper.finishExit(within: .seconds(1))
+                    logger.info("terminated cleanly before launching")
+                    return .exit(0)
+                }
+            }
+        }
+        var decision = keeper.decision(settings: settings)
+        if incoming != nil { decision = .restore }
+        var restoreSetAside = incoming == nil ? settings.restoreSetAside : nil
+        if case .setAside(let generation, _) = decision, restoreSetAside != nil {
+            logger.warning("[Restoration] RestoreSetAside= is not applied: the safe launch sets generation \(generation) aside")
+            restoreSetAside = nil
+        }
+        let outcome = store.load(
+            stored: FileDescriptorStore.read(storedState),
+            decision: decision,
+            restoreSetAside: restoreSetAside
+        )
+        launchOutcome = outcome
+        if let newest = outcome.newestGeneration {
+            application.continueGenerations(from: min(newest, StateStore.highestRestoredGeneration))
+        }
+        if incoming == nil {
+            keeper.launching(
+                restored: outcome.archive?.generation,
+                restoredSetAside: outcome.restoredSetAside != nil,
+                settings: settings
+            )
+        }
+        logLaunch(outcome, end: keeper.end)
+        return .launch(restoring: outcome.archive, lastRun: keeper.end)
     }
 
     /// A reload's offer phase: reads the storyboard `configuration` names and plans its change, moving nothing; returns

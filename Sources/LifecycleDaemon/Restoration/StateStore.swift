@@ -70,7 +70,19 @@ final class StateStore {
     /// What an upgrade hands its successor in memory, as the file descriptor store would (its bytes and generation);
     /// nil when saves do not go to the store (the successor reads the state directory).
     func stateToHandOver(_ archive: Archive) -> (bytes: [UInt8], generation: Int)? {
-        usesFileDescriptorStore ? (archive.encodedState(), archive.generation) : nil
+        usesFileDescriptorStore ? (stamped(archive).encodedState(), archive.generation) : nil
+    }
+
+    /// The version of the program that saves (its `--version`), written into each save with its build id and time.
+    var writerVersion: String?
+
+    /// `archive` with who wrote it and when.
+    func stamped(_ archive: Archive) -> Archive {
+        var archive = archive
+        archive.writerVersion = writerVersion
+        archive.writerBuildID = BuildID.current
+        archive.savedAt = WallClock.microseconds()
+        return archive
     }
 
     init(
@@ -100,7 +112,28 @@ final class StateStore {
     private struct Candidate {
         var archive: Archive
         var place: String
+        var bytes: [UInt8]
+        /// Its name in systemd's store; nil for the file.
+        var storeName: String?
     }
+
+    /// What a launch found of the saved state: the archive to restore, and what it set aside, discarded or restored
+    /// on purpose.
+    struct LoadOutcome {
+        /// What to restore; nil: launch without saved state.
+        var archive: Archive?
+        /// The highest generation of the valid copies, restored or not: the next save counts on from it.
+        var newestGeneration: Int?
+        /// A generation set aside by the safe launch, and the file that keeps it (nil: nowhere to keep it).
+        var setAside: (generation: Int, keptAs: String?)?
+        /// A generation discarded by the policy for the last run's end, and the file that keeps it.
+        var discarded: (generation: Int, keptAs: String?)?
+        /// A generation set aside earlier, restored on purpose (`[Restoration] RestoreSetAside=`).
+        var restoredSetAside: Int?
+    }
+
+    static let setAsideInfix = ".set-aside-"
+    static let discardedInfix = ".discarded-"
 
     private struct Rejection {
         var place: String
@@ -116,6 +149,18 @@ final class StateStore {
     /// dropped from the store, an unfinished save removed, a damaged file moved aside. The running process may be
     /// saving meanwhile.
     func load(stored: [FileDescriptorStore.Entry] = []) -> Archive? {
+        load(stored: stored, decision: .restore).archive
+    }
+
+    /// The saved state a launch restores, given what it decided from the last run's end (``LaunchDecision``): the
+    /// newest valid copy; or none, the copies of generation `G` and newer kept aside as
+    /// `state.archive.set-aside-G` (the safe launch) or `state.archive.discarded-G` (the policy) and dropped from
+    /// the store; or, with `restoreSetAside`, a generation set aside earlier.
+    func load(
+        stored: [FileDescriptorStore.Entry] = [],
+        decision: LaunchDecision,
+        restoreSetAside: SetAsideChoice? = nil
+    ) -> LoadOutcome {
         var candidates: [Candidate] = []
         var rejections: [Rejection] = []
         if store != nil {
@@ -128,7 +173,7 @@ final class StateStore {
                     do {
                         var archive = try Archive.decodeState(bytes, source: place)
                         archive.sourceName = place
-                        candidates.append(Candidate(archive: archive, place: place))
+                        candidates.append(Candidate(archive: archive, place: place, bytes: bytes, storeName: entry.name))
                         storedNames.insert(entry.name)
                     } catch {
                         rejections.append(Rejection(place: place, reason: error.reason, note: dropFromStore(entry.name)))
@@ -149,7 +194,7 @@ final class StateStore {
                 do {
                     var archive = try Archive.decodeState(bytes, source: path)
                     archive.sourceName = path
-                    candidates.append(Candidate(archive: archive, place: path))
+                    candidates.append(Candidate(archive: archive, place: path, bytes: bytes))
                 } catch {
                     rejections.append(Rejection(place: path, reason: error.reason, keptAs: isOwner ? moveAside(path) : nil))
                 }
@@ -172,10 +217,54 @@ final class StateStore {
             if let note = rejection.note { text += "; \(note)" }
             logger.warning("\(text)")
         }
-        guard let chosen else {
-            if rejections.isEmpty { logger.info("no saved state: launching fresh") }
-            return nil
+        var outcome = LoadOutcome(newestGeneration: candidates.map(\.archive.generation).max())
+        if let chosen, let aside = asideFor(decision, chosen: chosen.archive.generation) {
+            let kept = keepAside(chosen, infix: aside.infix, candidates: candidates, from: aside.generation)
+            let restore = "; restore it on purpose with [Restoration] RestoreSetAside=\(chosen.archive.generation)"
+            switch decision {
+            case .setAside(_, let reason):
+                outcome.setAside = (chosen.archive.generation, kept)
+                let placement = kept.map { "kept as \($0)" + restore } ?? "not kept (no state directory)"
+                logger.warning(
+                    "safe launch: saved state generation \(chosen.archive.generation) is set aside, not restored: \(reason); \(placement)"
+                )
+            case .discard(let cause):
+                outcome.discarded = (chosen.archive.generation, kept)
+                let placement = kept.map { "kept as \($0)" } ?? "not kept (no state directory)"
+                logger.notice(
+                    "saved state generation \(chosen.archive.generation) discarded after \(cause.rawValue) ([Restoration] DiscardAfter=); \(placement)"
+                )
+            case .restore:
+                break
+            }
+        } else if let chosen {
+            outcome.archive = restorable(chosen, among: candidates)
         }
+        if let choice = restoreSetAside, let (archive, file) = readSetAside(choice) {
+            logger.notice(
+                "restoring saved state generation \(archive.generation) set aside earlier, on purpose ([Restoration] RestoreSetAside=): \(file)"
+            )
+            outcome.archive = archive
+            outcome.restoredSetAside = archive.generation
+        } else if let choice = restoreSetAside {
+            let which = if case .generation(let generation) = choice { "generation \(generation)" } else { "any generation" }
+            logger.warning("[Restoration] RestoreSetAside= asks for \(which), but none valid is set aside in \(directory ?? "the state directory"); the switch does nothing")
+        }
+        if outcome.archive == nil, chosen == nil, rejections.isEmpty { logger.info("no saved state: launching fresh") }
+        return outcome
+    }
+
+    /// The generation from which copies are set aside or discarded, and the file name's infix, for `decision`.
+    private func asideFor(_ decision: LaunchDecision, chosen: Int) -> (generation: Int, infix: String)? {
+        switch decision {
+        case .restore: return nil
+        case .setAside(let generation, _): return chosen >= generation ? (generation, Self.setAsideInfix) : nil
+        case .discard: return (chosen, Self.discardedInfix)
+        }
+    }
+
+    /// Logs which copy it takes and what the other had; lowers a generation that leaves no room to count saves.
+    private func restorable(_ chosen: Candidate, among candidates: [Candidate]) -> Archive {
         let others = candidates.filter { $0.place != chosen.place }.map { "\($0.place) has generation \($0.archive.generation)" }
         let text =
             "restoring saved state generation \(chosen.archive.generation) from \(chosen.place)"
@@ -191,6 +280,76 @@ final class StateStore {
             archive.generation = Self.highestRestoredGeneration
         }
         return archive
+    }
+
+    /// The state directory, when there is one.
+    var directory: String? {
+        path.map { path in
+            let slash = path.lastIndex(of: "/")!
+            return slash == path.startIndex ? "/" : String(path[..<slash])
+        }
+    }
+
+    /// Keeps `chosen`'s bytes as `state.archive<infix><generation>` (the newest `KeepRejected=` of each kind kept) and
+    /// removes every copy of generation `from` and newer: the file, and the store's memfds. Returns the file kept.
+    private func keepAside(_ chosen: Candidate, infix: String, candidates: [Candidate], from generation: Int) -> String? {
+        guard isOwner else { return nil }
+        var kept: String?
+        if let path {
+            let aside = path + infix + String(chosen.archive.generation)
+            do {
+                try DurableFile.write(chosen.bytes, to: aside)
+                kept = aside
+                prune(around: path, infix: infix)
+            } catch {
+                logger.warning("cannot keep the saved state aside as \(aside): \(error)")
+            }
+        }
+        for candidate in candidates where candidate.archive.generation >= generation {
+            if let name = candidate.storeName {
+                removeFromStore(name)
+                storedNames.remove(name)
+            } else if let path {
+                _ = unlink(path)
+            }
+        }
+        return kept
+    }
+
+    /// The generation set aside that `choice` names, and its file; nil when there is none valid.
+    private func readSetAside(_ choice: SetAsideChoice) -> (Archive, String)? {
+        guard let path, let directory else { return nil }
+        let prefix = Self.fileName + Self.setAsideInfix
+        let generations = DurableFile.directoryEntries(directory).filter { $0.hasPrefix(prefix) }
+            .compactMap { Int($0.dropFirst(prefix.count)) }.sorted()
+        let wanted: Int?
+        switch choice {
+        case .newest: wanted = generations.last
+        case .generation(let generation): wanted = generations.contains(generation) ? generation : nil
+        }
+        guard let wanted else { return nil }
+        let file = path + Self.setAsideInfix + String(wanted)
+        do {
+            let bytes = try RegularFile.readBytes(file, limit: RegularFile.stateLimit)
+            var archive = try Archive.decodeState(bytes, source: file)
+            archive.sourceName = file
+            return (archive, file)
+        } catch {
+            logger.warning("the saved state set aside as \(file) cannot be restored: \(error)")
+            return nil
+        }
+    }
+
+    /// Keeps the newest `KeepRejected=` files of `path` with `infix` (at least one).
+    private func prune(around path: String, infix: String) {
+        guard let directory else { return }
+        let prefix = Self.fileName + infix
+        let kept = DurableFile.directoryEntries(directory)
+            .filter { $0.hasPrefix(prefix) }
+            .sorted { (Int64($0.dropFirst(prefix.count)) ?? 0) < (Int64($1.dropFirst(prefix.count)) ?? 0) }
+        for name in kept.dropLast(max(1, keepRejected)) {
+            _ = unlink(directory + "/" + name)
+        }
     }
 
     /// Renames a rejected state file aside and keeps only the newest few; returns the new name.
@@ -250,7 +409,7 @@ final class StateStore {
             logger.debug("state not saved: the service's state belongs to the process this one upgraded to")
             return
         }
-        let bytes = archive.encodedState()
+        let bytes = stamped(archive).encodedState()
         let generation = archive.generation
         var places: [String] = []
         var diskStillWriting = false

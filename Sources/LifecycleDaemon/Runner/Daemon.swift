@@ -70,6 +70,12 @@ package final class Daemon: ApplicationHost {
     var predecessorDrain = BackgroundTaskIdentifier.invalid
     /// The listeners this service bound, in systemd's file descriptor store.
     var listenerStore: ListenerStore?
+    /// This process's run record, and what the launch learnt of the last run (RunKeeper.swift).
+    var runKeeper: RunKeeper?
+    /// What the launch found of the saved state: restored, set aside, discarded.
+    var launchOutcome: StateStore.LoadOutcome?
+    /// The cause of the termination, once it began: what the exit record says.
+    var terminationCause: Cause?
     /// As PID 1, what reaps the orphans re-parented to the process.
     private var reaper: ChildReaper?
 
@@ -298,8 +304,10 @@ package final class Daemon: ApplicationHost {
         configure(configuration)
         var options = launchOptions()
         switch prepareLaunch(storedState: storedState) {
-        case .launch(let restoring):
+        case .launch(let restoring, let lastRun):
             options.restoredState = restoring
+            options.lastRun = lastRun
+            if lastRun?.isAbnormal == true { options.reason = .restart }
         case .exit(let code):
             dispatchDidEnd()
             stallDetector?.stop()
@@ -316,6 +324,7 @@ package final class Daemon: ApplicationHost {
         dispatchDidEnd()
         control?.stop()
         stateStore?.finishWrites(within: .seconds(10))
+        runKeeper?.finishExit(within: .seconds(1))
         systemEvents?.stop()
         stallDetector?.stop()
         // The last line of an exit, after everything it reports: the teardown's trace, the inhibitors let go.
@@ -394,7 +403,8 @@ package final class Daemon: ApplicationHost {
         }
         // READY=1 once a sleep announced from now on reaches the application and waits for it.
         guard let events = systemEvents else {
-            notify([.ready, .status(application.statusText)])
+            runKeeper?.ready()
+            notify([.ready, .status(statusLine)])
             return
         }
         let budget = SystemEvents.readinessBudget
@@ -409,12 +419,13 @@ package final class Daemon: ApplicationHost {
                     """
                 )
             }
-            notify([.ready, .status(application.statusText)])
+            runKeeper?.ready()
+            notify([.ready, .status(statusLine)])
         }
     }
 
     package func application(_ application: Application, didChangeStatus status: String) {
-        notify([.status(status)])
+        notify([.status(status + statusNote)])
     }
 
     package func applicationWillBeginReload(_ application: Application) {
@@ -476,10 +487,11 @@ package final class Daemon: ApplicationHost {
             // ExecReload's lifecyclectl) is told it failed, and why; the status says so until a reload is accepted.
             logger.error("reload refused by \(refusal); keeping the previous configuration")
         }
-        notify([.ready, .status(application.statusText)])
+        notify([.ready, .status(statusLine)])
     }
 
     package func applicationWillBeginTermination(_ application: Application) {
+        terminationCause = application.transitionCause
         // First: the memory pressure trigger's close, the slowest step of an exit, overlaps everything after it.
         systemEvents?.terminationDidBegin()
         // Stopped while an upgrade was under way: the successor is not the service's yet; it is stopped with it.
@@ -490,6 +502,8 @@ package final class Daemon: ApplicationHost {
     }
 
     package func applicationDidTerminate(_ application: Application) {
+        // The state was saved before the teardown: the exit record is written beside its last write.
+        recordCleanExit()
         termination.treeTornDown()
     }
 

@@ -202,7 +202,8 @@ extension Daemon {
             "upgrade: this process (pid \(getpid())) is the service's main process, after pid \(incoming.previousPID)",
             metadata: [LogKey.upgrade: "main"]
         )
-        var assignments: [NotifyAssignment] = [.ready, .status(application.statusText)]
+        runKeeper?.becameMain(restored: launchOutcome?.archive?.generation, settings: configuration.restoration)
+        var assignments: [NotifyAssignment] = [.ready, .status(statusLine)]
         if effects.watchdogInterval != nil { assignments.append(.watchdog) }
         deliverTraceLines()
         notifications.send(assignments)

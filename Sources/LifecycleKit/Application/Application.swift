@@ -76,6 +76,9 @@ public final class Application {
     package let listeners = ListenerTable()
     /// Whether termination has begun (or is waiting to): hosted work stops for good rather than for a background.
     package var isTerminating: Bool { machine.isTerminating }
+    /// The cause of the transition running now (`api` between transitions): a host reads the termination's when it
+    /// begins.
+    package var transitionCause: Cause { currentCause }
     /// Whether launch is over (its last step, after `applicationDidBecomeActive` or a background launch's
     /// `applicationDidEnterBackground`): the `started` probe.
     package private(set) var hasFinishedLaunching = false

@@ -73,7 +73,8 @@ public struct LaunchOptions: Sendable, Hashable {
         case user
         /// Started by the service manager.
         case serviceManager
-        /// Started again after a failure (systemd's `Restart=`).
+        /// Started again after the last run ended abnormally (systemd's `Restart=` after a crash, a kill, the
+        /// watchdog, an OOM kill, an exit with a status): ``LaunchOptions/lastRun`` says how.
         case restart
         /// Started by a test.
         case test
@@ -85,11 +86,20 @@ public struct LaunchOptions: Sendable, Hashable {
     public var restoredState: Archive?
     /// Facts about the environment the process runs in, such as `underSystemd` or `invocationID`.
     public var environment: [String: String]
+    /// How the previous run of the service ended (nil at the first launch, or where no record was kept): what
+    /// `application(_:shouldRestoreApplicationState:)` can weigh (docs/restoration.md, "Why the last run ended").
+    public var lastRun: RunEnd?
 
     /// Creates launch options.
-    public init(reason: Reason = .user, restoredState: Archive? = nil, environment: [String: String] = [:]) {
+    public init(
+        reason: Reason = .user,
+        restoredState: Archive? = nil,
+        environment: [String: String] = [:],
+        lastRun: RunEnd? = nil
+    ) {
         self.reason = reason
         self.restoredState = restoredState
         self.environment = environment
+        self.lastRun = lastRun
     }
 }

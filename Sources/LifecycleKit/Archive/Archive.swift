@@ -246,6 +246,12 @@ public struct Archive: Sendable, Hashable {
     public var formatVersion = Archive.currentFormatVersion
     /// Saved states: counts the saves of this service, +1 each; the newest of two copies has the higher one.
     public var generation = 0
+    /// Saved states: the version of the program that wrote it (its `--version`), when it said.
+    public var writerVersion: String?
+    /// Saved states: the build id of the program that wrote it (the ELF's GNU build id, in hex), when known.
+    public var writerBuildID: String?
+    /// Saved states: when it was written, in microseconds since the Unix epoch.
+    @_spi(Internal) public var savedAt: Int64?
     /// Saved states: the values the delegate wrote in `application(_:willEncodeRestorableStateWith:)`.
     @_spi(Internal) public var applicationState: [String: StateValue] = [:]
 

@@ -39,6 +39,12 @@ extension Application {
     /// The generation of the last state saved or restored (0 before any).
     package var restorationGeneration: Int { restoration.generation }
 
+    /// Counts saves on from `generation` (the newest a launch found, restored or not: one set aside or discarded, or
+    /// newer than the one restored on purpose), so the next save is newer than every copy kept.
+    package func continueGenerations(from generation: Int) {
+        restoration.generation = max(restoration.generation, generation)
+    }
+
     // MARK: Preservation
 
     /// Preserves the tree: runs when the window's root controller has a restoration identifier, or the application

@@ -89,6 +89,8 @@ enum StateArchiveFormat {
             // Absent when nil: an archive without sessions is written exactly as before scenes.
             var root: Archive.Node?
             var sessions: [Archive.Session]?
+            // Absent when nothing is known of the writer: what a test or an older host writes stays as it was.
+            var writer: Writer?
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -98,7 +100,8 @@ enum StateArchiveFormat {
                 generation: archive.generation,
                 application: archive.applicationState,
                 root: archive.rootNode,
-                sessions: archive.sessions.isEmpty ? nil : archive.sessions
+                sessions: archive.sessions.isEmpty ? nil : archive.sessions,
+                writer: Writer(archive)
             )
             body = Array(try encoder.encode(content))
         } catch {
@@ -154,6 +157,7 @@ enum StateArchiveFormat {
             var application: [String: StateValue]?
             var root: Archive.Node?
             var sessions: [Archive.Session]?
+            var writer: Writer?
         }
         let decoded: Body
         do {
@@ -170,7 +174,25 @@ enum StateArchiveFormat {
         archive.formatVersion = version
         archive.generation = decoded.generation
         archive.applicationState = decoded.application ?? [:]
+        archive.writerVersion = decoded.writer?.version
+        archive.writerBuildID = decoded.writer?.build
+        archive.savedAt = decoded.writer?.time
         return archive
+    }
+
+    /// The body's `writer` member: who wrote the archive, and when (µs since the epoch). The format stays 2: a reader
+    /// that does not know the member ignores it.
+    struct Writer: Codable {
+        var version: String?
+        var build: String?
+        var time: Int64?
+
+        init?(_ archive: Archive) {
+            guard archive.writerVersion != nil || archive.writerBuildID != nil || archive.savedAt != nil else { return nil }
+            version = archive.writerVersion
+            build = archive.writerBuildID
+            time = archive.savedAt
+        }
     }
 
     private static func hex(_ value: UInt32) -> String {
