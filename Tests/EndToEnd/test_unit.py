@@ -48,12 +48,12 @@ def daemon_messages(sandbox: Sandbox, unit: str, cursor: str) -> list[str]:
     return messages(r for r in sandbox.journal(unit, cursor) if r.get("_PID") != "1")
 
 
-def test_the_shipped_unit_prevents_restarts_on_exit_statuses_64_and_78(
+def test_the_shipped_unit_prevents_restarts_on_exit_statuses_64_69_and_78(
     sandbox: Sandbox, daemon_unit: Callable[..., str]
 ) -> None:
     unit = daemon_unit()
     shown = sandbox.show(unit, "Restart", "RestartPreventExitStatus")
-    assert shown == {"Restart": "on-failure", "RestartPreventExitStatus": "64 78"}
+    assert shown == {"Restart": "on-failure", "RestartPreventExitStatus": "64 69 78"}
 
 
 def test_a_bad_configuration_at_start_fails_the_unit_with_78_and_no_restart(

@@ -43,6 +43,8 @@ import LifecycleSystemd
     @_spi(Internal) public var watchLogind = true
     /// A test's switch (`LIFECYCLE_HANG_IN`): the callback that blocks the main thread when it first fires.
     @_spi(Internal) public var hangIn: String?
+    /// A test's switch (`LIFECYCLE_CRASH_IN`): the callback in which the process crashes (or exits) when it first fires.
+    @_spi(Internal) public var crashIn: String?
     /// Whether to give back, after launch, the pages only starting needed (``StartupMemory``). Off by default: the
     /// first signal after idle pays for faulting them back in (docs/configuration.md).
     @_spi(Internal) public var releaseStartupMemory = false

@@ -30,6 +30,10 @@ package struct DaemonOptions: Sendable, Hashable {
     /// `LIFECYCLE_HANG_IN=CALLBACK[=SECONDS]`, a test's switch (docs/testing.md): block the main thread when the
     /// callback first fires, forever (the watchdog test) or that long (the stall detector's).
     package var hangIn: String?
+    /// `LIFECYCLE_CRASH_IN=CALLBACK[=SIGNAL|exit:N]`, a test's switch (docs/testing.md): when the callback first fires,
+    /// the process kills itself with the signal (`SIGSEGV` by default) or exits with the status — the causes of the end
+    /// the next launch names, provoked for real.
+    package var crashIn: String?
     /// `--storyboard FILE`.
     package var storyboardPath: String?
     /// `--state-directory DIR`.
@@ -55,6 +59,8 @@ package struct DaemonOptions: Sendable, Hashable {
         package static let trace = "LIFECYCLE_TRACE"
         /// `LIFECYCLE_HANG_IN`, a test's switch (``hangIn``).
         package static let hangIn = "LIFECYCLE_HANG_IN"
+        /// `LIFECYCLE_CRASH_IN`, a test's switch (``crashIn``).
+        package static let crashIn = "LIFECYCLE_CRASH_IN"
         /// `LIFECYCLE_STATE_WRITE_DELAY_MS`, a test's switch (``stateWriteDelaySetting``).
         package static let stateWriteDelay = "LIFECYCLE_STATE_WRITE_DELAY_MS"
     }
@@ -74,6 +80,7 @@ package struct DaemonOptions: Sendable, Hashable {
     package mutating func applyEnvironment(_ environment: [String: String]) {
         if environment[Variable.trace] == "all" { traceAll = true }
         if let hang = environment[Variable.hangIn], !hang.isEmpty { hangIn = hang }
+        if let crash = environment[Variable.crashIn], !crash.isEmpty { crashIn = crash }
         if let delay = environment[Variable.stateWriteDelay], !delay.isEmpty { stateWriteDelaySetting = delay }
         if let directories = environment["STATE_DIRECTORY"],
             let first = directories.split(separator: ":").first, !first.isEmpty
@@ -113,6 +120,7 @@ package struct DaemonOptions: Sendable, Hashable {
         if let launchInto { configuration.launchInto = launchInto }
         if let logFormat { configuration.logFormat = logFormat }
         if let hangIn { configuration.hangIn = hangIn }
+        if let crashIn { configuration.crashIn = crashIn }
         if let storyboardPath { configuration.restoration.storyboard = storyboardPath }
         if let stateDirectory { configuration.restoration.stateDirectory = stateDirectory }
         if configuration.restoration.stateDirectory == nil {

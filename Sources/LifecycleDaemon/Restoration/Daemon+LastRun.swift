@@ -89,10 +89,18 @@ extension Daemon {
             // The end's moment on the wall clock is now less how long ago it was.
             let ended = WallClock.microseconds() - since.microseconds
             let before = Duration.microseconds(max(0, ended - writtenAt))
-            return head + ", \(before.formattedForLog) before \(why)"
+            return head + ", \(Self.readable(before)) before \(why)"
         }
-        let ago = end.timeSinceEnd.map { " \($0.formattedForLog) ago" } ?? ""
+        let ago = end.timeSinceEnd.map { " \(Self.readable($0)) ago" } ?? ""
         return head + "; the last run ended by \(why)\(ago)"
+    }
+
+    /// A duration as a person reads it in the launch line: `3.2 s`, `899 ms`, `0.4 ms`.
+    static func readable(_ duration: Duration) -> String {
+        let micros = duration.microseconds
+        if micros >= 1_000_000 { return duration.formattedForLog }
+        if micros >= 1000 { return "\((micros + 500) / 1000) ms" }
+        return "0.\(max(1, micros / 100)) ms"
     }
 
     /// What `STATUS=` adds while a generation is set aside: the reason readiness came without the saved state.

@@ -259,6 +259,7 @@ package final class Daemon: ApplicationHost {
         warnIfTheStopCannotFit(configuration)
         loop.afterDispatch = { [unowned self] in MainActor.assumeIsolated { dispatchDidEnd() } }
         if let hang = configuration.hangIn { installHang(in: hang) }
+        if let crash = configuration.crashIn { installCrash(in: crash) }
         logger.info(
             "\(options.programName) starting",
             metadata: [
@@ -551,6 +552,41 @@ package final class Daemon: ApplicationHost {
                 usleep(UInt32(chunk))
                 left -= chunk
             }
+        }
+    }
+
+    /// The crash tests' switch, `CALLBACK[=HOW]` (several separated by commas): when a named callback first fires, the
+    /// process kills itself with a signal (default `SIGSEGV`, its default action restored first: a real crash, core and
+    /// all) or exits with a status (`CALLBACK=exit:3`).
+    private func installCrash(in specification: String) {
+        var endings: [String: String] = [:]
+        for entry in specification.split(separator: ",") {
+            var callback = String(entry)
+            var how = "SIGSEGV"
+            if let equals = entry.lastIndex(of: "=") {
+                let tail = String(entry[entry.index(after: equals)...])
+                if tail.hasPrefix("SIG") || tail.hasPrefix("exit:") {
+                    callback = String(entry[..<equals])
+                    how = tail
+                }
+            }
+            endings[callback] = how
+            logger.warning("debug: the process will end in \(callback) (\(how))")
+        }
+        application.trace.observe { [logger] event in
+            guard let how = endings[event.event] else { return }
+            logger.critical("debug: ending in \(event.event) (\(event.target)) on purpose: \(how)")
+            JournalWriter.shared.flush()
+            if how.hasPrefix("exit:") {
+                exit(Int32(how.dropFirst("exit:".count)) ?? 1)
+            }
+            let number = UnixSignal(name: how)?.rawValue ?? SIGSEGV
+            signal(number, SIG_DFL)
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, number)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            raise(number)
         }
     }
 

@@ -100,7 +100,7 @@ public struct RunEnd: Sendable, Hashable, CustomStringConvertible {
         case .exit: return "an exit with status \(exitStatus.map(String.init) ?? "?")"
         case .failure: return "a failure (exit status \(exitStatus ?? 75))"
         case .gaveUp: return "a give-up after \(abnormalEndsInARow) abnormal ends in a row"
-        case .unknown: return "an end nothing recorded"
+        case .unknown: return "an end nothing recorded (no exit record, no stop record)"
         }
     }
 }
