@@ -126,10 +126,13 @@ def hello_unit(
     """Installs Examples/HelloService/hello.service and hello.socket as shipped, plus drop-ins that only pick a free
     port; returns the port. `socket_unit=False` installs the service without its socket unit (the shipped file less
     its two lines naming hello.socket: a drop-in cannot take dependencies away), so it binds the port itself. Extra
-    arguments are [Service] lines for the service's drop-in. Afterwards the units are stopped and removed."""
+    arguments are [Service] lines for the service's drop-in. The drop-in raises the start limit (StartLimitBurst=1000:
+    these tests restart the service dozens of times a minute, which is not what the shipped limit is for); with
+    `shipped_start_limit=True` it does not, and the unit's own limit applies (the burst and crash-loop tests of
+    test_safe_launch.py). Afterwards the units are stopped and removed."""
     installed: list[str] = []
 
-    def install(*extra_service_lines: str, socket_unit: bool = True) -> int:
+    def install(*extra_service_lines: str, socket_unit: bool = True, shipped_start_limit: bool = False) -> int:
         assert sandbox.run("readlink", "/proc/1/ns/net").stdout.strip() == os.readlink("/proc/self/ns/net"), (
             "the sandbox has its own network namespace: these tests talk to the service over the machine's loopback"
         )
@@ -146,7 +149,7 @@ def hello_unit(
         dropin = [
             "[Unit]",
             # Tests restart the service dozens of times a minute; an operator does not.
-            "StartLimitBurst=1000",
+            *([] if shipped_start_limit else ["StartLimitBurst=1000"]),
             "[Service]",
             "ExecStart=",
             f"ExecStart={SANDBOX_BIN} --port {port}",

@@ -251,6 +251,27 @@ struct StateStoreTests {
         #expect(warnings().contains { $0.contains("RestoreSetAside= asks for generation 1, but none valid is set aside") })
     }
 
+    @Test func aRollbackRestoresTheGenerationThisVersionWroteNotANewerBuildsSave() throws {
+        let old = store()
+        old.writerVersion = "1.0"
+        old.save(Self.archive(generation: 3))
+        old.finishWrites(within: .seconds(5))
+        // 2.0 restores it (and keeps it for a rollback), then saves values 1.0 does not understand.
+        let new = store()
+        new.writerVersion = "2.0"
+        #expect(new.load()?.generation == 3)
+        #expect(DurableFile.directoryEntries(directory).contains("state.archive.written-by-1.0"))
+        new.save(Self.archive(generation: 4))
+        new.finishWrites(within: .seconds(5))
+        let back = store()
+        back.writerVersion = "1.0"
+        back.newerStateVersions = { archive in archive.generation == 4 ? ["root (ViewController) version 2, this build's 1"] : [] }
+        let restored = try #require(back.load())
+        #expect(restored.generation == 3)
+        #expect(restored.writerVersion == "1.0")
+        #expect(log.all.contains { $0.message.contains("a rollback; restoring generation 3, the last this version wrote") })
+    }
+
     @Test func aSaveRecordsWhoWroteItAndWhen() throws {
         let saving = store()
         saving.writerVersion = "1.4.2"

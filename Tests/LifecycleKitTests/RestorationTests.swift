@@ -70,6 +70,8 @@ final class StateRestoringDelegate: ApplicationDelegate {
     var madeByDelegate: [String: () -> ViewController] = [:]
     var applicationValue: Int?
     var decodedApplicationValue: Int?
+    /// More classes the archives may name.
+    var extraClasses: [ViewController.Type] = []
 
     init(build: ((Application) -> Void)? = nil) {
         self.build = build
@@ -78,6 +80,7 @@ final class StateRestoringDelegate: ApplicationDelegate {
     func registerArchiveClasses(in registry: inout ArchiveClassRegistry) {
         registry.register(Probe.self)
         registry.register(ProbeStack.self)
+        for type in extraClasses { registry.register(type) }
     }
 
     func application(_ application: Application, willFinishLaunchingWithOptions options: LaunchOptions) -> Bool {

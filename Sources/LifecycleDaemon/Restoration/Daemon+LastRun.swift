@@ -26,10 +26,7 @@ extension Daemon {
             "waiting \(delay.formattedForLog) before launching: \(end?.abnormalEndsInARow ?? 0) runs in a row ended abnormally (the last by \(end?.description ?? "?"))",
             metadata: [LogKey.lastRun: .string(end?.cause.rawValue ?? "")]
         )
-        var set = sigset_t()
-        sigemptyset(&set)
         let stops = [SIGTERM, SIGINT].filter { configuration.signalMap.requests[UnixSignal(rawValue: $0)] == .terminate }
-        for signal in stops { sigaddset(&set, signal) }
         let deadline = MonotonicClock.deadline(after: delay)
         while true {
             let now = MonotonicClock.now()
@@ -42,11 +39,11 @@ extension Daemon {
             if effects.watchdogInterval != nil { assignments.append(.watchdog) }
             notifications.send(assignments)
             let step = min(left, .seconds(1))
-            var timeout = timespec()
-            timeout.tv_sec = Int(step.components.seconds)
-            timeout.tv_nsec = Int(step.components.attoseconds / 1_000_000_000)
-            if !stops.isEmpty, sigtimedwait(&set, nil, &timeout) > 0 { return false }
-            if stops.isEmpty { SystemThread.sleep(for: step) }
+            if stops.isEmpty {
+                SystemThread.sleep(for: step)
+            } else if SystemThread.takeSignal(stops, waitingUpTo: step) != nil {
+                return false
+            }
         }
     }
 

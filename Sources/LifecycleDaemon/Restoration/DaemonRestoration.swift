@@ -60,6 +60,7 @@ extension Daemon {
             isOwner: { [unowned self] in role.isMain }
         ) { [notifications] error in notifications.reportFailure(error) }
         store.writerVersion = options.version
+        store.newerStateVersions = { [unowned self] archive in application.newerStateVersions(in: archive) }
         stateStore = store
         let keeper = RunKeeper(
             directory: store.directory,

@@ -133,6 +133,9 @@ final class StateStore {
     }
 
     static let setAsideInfix = ".set-aside-"
+    static let writtenByInfix = ".written-by-"
+    /// The controllers of an archive whose values are newer than this build's classes write (``Application/newerStateVersions(in:)``).
+    var newerStateVersions: @MainActor (Archive) -> [String] = { _ in [] }
     static let discardedInfix = ".discarded-"
 
     private struct Rejection {
@@ -239,6 +242,9 @@ final class StateStore {
             }
         } else if let chosen {
             outcome.archive = restorable(chosen, among: candidates)
+            if let archive = outcome.archive {
+                outcome.archive = understoodVersion(of: archive, bytes: chosen.bytes)
+            }
         }
         if let choice = restoreSetAside, let (archive, file) = readSetAside(choice) {
             logger.notice(
@@ -280,6 +286,63 @@ final class StateStore {
             archive.generation = Self.highestRestoredGeneration
         }
         return archive
+    }
+
+    /// The archive to restore of `archive` (the newest): itself when this build understands every value in it;
+    /// otherwise (a rollback: a newer build wrote it) the newest generation this build's version wrote, which the
+    /// newer build kept (`state.archive.written-by-<version>`). Keeps `archive` for a rollback when another version
+    /// wrote it.
+    private func understoodVersion(of archive: Archive, bytes: [UInt8]) -> Archive {
+        let ours = Self.writerKey(version: writerVersion, build: BuildID.current)
+        let theirs = Self.writerKey(version: archive.writerVersion, build: archive.writerBuildID)
+        if let theirs, theirs != ours { keepForRollback(bytes, writer: theirs) }
+        let newer = newerStateVersions(archive)
+        guard !newer.isEmpty else { return archive }
+        let written = "saved state generation \(archive.generation)" + (archive.writerVersion.map { " (written by \($0))" } ?? "")
+        guard let ours, let path else {
+            logger.notice("\(written) has values newer than this build's: \(newer.joined(separator: "; ")); they are not decoded")
+            return archive
+        }
+        let file = path + Self.writtenByInfix + ours
+        guard let bytes = try? RegularFile.readBytes(file, limit: RegularFile.stateLimit),
+            var own = try? Archive.decodeState(bytes, source: file), newerStateVersions(own).isEmpty
+        else {
+            logger.notice(
+                "\(written) has values newer than this build's: \(newer.joined(separator: "; ")); they are not decoded, and no generation this version wrote is kept (\(file))"
+            )
+            return archive
+        }
+        own.sourceName = file
+        logger.notice(
+            "\(written) has values newer than this build's (\(newer.joined(separator: "; "))): a rollback; restoring generation \(own.generation), the last this version wrote, from \(file)"
+        )
+        return own
+    }
+
+    /// `1.4.2`, or the build id without a version; only letters, digits, `.`, `-` and `_` (the rest as `_`).
+    static func writerKey(version: String?, build: String?) -> String? {
+        guard let key = version ?? build, !key.isEmpty else { return nil }
+        return String(key.prefix(64).map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" })
+    }
+
+    /// Keeps `bytes`, a save another version wrote, as `state.archive.written-by-<writer>`: what a rollback to that
+    /// version restores (the owner only; the newest `KeepRejected=` versions kept).
+    func keepForRollback(_ bytes: [UInt8], writer: String) {
+        guard isOwner, let path else { return }
+        let file = path + Self.writtenByInfix + writer
+        do {
+            try DurableFile.write(bytes, to: file)
+            logger.info("kept the saved state written by \(writer) as \(file), for a rollback to that version")
+        } catch {
+            logger.warning("cannot keep the saved state written by \(writer) as \(file): \(error)")
+        }
+    }
+
+    /// Keeps what this process hands an upgrade's successor as the generation this version wrote, before the successor
+    /// (perhaps another version) replaces it.
+    func keepOwnForRollback(_ archive: Archive) {
+        guard let ours = Self.writerKey(version: writerVersion, build: BuildID.current) else { return }
+        keepForRollback(stamped(archive).encodedState(), writer: ours)
     }
 
     /// The state directory, when there is one.

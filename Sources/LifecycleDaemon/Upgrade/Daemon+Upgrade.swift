@@ -103,6 +103,9 @@ extension Daemon {
     /// descriptor store, and in a sealed in-memory file for the successor), the listening sockets, the control socket.
     private func handingForUpgrade(executable: String?) -> UpgradeToSuccessor.Handing {
         let archive = application.preserveState(cause: UpgradeToSuccessor.cause)
+        // The generation this version wrote stays for a rollback: the successor may be a newer version, whose saves
+        // this one could not read.
+        if let archive { stateStore?.keepOwnForRollback(archive) }
         stateStore?.finishWrites(within: .seconds(2))
         let savedState = archive.flatMap { stateStore?.stateToHandOver($0) }
         return UpgradeToSuccessor.Handing(

@@ -128,6 +128,8 @@ public struct Archive: Sendable, Hashable {
         @_spi(Internal) public var properties: [String: String]
         /// The values its `encodeRestorableState(with:)` wrote (saved states).
         @_spi(Internal) public var state: [String: StateValue]
+        /// The version of those values (its class's ``ViewController/restorableStateVersion`` when saved); nil: 1.
+        @_spi(Internal) public var stateVersion: Int?
         /// Child controllers (a navigation controller's stack, bottom first).
         @_spi(Internal) public var children: [Node]
         /// How it is shown when presented.
@@ -149,6 +151,7 @@ public struct Archive: Sendable, Hashable {
             case className = "class"
             case identifier, restorationIdentifier, properties, state, children, presented
             case modalPresentationStyle = "style"
+            case stateVersion = "version"
             case views
         }
 
@@ -189,6 +192,7 @@ public struct Archive: Sendable, Hashable {
             presentedStorage = try container.decodeIfPresent(Node.self, forKey: .presented).map { [$0] } ?? []
             modalPresentationStyle = try container.decodeIfPresent(ModalPresentationStyle.self, forKey: .modalPresentationStyle)
             views = try container.decodeIfPresent([ViewNode].self, forKey: .views) ?? []
+            stateVersion = try container.decodeIfPresent(Int.self, forKey: .stateVersion)
             origin = SourceOrigin()
         }
 
@@ -203,6 +207,7 @@ public struct Archive: Sendable, Hashable {
             try container.encodeIfPresent(presented, forKey: .presented)
             try container.encodeIfPresent(modalPresentationStyle, forKey: .modalPresentationStyle)
             if !views.isEmpty { try container.encode(views, forKey: .views) }
+            try container.encodeIfPresent(stateVersion, forKey: .stateVersion)
         }
 
         /// The node without its children and what it presents: what the node itself is (its class, identifiers,

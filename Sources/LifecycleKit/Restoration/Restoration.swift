@@ -96,6 +96,9 @@ extension Application {
             state: coder.values
         )
         if controller.presentingViewController != nil { node.modalPresentationStyle = controller.modalPresentationStyle }
+        let version = type.restorableStateVersion
+        // Version 1 is not written: what an application that never versions its values saves stays as it was.
+        if version != 1 { node.stateVersion = version }
         for child in controller.children {
             guard let identifier = child.restorationIdentifier else { continue }
             node.children.append(encode(child, restorationPath: restorationPath + "/" + identifier, registry: registry))
@@ -128,6 +131,21 @@ extension Application {
         traceDelegateEvent(TraceEventName.applicationDidDecodeState)
         delegate.application(self, didDecodeRestorableStateWith: applicationCoder)
         restoration.restoredWindow = window
+    }
+
+    /// The controllers of `archive` whose saved values are of a newer version than their registered class writes (a
+    /// state saved by a newer build), described for the log: `http (HelloController) version 2, this build's 1`. Empty
+    /// when the whole archive is understood.
+    package func newerStateVersions(in archive: Archive) -> [String] {
+        let registry = registeredArchiveClasses
+        var nodes = archive.rootNode?.preOrder() ?? []
+        for session in archive.sessions { nodes += session.tree?.preOrder() ?? [] }
+        return nodes.compactMap { node in
+            guard let saved = node.stateVersion, let type = registry.type(named: node.className) else { return nil }
+            let current = type.restorableStateVersion
+            guard saved > current else { return nil }
+            return "\(node.restorationIdentifier ?? node.identifier ?? node.className) (\(node.className)) version \(saved), this build's \(current)"
+        }
     }
 
     /// After `didFinishLaunching`: a delegate that replaced the restored window threw the restored tree away.
@@ -254,8 +272,23 @@ struct StateRestorer {
             restored[ObjectIdentifier(controller)].map { (controller, $0) }
         }
         for (controller, node) in order {
+            let saved = node.stateVersion ?? 1
+            let current = type(of: controller).restorableStateVersion
+            let coder = StateCoder(values: node.state, restorationPath: controller.restorationPathForLog)
+            if saved > current {
+                // Written by a newer build: never misread. (A rollback normally restores the generation its own build
+                // wrote instead: docs/restoration.md, "Versioned state".)
+                application.logger.notice(
+                    "\(controller.restorationPathForLog): its saved values are version \(saved), newer than \(type(of: controller))'s \(current); not decoded"
+                )
+                continue
+            }
+            if saved < current {
+                controller.trace(TraceEventName.migrateRestorableState, detail: "\(saved) → \(current)")
+                controller.migrateRestorableState(with: coder, fromVersion: saved)
+            }
             controller.trace(TraceEventName.decodeRestorableState)
-            controller.decodeRestorableState(with: StateCoder(values: node.state, restorationPath: controller.restorationPathForLog))
+            controller.decodeRestorableState(with: coder)
         }
         for (controller, _) in order {
             controller.trace(TraceEventName.applicationFinishedRestoringState)

@@ -114,6 +114,8 @@ package enum TraceEventName {
     package static let validateReload = "validateReload(_:)"
     /// A controller writes its values into the saved state.
     package static let encodeRestorableState = "encodeRestorableState(with:)"
+    /// A controller brings values saved by an older version of its class up to its own, before it reads them.
+    package static let migrateRestorableState = "migrateRestorableState(with:fromVersion:)"
     /// A controller reads its values from the restored state.
     package static let decodeRestorableState = "decodeRestorableState(with:)"
     /// Restoration has finished: every restored controller hears it.

@@ -186,6 +186,18 @@ open class ViewController: TracedNode {
     /// `awakeFromArchive()`.
     open func decodeRestorableState(with coder: StateCoder) {}
 
+    /// The version of the values this class writes in ``encodeRestorableState(with:)`` (Cocoa's class version, which
+    /// `NSCoder` records beside an object's values); 1 unless a subclass says otherwise. The saved state records it for
+    /// each controller; raise it when the values change their keys or their meaning, and bring older ones up in
+    /// ``migrateRestorableState(with:fromVersion:)``. Values saved by a newer version than the class's are never
+    /// decoded (docs/restoration.md, "Versioned state").
+    open class var restorableStateVersion: Int { 1 }
+
+    /// Brings values saved by an older version of this class (`version`, below ``restorableStateVersion``) up to the
+    /// current one, in place, right before ``decodeRestorableState(with:)`` reads the same coder: rename a key, convert
+    /// a value, fill in a default. The default changes nothing.
+    open func migrateRestorableState(with coder: StateCoder, fromVersion version: Int) {}
+
     /// Every restored controller has decoded its state (UIKit's `applicationFinishedRestoringState`).
     open func applicationFinishedRestoringState() {}
 

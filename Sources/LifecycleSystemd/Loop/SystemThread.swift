@@ -60,4 +60,16 @@ package enum SystemThread {
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
     }
+
+    /// Blocks the calling thread until one of `signals` (blocked already) is pending, and takes it, or `duration` has
+    /// passed; returns the signal taken, or nil.
+    package static func takeSignal(_ signals: [Int32], waitingUpTo duration: Duration) -> Int32? {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        let (seconds, attoseconds) = max(duration, .zero).components
+        var timeout = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        let taken = sigtimedwait(&set, nil, &timeout)
+        return taken > 0 ? taken : nil
+    }
 }
