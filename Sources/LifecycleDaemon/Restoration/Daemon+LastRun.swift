@@ -23,8 +23,7 @@ extension Daemon {
     /// the process at once.
     func waitBeforeLaunch(_ delay: Duration, end: RunEnd?) -> Bool {
         logger.notice(
-            "waiting \(delay.formattedForLog) before launching: \(end?.abnormalEndsInARow ?? 0) runs in a row ended abnormally (the last by \(end?.description ?? "?"))",
-            metadata: [LogKey.lastRun: .string(end?.cause.rawValue ?? "")]
+            "waiting \(delay.formattedForLog) before launching: \(end?.abnormalEndsInARow ?? 0) runs in a row ended abnormally (the last by \(end?.description ?? "?"))"
         )
         let stops = [SIGTERM, SIGINT].filter { configuration.signalMap.requests[UnixSignal(rawValue: $0)] == .terminate }
         let deadline = MonotonicClock.deadline(after: delay)

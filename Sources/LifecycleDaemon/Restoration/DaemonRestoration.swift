@@ -82,8 +82,7 @@ extension Daemon {
                     giving up: \(count) runs in a row ended abnormally (the last by \(keeper.end?.description ?? "?")); exiting \
                     with status \(ExitStatus.unavailable.rawValue), which the unit's RestartPreventExitStatus= keeps systemd from \
                     restarting. A start after this waits \(settings.backoffMaximum.formattedForLog) first; a new build starts at once
-                    """,
-                    metadata: [LogKey.lastRun: .string(keeper.end?.cause.rawValue ?? "")]
+                    """
                 )
                 keeper.exited(cause: .gaveUp, signal: nil, status: ExitStatus.unavailable.rawValue)
                 keeper.finishExit(within: .seconds(1))
