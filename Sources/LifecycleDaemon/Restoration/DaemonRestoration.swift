@@ -156,6 +156,32 @@ extension Daemon {
     }
 
     package func application(_ application: Application, didEncodeRestorableState archive: Archive) {
-        stateStore?.save(archive)
+        if case .handedOver = role {
+            // The successor's saves are the service's; the tree's last values go to it once this process has drained.
+            finalTree = archive
+        } else {
+            stateStore?.save(archive)
+        }
+    }
+
+    /// This process handed over and has drained: the delegate's final values (after the drain) and the tree's, saved
+    /// at termination, go to the successor, which merges them once this process has exited.
+    func leaveFinalStateForSuccessor() {
+        guard case .handedOver = role, let stateStore else { return }
+        var archive = finalTree ?? Archive(root: Archive.Node(className: "ViewController"))
+        archive.applicationState = application.finalStateForSuccessor()
+        application.trace.flush()
+        stateStore.saveFinalState(archive)
+    }
+
+    /// The predecessor of an upgrade has exited: the state it saved as it terminated, after it handed over, is merged
+    /// by the delegate (``ApplicationDelegate/application(_:didReceiveFinalStateOf:)``).
+    func receivePredecessorFinalState(_ pid: Int32) {
+        guard let final = stateStore?.takeFinalState(of: pid) else { return }
+        logger.info(
+            "upgrade: pid \(pid) saved generation \(final.generation) as it exited, after the hand-over; the delegate merges it",
+            metadata: [LogKey.upgrade: "final-state"]
+        )
+        application.receiveFinalState(PredecessorState(pid: pid, final: final, handedOver: launchOutcome?.archive))
     }
 }

@@ -543,6 +543,37 @@ final class StateStore {
         )
     }
 
+    /// The file an upgrade's predecessor leaves its final state in for its successor.
+    func finalStatePath(of pid: Int32) -> String? { path.map { $0 + ".final-\(pid)" } }
+
+    /// Writes the state a process that handed over saved as it terminated, for its successor (not the service's
+    /// state: the successor's saves are).
+    func saveFinalState(_ archive: Archive) {
+        guard let file = finalStatePath(of: getpid()) else {
+            logger.notice("the state saved after the hand-over is not kept: no state directory for the successor to read it from")
+            return
+        }
+        do {
+            try DurableFile.write(stamped(archive).encodedState(), to: file)
+            logger.info("saved the state after the hand-over to \(file), for the successor")
+        } catch {
+            logger.warning("cannot leave the state saved after the hand-over in \(file): \(error)")
+        }
+    }
+
+    /// The final state the predecessor `pid` left, removed from the directory; nil when there is none valid.
+    func takeFinalState(of pid: Int32) -> Archive? {
+        guard let file = finalStatePath(of: pid) else { return nil }
+        defer { _ = unlink(file) }
+        guard let bytes = try? RegularFile.readBytes(file, limit: RegularFile.stateLimit) else { return nil }
+        do {
+            return try Archive.decodeState(bytes, source: file)
+        } catch {
+            logger.warning("the state pid \(pid) left after the hand-over \(error.reason); not merged")
+            return nil
+        }
+    }
+
     /// Waits (at exit) for the disk writer to finish what it was handed, up to `budget`; logs what it left undone.
     func finishWrites(within budget: Duration) {
         guard !diskWriter.finish(within: budget) else { return }

@@ -76,6 +76,8 @@ package final class Daemon: ApplicationHost {
     var launchOutcome: StateStore.LoadOutcome?
     /// The cause of the termination, once it began: what the exit record says.
     var terminationCause: Cause?
+    /// A process that handed over: the tree's state saved at its termination, for the successor.
+    var finalTree: Archive?
     /// As PID 1, what reaps the orphans re-parented to the process.
     private var reaper: ChildReaper?
 
@@ -323,6 +325,7 @@ package final class Daemon: ApplicationHost {
         }
         let code = try loop.run()
         dispatchDidEnd()
+        leaveFinalStateForSuccessor()
         control?.stop()
         stateStore?.finishWrites(within: .seconds(10))
         runKeeper?.finishExit(within: .seconds(1))

@@ -225,6 +225,7 @@ extension Daemon {
             }
         } else {
             self.incoming = nil
+            receivePredecessorFinalState(incoming.previousPID)
         }
         takeState(runningState, from: incoming.previousPID)
     }
@@ -233,6 +234,7 @@ extension Daemon {
     private func predecessorDidExit() {
         guard case .mainDraining(let draining) = role else { return }
         logger.info("upgrade: pid \(draining) has drained and exited", metadata: [LogKey.upgrade: "drained"])
+        receivePredecessorFinalState(draining)
         endPredecessorDrain()
     }
 

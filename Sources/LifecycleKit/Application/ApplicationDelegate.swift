@@ -26,6 +26,14 @@ public protocol ApplicationDelegate: AnyObject {
     ) -> ViewController?
     /// Restoration is done: read the values written in ``application(_:willEncodeRestorableStateWith:)``.
     func application(_ application: Application, didDecodeRestorableStateWith coder: StateCoder)
+    /// An upgrade's predecessor, which handed this process its state and then drained, has exited: `predecessor` holds
+    /// the values it saved as it terminated and those it handed over (what this process restored), so what it changed
+    /// meanwhile — the requests it answered while it drained — is merged instead of lost. The default merges nothing.
+    func application(_ application: Application, didReceiveFinalStateOf predecessor: PredecessorState)
+    /// This process handed the service to an upgrade's successor and has drained: write the values the successor
+    /// merges (``PredecessorState/finalApplicationValues``), as they are now, after the requests answered during the
+    /// drain. Called once, right before the process exits, after the tree was torn down. The default writes nothing.
+    func application(_ application: Application, willHandOverFinalStateWith coder: StateCoder)
     /// Whether to save the tree's state now (after `applicationDidEnterBackground`, before termination's teardown);
     /// default false. Asked only when the window's root controller has a restoration identifier.
     func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool
@@ -104,6 +112,8 @@ extension ApplicationDelegate {
         nil
     }
     public func application(_ application: Application, didDecodeRestorableStateWith coder: StateCoder) {}
+    public func application(_ application: Application, didReceiveFinalStateOf predecessor: PredecessorState) {}
+    public func application(_ application: Application, willHandOverFinalStateWith coder: StateCoder) {}
     public func application(_ application: Application, shouldSaveApplicationState coder: StateCoder) -> Bool {
         false
     }

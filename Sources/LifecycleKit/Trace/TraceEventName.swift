@@ -50,6 +50,10 @@ package enum TraceEventName {
     package static let applicationShouldRestoreState = "application(_:shouldRestoreApplicationState:)"
     /// The delegate reads its own values from the restored state.
     package static let applicationDidDecodeState = "application(_:didDecodeRestorableStateWith:)"
+    /// The delegate receives the state an upgrade's predecessor saved as it exited, after the hand-over.
+    package static let applicationDidReceivePredecessorState = "application(_:didReceiveFinalStateOf:)"
+    /// The delegate of an upgrade's predecessor writes its final values for the successor, after the drain.
+    package static let applicationWillHandOverFinalState = "application(_:willHandOverFinalStateWith:)"
     /// The delegate is asked for a controller the restored state names and the tree lacks.
     package static let applicationViewControllerForRestoration =
         "application(_:viewControllerWithRestorationIdentifierPath:coder:)"

@@ -24,12 +24,14 @@ final class HelloController: ServiceController {
     /// The address and port to bind when no socket is passed.
     let address: String
     let port: Int
-    /// The requests answered so far, across restarts and upgrades.
-    let served = RequestCount()
+    /// The requests answered so far, across restarts and upgrades: the delegate's, shared by the controllers a reload
+    /// makes, and counting on while the server drains after the tree is gone.
+    let served: RequestCount
 
-    init(address: String = "127.0.0.1", port: Int, listenerPolicy: ListenerPolicy = .pause) {
+    init(address: String = "127.0.0.1", port: Int, listenerPolicy: ListenerPolicy = .pause, served: RequestCount = RequestCount()) {
         self.address = address
         self.port = port
+        self.served = served
         // A server that fails (its port taken) is restarted after 100 ms, 200 ms, …
         super.init(
             identifier: "http",
@@ -40,6 +42,7 @@ final class HelloController: ServiceController {
     }
 
     required init(coder: Coder) throws {
+        served = RequestCount()
         address = coder.decodeString(forKey: "address") ?? "127.0.0.1"
         port = try coder.decodeInteger(forKey: "port") ?? 8080
         try super.init(coder: coder)
@@ -78,15 +81,31 @@ final class HelloController: ServiceController {
         return [HTTPServer(router: router, descriptor: try sockets[0].duplicate(), logger: logger)]
     }
 
+    /// Version 1 of the saved values keeps the count as `served`, version 2 as `requests`. The example writes version 1;
+    /// with `HELLO_SERVICE_SCHEMA=2` in its environment it behaves as its next version would (a stand-in for a second
+    /// build in the rollback test: docs/restoration.md, "Versioned state").
+    override class var restorableStateVersion: Int { HelloService.schemaVersion }
+
+    /// A version 1 count, in a version 2 process, is renamed.
+    override func migrateRestorableState(with coder: StateCoder, fromVersion version: Int) {
+        if version < 2, let served = coder.decodeInteger(forKey: "served") { coder.encode(served, forKey: "requests") }
+    }
+
     override func encodeRestorableState(with coder: StateCoder) {
-        coder.encode(served.value, forKey: "served")
+        coder.encode(served.value, forKey: Self.countKey)
         coder.encode(address, forKey: "address")
         coder.encode(port, forKey: "port")
     }
 
     override func decodeRestorableState(with coder: StateCoder) {
-        served.add(coder.decodeInteger(forKey: "served") ?? 0)
+        served.add(Self.count(in: coder) ?? 0)
     }
+
+    /// Where this version keeps the count.
+    static var countKey: String { HelloService.schemaVersion >= 2 ? "requests" : "served" }
+
+    /// The count in saved values of this version.
+    static func count(in coder: StateCoder) -> Int? { coder.decodeInteger(forKey: countKey) }
 }
 
 /// A count the server's threads add to and the main actor reads.

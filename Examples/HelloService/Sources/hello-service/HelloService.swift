@@ -7,6 +7,7 @@
 //
 
 import ArgumentParser
+import Glibc
 import LifecycleDaemon
 import LifecycleKit
 import LifecycleServices
@@ -19,8 +20,12 @@ final class HelloService: ApplicationMain {
     static let commandConfiguration = CommandConfiguration(
         commandName: "hello-service",
         abstract: "Says hello over HTTP, with the iOS application lifecycle (a LifecycleKit example).",
-        version: "1.1.0"
+        version: schemaVersion >= 2 ? "1.2.0" : "1.1.0"
     )
+
+    /// The version of the values HelloController saves: 1; 2 with `HELLO_SERVICE_SCHEMA=2`, the test's stand-in for
+    /// the next build (docs/restoration.md, "Versioned state").
+    nonisolated static let schemaVersion: Int = getenv("HELLO_SERVICE_SCHEMA").flatMap { Int(String(cString: $0)) } ?? 1
 
     struct Options: ParsableArguments {
         @Option(
@@ -67,6 +72,8 @@ final class HelloService: ApplicationMain {
         var listenerPolicy = ListenerPolicy.pause
     }
 
+    /// The requests answered, across restarts and upgrades (HelloController saves it).
+    let served = RequestCount()
     /// The address, the port and the background policy configured.
     var address = "127.0.0.1"
     var port = 8080
@@ -84,7 +91,7 @@ final class HelloService: ApplicationMain {
     // The window is built before restoration, so the saved state (the requests served) restores into it.
     func application(_ application: LifecycleKit.Application, willFinishLaunchingWithOptions _: LaunchOptions) -> Bool {
         application.window = Window(
-            rootViewController: HelloController(address: address, port: port, listenerPolicy: listenerPolicy)
+            rootViewController: HelloController(address: address, port: port, listenerPolicy: listenerPolicy, served: served)
         )
         return true
     }
@@ -95,6 +102,24 @@ final class HelloService: ApplicationMain {
 
     func application(_ application: LifecycleKit.Application, shouldRestoreApplicationState _: Archive) -> Bool {
         true
+    }
+
+    // The saved state may name HelloController: a rollback checks the version of its values against it.
+    func registerArchiveClasses(in registry: inout ArchiveClassRegistry) {
+        registry.register(HelloController.self)
+    }
+
+    // An upgrade's old process, once drained: its count now, requests answered during the drain included.
+    func application(_ application: LifecycleKit.Application, willHandOverFinalStateWith coder: StateCoder) {
+        coder.encode(served.value, forKey: "served")
+    }
+
+    // After an upgrade: the requests the old process answered after it handed its state over are added.
+    func application(_ application: LifecycleKit.Application, didReceiveFinalStateOf predecessor: PredecessorState) {
+        guard let final = predecessor.finalApplicationValues.decodeInteger(forKey: "served"),
+            let handedOver = predecessor.handedOverValues(atRestorationPath: "http").flatMap(HelloController.count(in:))
+        else { return }
+        served.add(max(0, final - handedOver))
     }
 
     // A reload that moves the server to an address or port it cannot listen on is refused, with the reason, and
@@ -121,8 +146,7 @@ final class HelloService: ApplicationMain {
         guard let current = application.window?.rootViewController as? HelloController,
             current.address != address || current.port != port || current.listenerPolicy != listenerPolicy
         else { return }
-        let next = HelloController(address: address, port: port, listenerPolicy: listenerPolicy)
-        next.served.add(current.served.value)
+        let next = HelloController(address: address, port: port, listenerPolicy: listenerPolicy, served: served)
         application.window?.rootViewController = next
     }
 }
