@@ -25,10 +25,14 @@ package enum DurableFile {
 
     /// Writes `bytes` to `path` crash-safely. `pause` runs between chunks of the write (a debug setting slows the
     /// write down to widen the window a crash test kills it in); `chunks` is how many pieces the write is split into.
+    /// Without `flush` the file and the directory are not `fsync`ed: the replacement is still atomic for any crash of
+    /// the process (the page cache keeps it), not for a power loss, and costs tens of microseconds instead of the disk's
+    /// flushes.
     package static func write(
         _ bytes: [UInt8],
         to path: String,
         chunks: Int = 1,
+        flush: Bool = true,
         pause: () -> Void = {}
     ) throws(Errno) {
         let (directory, _) = split(path)
@@ -48,7 +52,7 @@ package enum DurableFile {
                 written = end
                 if written < bytes.count { pause() }
             }
-            guard fsync(descriptor) == 0 else { throw Errno(rawValue: errno) }
+            if flush { guard fsync(descriptor) == 0 else { throw Errno(rawValue: errno) } }
             closed = true
             guard close(descriptor) == 0 else { throw Errno(rawValue: errno) }
             guard rename(temporary, path) == 0 else { throw Errno(rawValue: errno) }
@@ -56,7 +60,7 @@ package enum DurableFile {
             _ = unlink(temporary)
             throw error
         }
-        try syncDirectory(directory)
+        if flush { try syncDirectory(directory) }
     }
 
     /// Removes the temporary files an interrupted ``write(_:to:chunks:pause:)`` of `path` left; returns their paths.

@@ -87,9 +87,10 @@ package struct ServiceRecord: Sendable, Hashable {
         return decode(Array(bytes[..<count]), kind: kind)
     }
 
-    /// Writes the record to `path` crash-safely (``DurableFile``).
-    package func write(to path: String) throws(Errno) {
-        try DurableFile.write(encoded(), to: path)
+    /// Writes the record to `path` crash-safely (``DurableFile``); without `flush`, atomically but not flushed to the
+    /// disk (see ``DurableFile/write(_:to:chunks:flush:pause:)``).
+    package func write(to path: String, flush: Bool = true) throws(Errno) {
+        try DurableFile.write(encoded(), to: path, flush: flush)
     }
 }
 

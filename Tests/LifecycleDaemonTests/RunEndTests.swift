@@ -136,6 +136,12 @@ struct RunEndDeterminationTests {
         #expect(end?.abnormalEndsInARow == 0)
     }
 
+    @Test func systemdsWordWinsOverAnExitRecordWrittenBeforeTheProcessWasKilled() {
+        let end = Self.determine(Self.exited(.stop), Self.stop("timeout", code: "killed", status: "KILL"))
+        #expect(end?.cause == .stopTimeout)
+        #expect(end?.isAbnormal == true)
+    }
+
     @Test func aCrashDuringLaunchIsMarkedSo() {
         let end = Self.determine(Self.run(phase: .launching), Self.stop("signal", code: "killed", status: "SEGV"))
         #expect(end?.endedDuringLaunch == true)

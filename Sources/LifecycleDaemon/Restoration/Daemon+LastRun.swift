@@ -108,8 +108,8 @@ extension Daemon {
     /// The status line systemd shows.
     var statusLine: String { application.statusText + statusNote }
 
-    /// Starts writing the exit record once the tree is torn down (``RunKeeper/exited(cause:signal:status:)``): why
-    /// this process ended cleanly. A process that handed over, or a successor that never became main, writes nothing:
+    /// Writes the exit record once the tree is torn down (``RunKeeper/exited(cause:signal:status:)``): why this process
+    /// ended cleanly. A process that handed over, or a successor that never became main, writes nothing:
     /// the record is the service's main process's.
     func recordCleanExit() {
         guard let runKeeper, role.isMain else { return }

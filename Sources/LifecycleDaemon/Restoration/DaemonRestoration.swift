@@ -71,7 +71,9 @@ extension Daemon {
             logger: logger
         )
         runKeeper = keeper
-        if incoming == nil {
+        // Under systemd only: the backoff keeps its start limit from closing a socket unit's listener. A container's
+        // orchestrator backs off by itself (Kubernetes' CrashLoopBackOff), and in a terminal a person restarts.
+        if incoming == nil, effects.underSystemd {
             switch LaunchBackoff.action(end: keeper.end, sameBuild: keeper.isSameBuild, settings: settings) {
             case .launch:
                 break
@@ -85,12 +87,10 @@ extension Daemon {
                     """
                 )
                 keeper.exited(cause: .gaveUp, signal: nil, status: ExitStatus.unavailable.rawValue)
-                keeper.finishExit(within: .seconds(1))
                 return .exit(ExitStatus.unavailable.rawValue)
             case .wait(let delay):
                 if !waitBeforeLaunch(delay, end: keeper.end) {
                     keeper.exited(cause: .stop, signal: "SIGTERM", status: 0)
-                    keeper.finishExit(within: .seconds(1))
                     logger.info("terminated cleanly before launching")
                     return .exit(0)
                 }

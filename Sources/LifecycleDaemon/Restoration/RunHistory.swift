@@ -148,7 +148,8 @@ enum RunEndDetermination {
         }
         var end: RunEnd
         var endedAt: Int64?
-        if previous.phase == .exited, let cause = previous.exitCause {
+        let abnormalStop = stopOfThisRun.map { ["timeout", "watchdog", "oom-kill", "core-dump", "signal"].contains($0.result ?? "") } ?? false
+        if previous.phase == .exited, let cause = previous.exitCause, !abnormalStop {
             end = RunEnd(cause: cause)
             end.signal = previous.exitSignal
             end.exitStatus = previous.exitStatus
@@ -161,6 +162,7 @@ enum RunEndDetermination {
                 }
             }
         } else if let stop = stopOfThisRun {
+            // No exit record, or one systemd contradicts (killed after it was written: a stop that timed out).
             end = fromStopRecord(stop, previous: previous)
             endedAt = stop.at
         } else if let bootID, let boot = previous.boot, bootID != boot {

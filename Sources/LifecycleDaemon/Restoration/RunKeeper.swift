@@ -18,7 +18,11 @@ import Glibc
 
 /// This process's run record in the state directory (``RunRecord``), and what its launch learnt of the last run: read
 /// once at start, written at launch (before restoration, so a crash in it is known next time), when ready, and at a
-/// clean exit (on a thread of its own, beside the saved state's last write, so the exit is not longer for it).
+/// clean exit.
+///
+/// Each write replaces the file atomically (``DurableFile``) without flushing it to the disk: a crash of the process,
+/// which is what the record is for, loses nothing the page cache holds, and a power loss changes the boot's id, which
+/// names the end by itself (a reboot). So a record costs tens of microseconds, not two `fsync`s, at launch and at exit.
 @MainActor
 final class RunKeeper {
     /// The state directory; nil: nothing is recorded (and nothing is known of earlier runs).
@@ -30,8 +34,6 @@ final class RunKeeper {
     /// This run's record, as last written.
     private(set) var record: RunRecord
     private let logger: Logger
-    /// The write of the exit record, until it is on disk.
-    private var exitWrite: ConditionLock<Bool>?
 
     init(directory: String?, environment: [String: String], upgradedFrom: Int32?, version: String?, settings: RestorationSettings, logger: Logger) {
         self.directory = directory
@@ -90,50 +92,23 @@ final class RunKeeper {
         ready()
     }
 
-    /// Writes that the run is ready (on a thread: the loop does not wait for the disk).
+    /// Writes that the run is ready: its launch and restoration are over.
     func ready() {
         guard record.phase == .launching else { return }
         record.phase = .running
         record.ready = WallClock.microseconds()
-        let record = record
-        guard let path else { return }
-        _ = SystemThread.start(blockingSignals: true) {
-            try? record.record.write(to: path)
-        }
+        write(record)
     }
 
-    /// Starts writing the exit record: the run ended cleanly, for `cause`. The write runs on a thread of its own;
-    /// ``finishExit(within:)`` waits for it.
+    /// Writes the exit record: the run ended cleanly, for `cause`. Not flushed to the disk (``write(_:)``): it adds
+    /// tens of microseconds to the exit.
     func exited(cause: RunEnd.Cause, signal: String?, status: Int32) {
         record.phase = .exited
         record.ended = WallClock.microseconds()
         record.exitCause = cause
         record.exitSignal = signal
         record.exitStatus = Int(status)
-        let record = record
-        guard let path else { return }
-        let done = ConditionLock(false)
-        exitWrite = done
-        let started = SystemThread.start(blockingSignals: true) {
-            try? record.record.write(to: path)
-            done.withLock { $0 = true }
-            done.notifyAll()
-        }
-        if case .failure = started {
-            try? record.record.write(to: path)
-            exitWrite = nil
-        }
-    }
-
-    /// Waits up to `budget` for the exit record to be on disk.
-    func finishExit(within budget: Duration) {
-        guard let done = exitWrite else { return }
-        let deadline = MonotonicClock.deadline(after: budget)
-        let written = done.withLock(waiting: { written -> ConditionLock<Bool>.Step<Bool> in
-            if written { return .done(true) }
-            return MonotonicClock.now() >= deadline ? .done(false) : .wait(until: deadline)
-        })
-        if !written, let path { logger.warning("the exit record \(path) was not written within \(budget.formattedForLog)") }
+        write(record)
     }
 
     private var path: String? { directory.map { $0 + "/" + RunRecord.fileName } }
@@ -143,7 +118,7 @@ final class RunKeeper {
         // A directory named by hand may not exist yet (systemd makes StateDirectory=): make it, private.
         _ = mkdir(directory, 0o700)
         do {
-            try record.record.write(to: path)
+            try record.record.write(to: path, flush: false)
         } catch {
             logger.warning("cannot write the run record \(path): \(error); the next launch will not know how this run ended")
         }

@@ -328,10 +328,11 @@ package final class Daemon: ApplicationHost {
         leaveFinalStateForSuccessor()
         control?.stop()
         stateStore?.finishWrites(within: .seconds(10))
-        runKeeper?.finishExit(within: .seconds(1))
         systemEvents?.stop()
         stallDetector?.stop()
-        // The last line of an exit, after everything it reports: the teardown's trace, the inhibitors let go.
+        // The last line of an exit, after everything it reports: the teardown's trace, the inhibitors let go. The exit
+        // record comes just before it: the drain is over, the state written.
+        if termination.hasExited { recordCleanExit() }
         if termination.hasExited {
             if let failure = application.terminationFailure {
                 logger.error("terminated as a failure (exit status \(ExitStatus.temporaryFailure.rawValue)): \(failure)")
@@ -506,8 +507,6 @@ package final class Daemon: ApplicationHost {
     }
 
     package func applicationDidTerminate(_ application: Application) {
-        // The state was saved before the teardown: the exit record is written beside its last write.
-        recordCleanExit()
         termination.treeTornDown()
     }
 
