@@ -601,13 +601,35 @@ def test_a_sigkilled_service_comes_back_in_a_new_container_with_its_count_from_t
     first.kill("SIGKILL")
     assert first.wait(timeout=30) == SIGKILL_STATUS
 
-    second, _ = start(pods, workload, "restores", volumes=volumes)
+    # The runtime's termination log (Kubernetes mounts /dev/termination-log: lastState.terminated.message).
+    termination_log = Path(tempfile.mkdtemp(prefix="lifecycle-e2e-termination-")) / "termination-log"
+    termination_log.write_text("")
+    termination_log.chmod(0o666)
+    second, _ = start(
+        pods, workload, "restores", volumes=volumes, extra=("--volume", f"{termination_log}:/dev/termination-log")
+    )
     records = log_records(second.stderr_log())
     restoring = f"restoring saved state generation {saved[1]} from {state_directory}/state.archive"
     assert any(str(r["message"]).startswith(restoring) for r in records), [r["message"] for r in records]
     # The count goes on from the save, without the request answered after it: start()'s first answer makes it one
     # more (two more, had the lost request been saved).
     assert get(second.port or 0, "/count") == (200, str(counted + 1))
+    # Why the last run ended (docs/restoration.md): the SIGKILLed container left a run record and no exit record, and a
+    # container has no ExecStopPost= to say more.
+    launch = [r for r in records if "LIFECYCLE_LAST_RUN" in r]
+    assert [r["LIFECYCLE_LAST_RUN"] for r in launch] == ["unknown"], [r["message"] for r in launch]
+    assert "an end nothing recorded" in str(launch[0]["message"]), launch[0]["message"]
+    # A stop: its exit record, and the termination message.
+    done, _ = second.stop()
+    assert done.returncode == 0, done.stderr
+    message = termination_log.read_text()
+    assert message.startswith("hello-service terminated cleanly (SIGTERM) after "), message
+    third, _ = start(pods, workload, "after-a-stop", volumes=volumes)
+    launch = [r for r in log_records(third.stderr_log()) if "LIFECYCLE_LAST_RUN" in r]
+    # A clean stop; a new container within [Restoration] RestartGapSec= (2 s) of it is named a restart.
+    assert [r["LIFECYCLE_LAST_RUN"] for r in launch] in (["stop"], ["restart"]), [r["message"] for r in launch]
+    assert "before a stop (SIGTERM)" in str(launch[0]["message"]) or "before a restart" in str(launch[0]["message"])
+    shutil.rmtree(termination_log.parent, ignore_errors=True)
 
 
 def test_pid_1_reaps_the_orphans_reparented_to_it(pods: Podman, workload: Workload, orphans_binary: Path) -> None:

@@ -114,13 +114,18 @@ extension Daemon {
     func recordCleanExit() {
         guard let runKeeper, role.isMain else { return }
         let cause = terminationCause?.rawValue ?? ""
-        if application.terminationFailure != nil {
-            runKeeper.exited(cause: .failure, signal: nil, status: ExitStatus.temporaryFailure.rawValue)
+        let uptime = Duration.microseconds(WallClock.microseconds() - runKeeper.record.started).formattedForLog
+        let saved = application.restorationGeneration > 0 ? "; saved state generation \(application.restorationGeneration)" : ""
+        if let failure = application.terminationFailure {
+            let message = "\(options.programName) terminated as a failure (exit status 75) after \(uptime): \(failure)\(saved)"
+            runKeeper.exited(cause: .failure, signal: nil, status: ExitStatus.temporaryFailure.rawValue, message: message)
         } else if cause == "control" {
-            runKeeper.exited(cause: .terminate, signal: nil, status: 0)
+            let message = "\(options.programName) terminated cleanly (lifecyclectl terminate) after \(uptime)\(saved)"
+            runKeeper.exited(cause: .terminate, signal: nil, status: 0, message: message)
         } else {
             let signal = cause.hasPrefix("signal:") ? String(cause.dropFirst("signal:".count)) : nil
-            runKeeper.exited(cause: .stop, signal: signal, status: 0)
+            let message = "\(options.programName) terminated cleanly (\(signal ?? cause)) after \(uptime)\(saved)"
+            runKeeper.exited(cause: .stop, signal: signal, status: 0, message: message)
         }
     }
 

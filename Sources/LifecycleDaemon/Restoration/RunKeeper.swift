@@ -101,8 +101,10 @@ final class RunKeeper {
     }
 
     /// Writes the exit record: the run ended cleanly, for `cause`. Not flushed to the disk (``write(_:)``): it adds
-    /// tens of microseconds to the exit.
-    func exited(cause: RunEnd.Cause, signal: String?, status: Int32) {
+    /// tens of microseconds to the exit. In a container whose runtime provides `/dev/termination-log` (Kubernetes:
+    /// `lastState.terminated.message`), `message` goes there too.
+    func exited(cause: RunEnd.Cause, signal: String?, status: Int32, message: String? = nil) {
+        if let message { Self.writeTerminationMessage(message) }
         record.phase = .exited
         record.ended = WallClock.microseconds()
         record.exitCause = cause
@@ -112,6 +114,19 @@ final class RunKeeper {
     }
 
     private var path: String? { directory.map { $0 + "/" + RunRecord.fileName } }
+
+    /// Where Kubernetes (and a runtime told to) takes a container's last words from.
+    static let terminationLog = "/dev/termination-log"
+
+    /// Writes `message` to ``terminationLog`` when it exists and may be written (at most 4 KiB, Kubernetes' limit).
+    static func writeTerminationMessage(_ message: String, path: String = terminationLog) {
+        guard access(path, W_OK) == 0 else { return }
+        let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let bytes = Array(message.utf8.prefix(4095))
+        _ = try? FileDescriptor(rawValue: descriptor).writeAll(bytes + [0x0A])
+    }
 
     private func write(_ record: RunRecord) {
         guard let path, let directory else { return }
