@@ -19,7 +19,9 @@
 //       after the warm-up to FILE, one per line in nanoseconds; prints "sent= seen= lost=".
 //   lifecycle-bench-probe launch --runs R [--settle-ms S] [--child-output FILE] -- COMMAND [ARG...]
 //       R times: binds a NOTIFY_SOCKET, execs COMMAND with it, times exec -> READY=1, waits S ms (default 200),
-//       reads VmRSS (and its RssAnon/RssFile split), then times SIGTERM -> exit (waitpid). Prints one line per run:
+//       reads VmRSS (and its RssAnon/RssFile split), then times SIGTERM -> exit (waitpid). Descriptors sent with
+//       FDSTORE=1 are kept until the run's exit has been timed, then closed, as systemd's file descriptor store holds
+//       them until the service stops. Prints one line per run:
 //       "ready_ns=… rss_kib=… rss_anon_kib=… rss_file_kib=… terminate_ns=… status=…".
 //   lifecycle-bench-probe scaling --shm PATH [--events E] [--settle-ms S] [--ready-timeout-ms T]
 //                                 [--timeout-ms T] -- COMMAND [ARG...]
@@ -54,6 +56,42 @@
 #include <unistd.h>
 
 extern char **environ;
+
+// The descriptors a child sent with its notifications (FDSTORE=1), held as systemd's store holds them.
+static int kept_fds[64];
+static int kept_count = 0;
+
+// recv(2) of one notification, keeping the descriptors it carries (SCM_RIGHTS) in kept_fds.
+static ssize_t receive_notification(int sock, char *buffer, size_t capacity, int flags) {
+    struct iovec vector = {.iov_base = buffer, .iov_len = capacity};
+    union {
+        struct cmsghdr align;
+        char space[CMSG_SPACE(sizeof(int) * 16)];
+    } control;
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof(control.space)};
+    ssize_t length = recvmsg(sock, &message, flags | MSG_CMSG_CLOEXEC);
+    if (length < 0) return length;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *descriptors = (int *)CMSG_DATA(header);
+        for (size_t index = 0; index < count; index++) {
+            if (kept_count < (int)(sizeof(kept_fds) / sizeof(kept_fds[0]))) {
+                kept_fds[kept_count++] = descriptors[index];
+            } else {
+                close(descriptors[index]);
+            }
+        }
+    }
+    return length;
+}
+
+// Closes what the store held: the service stopped.
+static void release_kept_fds(void) {
+    for (int index = 0; index < kept_count; index++) close(kept_fds[index]);
+    kept_count = 0;
+}
 
 static void die(const char *what) {
     fprintf(stderr, "lifecycle-bench-probe: %s: %s\n", what, strerror(errno));
@@ -266,7 +304,7 @@ static int command_launch(int argc, char **argv) {
                 waitpid(pid, NULL, 0);
                 return 70;
             }
-            ssize_t length = recv(sock, message, sizeof(message) - 1, 0);
+            ssize_t length = receive_notification(sock, message, sizeof(message) - 1, 0);
             if (length < 0) die("recv");
             message[length] = '\0';
             if (has_line(message, "READY=1")) ready = bench_monotonic_ns();
@@ -274,7 +312,7 @@ static int command_launch(int argc, char **argv) {
         sleep_until(ready + (uint64_t)settle_ms * 1000000ULL);
         struct memory_kib memory = read_memory_kib(pid);
         // Drain what the child said meanwhile (STATUS=, WATCHDOG=1), so the next run reads only its own messages.
-        while (recv(sock, message, sizeof(message), MSG_DONTWAIT) > 0) {
+        while (receive_notification(sock, message, sizeof(message), MSG_DONTWAIT) > 0) {
         }
         uint64_t kill_at = bench_monotonic_ns();
         if (kill(pid, SIGTERM) != 0) die("kill");
@@ -289,8 +327,9 @@ static int command_launch(int argc, char **argv) {
                (unsigned long long)(ready - start), memory.rss, memory.anon, memory.file,
                (unsigned long long)(exited - kill_at), code);
         fflush(stdout);
-        while (recv(sock, message, sizeof(message), MSG_DONTWAIT) > 0) {
+        while (receive_notification(sock, message, sizeof(message), MSG_DONTWAIT) > 0) {
         }
+        release_kept_fds();
     }
     close(sock);
     unlink(socket_path);

@@ -92,6 +92,34 @@ extension ProcessStateTests {
             #expect(warnings.first?.contains("closed") == true)
         }
 
+        @Test func aTriggerKeptInTheStoreIsReusedByTheNextProcessAndOnlyDroppedWhenItChanges() async throws {
+            let (stored, reused, dropped, closedFirst) = try await onDedicatedThread {
+                let loop = try MainLoop(onCurrentThread: ())
+                let source = MemoryPressureSource(path: "/proc/pressure/memory", origin: .systemWide, write: Array("some 200000 2000000\0".utf8))
+                var stored: [(Int32, String)] = []
+                var dropped: [String] = []
+                // The first process arms the trigger and keeps a copy (as systemd's store would: a dup).
+                let first = MemoryPressureMonitor(loop: loop, settings: .init(), logger: CapturedLog().logger())
+                first.keeping = TriggerKeeping(kept: nil, keep: { descriptor, name in stored.append((dup(descriptor), name)); return true }, drop: { dropped.append($0) })
+                try first.start(sources: [source]) {}
+                first.stop(keepingTheStoredTrigger: true)
+                // The next one is handed the copy back and reuses it: nothing stored again, nothing dropped.
+                let second = MemoryPressureMonitor(loop: loop, settings: .init(), logger: CapturedLog().logger())
+                var storedAgain = 0
+                second.keeping = TriggerKeeping(kept: (stored[0].1, stored[0].0), keep: { _, _ in storedAgain += 1; return true }, drop: { dropped.append($0) })
+                try second.start(sources: [source]) {}
+                let reused = storedAgain == 0
+                let closedFirst = dropped
+                // A reload's stop (the trigger changes) drops it from the store.
+                second.stop()
+                return (stored.map(\.1), reused, dropped, closedFirst)
+            }
+            #expect(stored == ["lifecycle-psi-some-200000-2000000"])
+            #expect(reused)
+            #expect(closedFirst.isEmpty)
+            #expect(dropped == ["lifecycle-psi-some-200000-2000000"])
+        }
+
         @Test func theKernelAcceptsTheDefaultTriggerOnThisMachine() async throws {
             let (source, skipped, stillWatching) = try await onDedicatedThread {
                 let loop = try MainLoop(onCurrentThread: ())

@@ -22,18 +22,30 @@ def measure_launches(bins, args, tmp, log):
     no_psi = os.path.join(tmp, "no-memory-pressure.conf")
     with open(no_psi, "w") as handle:
         handle.write("[MemoryPressure]\nWatch=no\n")
+    # Issue 31: the trigger's descriptor is kept in the file descriptor store (the probe holds what FDSTORE=1 sends until
+    # the exit was timed, as systemd holds it until the service stops), so the exiting process's close is not the last.
+    # Without the store the exiting process closes the last copy, as before.
+    no_store = os.path.join(tmp, "no-fd-store.conf")
+    with open(no_store, "w") as handle:
+        handle.write("[State]\nFileDescriptorStore=no\n")
+    # And with a state directory: the run record at launch and the exit record at exit (docs/restoration.md).
+    records = os.path.join(tmp, "run-records")
+    os.makedirs(records, exist_ok=True)
     subjects = [
         ("floor", [bins["floor"]]),
         ("peer", [bins["peer"]]),
         ("lifecycled", [bins["lifecycled"], "--work-interval", "0"]),
         ("daemon-0", [bins["daemon"]]),
         ("daemon-0-no-psi", [bins["daemon"], "--config", no_psi]),
+        ("daemon-0-no-store", [bins["daemon"], "--config", no_store]),
+        ("daemon-0-records", [bins["daemon"], "--state-directory", records]),
         ("daemon-10000", [bins["daemon"], "--controllers", "10000"]),
     ]
     results = {}
     for name, command in subjects:
         argv = [bins["probe"], "launch", "--runs", args.launch_runs, "--settle-ms", args.settle_ms, "--"] + command
-        out = run(argv, log, shown=quoted(argv).replace(no_psi, "<[MemoryPressure] Watch=no>"))
+        shown = quoted(argv).replace(no_psi, "<[MemoryPressure] Watch=no>").replace(no_store, "<[State] FileDescriptorStore=no>")
+        out = run(argv, log, shown=shown.replace(records, "<a state directory>"))
         rows = [dict((key, int(value)) for key, value in (item.split("=") for item in line.split()))
                 for line in out.splitlines() if line.strip()]
         if any(row["status"] != 0 for row in rows):
@@ -68,6 +80,9 @@ def report_launches(add, results, args, beside):
                      ("lifecycled", "lifecycled (demo, 4 controllers)"),
                      ("daemon-0", "bench daemon, empty window (baseline for per-controller cost)"),
                      ("daemon-0-no-psi", "bench daemon, empty window, `[MemoryPressure] Watch=no`"),
+                     ("daemon-0-no-store", "bench daemon, empty window, `[State] FileDescriptorStore=no` (the trigger's "
+                      "last close in the exit, as before issue 31)"),
+                     ("daemon-0-records", "bench daemon, empty window, with a state directory (run and exit records)"),
                      ("daemon-10000", "bench daemon, 10,000 controllers")]
     for name, label in launch_labels:
         row = launches[name]
@@ -97,6 +112,16 @@ def report_launches(add, results, args, beside):
         f"{fmt(no_psi_exit, 2)} ms ({fmt(launches['daemon-0-no-psi']['terminate_p90_ms'], 2)}) | with it "
         f"{fmt(empty_exit, 2)} ms | {fmt(ratio(empty_exit, no_psi_exit), 1)}× with it | — (what the trigger's close "
         "costs an exit, docs/benchmarks.md) | |")
+    no_store_exit = launches["daemon-0-no-store"]["terminate_ms"]
+    add(f"| the trigger closed by the exiting process (`[State] FileDescriptorStore=no`), SIGTERM → exit (p90) | "
+        f"{fmt(no_store_exit, 2)} ms ({fmt(launches['daemon-0-no-store']['terminate_p90_ms'], 2)}) | kept in the store "
+        f"{fmt(empty_exit, 2)} ms | {fmt(ratio(no_store_exit, empty_exit), 1)}× kept | — (what keeping the trigger in the "
+        "file descriptor store saves an exit) | |")
+    records_exit = launches["daemon-0-records"]["terminate_ms"]
+    add(f"| with the run record and the exit record (a state directory), SIGTERM → exit (p90) | "
+        f"{fmt(records_exit, 2)} ms ({fmt(launches['daemon-0-records']['terminate_p90_ms'], 2)}) | without "
+        f"{fmt(empty_exit, 2)} ms | {fmt(ratio(records_exit, empty_exit), 2)}× without | the exit record does not "
+        f"lengthen the exit | |")
     add(f"| terminate with 10,000 controllers, SIGTERM → exit | {fmt(terminate, 2)} ms | empty window "
         f"{fmt(launches['daemon-0']['terminate_ms'], 2)} ms; C floor {fmt(launches['floor']['terminate_ms'], 2)} ms | "
         f"{fmt(ratio(terminate, launches['daemon-0']['terminate_ms']), 1)}× empty | — | |")

@@ -272,6 +272,7 @@ package final class Daemon: ApplicationHost {
                 "watchdog": .string(watchdog ? "on" : "off"),
             ]
         )
+        keepTheMemoryPressureTrigger(passed: passed, incoming: incoming)
         // logind and memory pressure; started before the launch so that a stall while launching already counts.
         let events = SystemEvents(
             application: application,
@@ -355,6 +356,31 @@ package final class Daemon: ApplicationHost {
         control?.dispatchDidEnd()
         effects.deliverLogs()
         stallDetector?.dispatchDidEnd()
+    }
+
+    /// Under systemd, the PSI trigger's descriptor is kept in the file descriptor store (``TriggerKeeping``), and one an
+    /// earlier process kept is taken back: the exit's close is not the last one (no RCU grace period in it), and a
+    /// restart reuses the trigger. Not for an upgrade's successor, which owns no store until it is the main process.
+    private func keepTheMemoryPressureTrigger(passed: [SocketActivation.Socket], incoming: UpgradeFromPredecessor?) {
+        let kept = passed.first { $0.name.hasPrefix(TriggerKeeping.prefix) }
+        let store = FileDescriptorStore(notifier: effects.notifier)
+        guard incoming == nil, store.isAvailable, configuration.restoration.fileDescriptorStore != .no else {
+            if let kept { close(kept.descriptor) }
+            return
+        }
+        effects.triggerKeepingSlot?.keeping = TriggerKeeping(
+            kept: kept.map { ($0.name, $0.descriptor) },
+            keep: { [logger] descriptor, name in
+                do {
+                    try store.store(descriptor: descriptor, name: name)
+                    return true
+                } catch {
+                    logger.debug("the PSI trigger is not kept in the file descriptor store: \(error)")
+                    return false
+                }
+            },
+            drop: { name in try? store.remove(name: name) }
+        )
     }
 
     private func startStallDetector() throws(SystemCallError) {

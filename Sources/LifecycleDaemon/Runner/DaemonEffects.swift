@@ -45,6 +45,8 @@ struct DaemonEffects {
     var watchMemoryPressure:
         @MainActor (MemoryPressureMonitor.Settings, _ onPressure: @escaping @MainActor () -> Void)
             throws(MemoryPressureError) -> any MemoryPressureWatching
+    /// Where the PSI trigger is kept across processes of the service (the live effects' only).
+    var triggerKeepingSlot: TriggerKeepingSlot?
     /// The process environment, read once when the daemon starts: nothing else in the daemon reads it.
     var environment: [String: String] = [:]
     /// Whether systemd runs the process (`INVOCATION_ID` or `NOTIFY_SOCKET`), as read at start.
@@ -114,6 +116,19 @@ protocol MemoryPressureWatching: AnyObject {
     /// The file the trigger is armed on (for status reports).
     var source: MemoryPressureSource? { get }
     func stop()
+    /// Stops watching as the process exits: a trigger kept in the file descriptor store stays there.
+    func stop(keepingTheStoredTrigger: Bool)
+}
+
+extension MemoryPressureWatching {
+    func stop(keepingTheStoredTrigger: Bool) { stop() }
+}
+
+/// Where the daemon puts the file descriptor store's keeping of the PSI trigger (``TriggerKeeping``) before the watch
+/// starts: the live effects' monitor takes it from here.
+@MainActor
+final class TriggerKeepingSlot {
+    var keeping: TriggerKeeping?
 }
 
 extension LogindConnection {
@@ -146,7 +161,8 @@ extension DaemonEffects {
     /// The daemon's: the loop's timers and exit, systemd's socket, the process's terminal, logind on the system bus,
     /// PSI polled by the loop.
     static func live(loop: MainLoop, notifier: SystemdNotifier, programName: String, logger: Logger) -> DaemonEffects {
-        DaemonEffects(
+        let triggerSlot = TriggerKeepingSlot()
+        var effects = DaemonEffects(
             now: { .now },
             schedule: { delay, work in
                 do {
@@ -175,6 +191,8 @@ extension DaemonEffects {
             },
             watchMemoryPressure: { settings, onPressure throws(MemoryPressureError) in
                 let monitor = MemoryPressureMonitor(loop: loop, settings: settings, logger: logger)
+                monitor.keeping = triggerSlot.keeping
+                triggerSlot.keeping?.kept = nil
                 let source = try monitor.start { MainActor.assumeIsolated { onPressure() } }
                 if let source {
                     var metadata: Logger.Metadata = [LogKey.psiSource: "\(source.origin.rawValue)"]
@@ -208,5 +226,7 @@ extension DaemonEffects {
             deliverLogs: { JournalWriter.shared.waitForDelivery() },
             setLogDeliveryBudget: { budget in JournalWriter.shared.deliveryBudget = budget }
         )
+        effects.triggerKeepingSlot = triggerSlot
+        return effects
     }
 }

@@ -114,7 +114,9 @@ package final class SystemEvents {
     /// logind stays until ``stop()``: the inhibitors are released last.
     package func terminationDidBegin() {
         guard memoryPressure != nil else { return }
-        stopMemoryPressure()
+        // A trigger kept in the file descriptor store stays there for the next process: this close is not the last.
+        memoryPressure?.stop(keepingTheStoredTrigger: true)
+        memoryPressure = nil
         logger.debug("memory pressure is no longer watched: termination began")
     }
 

@@ -67,6 +67,12 @@ package final class MemoryPressureMonitor {
         didSet { limiter.minimumInterval = settings.minimumInterval }
     }
 
+    /// Where the PSI trigger's descriptor is kept beside this process (systemd's file descriptor store), and what an
+    /// earlier process of the service kept there: see ``TriggerKeeping``.
+    package var keeping: TriggerKeeping?
+    /// The name the trigger in use is kept under, while it is.
+    private var keptName: String?
+
     private let loop: MainLoop
     private let logger: Logger
     private let now: () -> Duration
@@ -158,11 +164,26 @@ package final class MemoryPressureMonitor {
     /// waits for it; the process still exits only once it has returned (exit waits for every thread), which is why
     /// the daemon stops watching as soon as termination begins. A FIFO or socket is closed at once.
     package func stop() {
+        stop(keepingTheStoredTrigger: false)
+    }
+
+    /// Stops watching; with `keepingTheStoredTrigger`, a trigger kept in the file descriptor store stays there (the
+    /// process exits: the next one of the service reuses it), and this process's close of it is not the last, so it
+    /// costs no grace period.
+    package func stop(keepingTheStoredTrigger: Bool) {
         ioSource?.cancel()
         ioSource = nil
         if fd >= 0 {
-            if readsData { Glibc.close(fd) } else { Self.closeTrigger(fd) }
+            if readsData {
+                Glibc.close(fd)
+            } else if keptName != nil, keepingTheStoredTrigger {
+                Glibc.close(fd)
+            } else {
+                if let keptName { keeping?.drop(keptName) }
+                Self.closeTrigger(fd)
+            }
         }
+        keptName = nil
         fd = -1
         source = nil
         handler = nil
@@ -202,6 +223,21 @@ package final class MemoryPressureMonitor {
             descriptor = try Self.connectUnixSocket(candidate.path)
             events = .readable
         case S_IFREG:
+            if let reused = reuseKeptTrigger(for: candidate, file: info) {
+                // The same trigger on the same file, kept by an earlier process of the service: nothing to open,
+                // write or close.
+                do {
+                    ioSource = try loop.addIO(fd: reused, events: .priority) { [unowned self] revents in
+                        self.ready(revents)
+                    }
+                } catch {
+                    Glibc.close(reused)
+                    throw OpenFailure(reason: error.description)
+                }
+                fd = reused
+                readsData = false
+                return
+            }
             // A PSI file: the trigger lives as long as this descriptor, and fires EPOLLPRI.
             descriptor = Glibc.open(candidate.path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
             guard descriptor >= 0 else { throw OpenFailure("open") }
@@ -235,6 +271,30 @@ package final class MemoryPressureMonitor {
         }
         fd = descriptor
         readsData = events == .readable
+        if type == S_IFREG, !candidate.write.isEmpty, let keeping {
+            let name = TriggerKeeping.name(for: candidate)
+            if keeping.keep(descriptor, name) { keptName = name }
+        }
+    }
+
+    /// The descriptor an earlier process kept for this very trigger on this very file (same device and inode, same
+    /// trigger text in its name), taken; nil when there is none. One kept for anything else is dropped from the store
+    /// and closed (on a thread: its close may be the last).
+    private func reuseKeptTrigger(for candidate: MemoryPressureSource, file: stat) -> Int32? {
+        guard let keeping, let kept = keeping.kept else { return nil }
+        self.keeping?.kept = nil
+        var held = stat()
+        let name = TriggerKeeping.name(for: candidate)
+        if kept.name == name, !candidate.write.isEmpty, fstat(kept.descriptor, &held) == 0,
+            held.st_dev == file.st_dev, held.st_ino == file.st_ino
+        {
+            keptName = name
+            logger.debug("memory pressure: reusing the PSI trigger kept in the file descriptor store (\(name))")
+            return kept.descriptor
+        }
+        keeping.drop(kept.name)
+        Self.closeTrigger(kept.descriptor)
+        return nil
     }
 
     private static func connectUnixSocket(_ path: String) throws(OpenFailure) -> Int32 {
@@ -314,5 +374,34 @@ package final class MemoryPressureMonitor {
     private func fail(_ reason: String) {
         logger.warning("memory pressure is no longer watched: \(reason)")
         stop()
+    }
+}
+
+/// Where a PSI trigger's descriptor is kept beside the process: systemd's file descriptor store (`FDSTORE=1`,
+/// `FDNAME=lifecycle-psi-<trigger>`). The close of a PSI trigger's last descriptor waits for an RCU grace period
+/// (docs/benchmarks.md, "Terminate"); with a copy in the store, the exiting process's close is not the last one, so
+/// its exit does not wait, and the next process of the service (a restart after a crash, a watchdog kill) takes the
+/// same trigger back instead of arming a new one. systemd closes it when the service stops.
+package struct TriggerKeeping {
+    /// What an earlier process of the service kept (passed back in `LISTEN_FDS`), if anything.
+    package var kept: (name: String, descriptor: Int32)?
+    /// Keeps a descriptor under a name; false when the store refused it.
+    package var keep: (Int32, String) -> Bool
+    /// Drops what is kept under a name (`FDSTOREREMOVE=1`).
+    package var drop: (String) -> Void
+
+    /// The names' prefix.
+    package static let prefix = "lifecycle-psi-"
+
+    /// Creates a keeping.
+    package init(kept: (name: String, descriptor: Int32)?, keep: @escaping (Int32, String) -> Bool, drop: @escaping (String) -> Void) {
+        self.kept = kept
+        self.keep = keep
+        self.drop = drop
+    }
+
+    /// `lifecycle-psi-some-200000-2000000`: the trigger's text in the name, so a changed trigger is not reused.
+    package static func name(for source: MemoryPressureSource) -> String {
+        prefix + String(source.writtenText.map { $0.isLetter || $0.isNumber ? $0 : "-" })
     }
 }
