@@ -97,6 +97,22 @@ import Testing
             """)
     }
 
+    @Test func theStatusPageSaysHowTheLastRunEndedAndWhatASafeLaunchSetAside() {
+        let crashed: JSONObject = [
+            "cause": "crash", "description": "a crash (SIGSEGV)", "duringLaunch": true, "endedSecBeforeLaunch": 0.226,
+            "abnormalInARow": 2, "setAsideGeneration": 1, "setAsideFile": "/var/lib/hello-service/state.archive.set-aside-1",
+        ]
+        #expect(Output.lastRunLines(crashed) == [
+            "ended by a crash (SIGSEGV) during its launch 226 ms before this launch, 2 abnormal ends in a row",
+            "safe launch: generation 1 set aside as /var/lib/hello-service/state.archive.set-aside-1 ([Restoration] RestoreSetAside=1 restores it)",
+        ])
+        let stopped: JSONObject = ["cause": "stop", "description": "a stop (SIGTERM)", "duringLaunch": false, "abnormalInARow": 0, "restoredGeneration": 41]
+        #expect(Output.lastRunLines(stopped) == ["ended by a stop (SIGTERM); restored generation 41"])
+        #expect(Output.lastRunLines(["cause": "none", "abnormalInARow": 0, "duringLaunch": false]) == ["none recorded (a first launch)"])
+        let page = Output.status(["program": "x", "state": "active", "lastRun": .object(stopped)], unit: nil, style: plain)
+        #expect(page.contains("\n  Last run: ended by a stop (SIGTERM); restored generation 41\n"))
+    }
+
     @Test func lifecycleTasksFollowWithTheirSupervision() {
         let reply: JSONObject = [
             "tasks": [],
@@ -166,7 +182,7 @@ import Testing
         let names = Lifecyclectl.configuration.subcommands.compactMap { $0.configuration.commandName }
         #expect(names == [
             "status", "tree", "tasks", "trace", "background", "foreground", "inactive", "reload", "memory-warning", "terminate",
-            "check", "upgrade",
+            "check", "upgrade", "record-stop",
         ])
         let bash = Lifecyclectl.completionScript(for: .bash)
         #expect(bash.contains("_lifecyclectl"))
