@@ -749,7 +749,8 @@ def test_a_full_state_directory_is_one_warning_the_previous_archive_stays_and_a_
         # The previous archive, byte for byte; no temporary file left behind.
         assert archive_digest(sandbox) == before
         listed = sandbox.run("ls", "-A", STATE_DIRECTORY).stdout.split()
-        assert sorted(listed) == ["filler", "state.archive"], listed
+        # run.record: the daemon's record of this run, written at launch (docs/restoration.md).
+        assert sorted(listed) == ["filler", "run.record", "state.archive"], listed
         running = sandbox.show(unit)
         assert (running["ActiveState"], running["MainPID"], running["NRestarts"]) == ("active", pid, "0")
 
