@@ -118,6 +118,14 @@ struct RunEndDeterminationTests {
         }
     }
 
+    @Test func anAbnormalEndAfterALongRunStartsTheCountAgain() {
+        let running = Self.run(phase: .running, abnormal: 5)
+        let quick = Self.determine(running, Self.stop("signal", code: "killed", status: "SEGV"))
+        #expect(quick?.abnormalEndsInARow == 6)
+        let daily = Self.determine(running, Self.stop("signal", code: "killed", status: "SEGV", after: 86_400), now: Self.started + 86_401 * Self.second)
+        #expect(daily?.abnormalEndsInARow == 1)
+    }
+
     @Test func anOOMKillCountedBeforeTheRunStartedIsNotThisRunsEnd() {
         var running = Self.run(phase: .running)
         running.oomKills = 1

@@ -178,9 +178,15 @@ enum RunEndDetermination {
             end.timeSinceEnd = micros(max(0, now - endedAt))
             end.lifetime = micros(max(0, endedAt - previous.started))
         }
-        end.abnormalEndsInARow = end.isAbnormal ? previous.abnormal + 1 : 0
+        // A run that started long ago ended a loop if there was one: the count starts again with its end.
+        let longLived = now - previous.started > Int64(streakWindow.microseconds)
+        end.abnormalEndsInARow = end.isAbnormal ? (longLived ? 1 : previous.abnormal + 1) : 0
         return end
     }
+
+    /// Abnormal ends count as in a row only while each run started within this of the next launch: a service that
+    /// crashes once a day is not in a loop.
+    static let streakWindow = Duration.seconds(600)
 
     /// The end systemd's `$SERVICE_RESULT`, `$EXIT_CODE` and `$EXIT_STATUS` describe (and the OOM kill count, which
     /// names an OOM kill systemd 252 reports as a `SIGKILL` on a cgroup v1 memory controller).
@@ -293,7 +299,8 @@ enum LaunchBackoff {
     /// The action after `end`: the first abnormal end restarts at once, each one after waits twice as long as the
     /// one before (from `initial`, at most `maximum`); at `giveUpAfter` in a row (0: never) the process gives up; a
     /// start after a give-up waits `maximum` and tries once more. A new build, or a last end older than
-    /// ``forgetAfter``, starts afresh.
+    /// ``forgetAfter``, starts afresh (and a run that lived longer than ``RunEndDetermination/streakWindow`` restarts
+    /// the count).
     static func action(end: RunEnd?, sameBuild: Bool, settings: RestorationSettings) -> Action {
         guard let end, sameBuild else { return .launch }
         if let since = end.timeSinceEnd, since > forgetAfter { return .launch }
