@@ -152,6 +152,13 @@ def test_sigkill_at_random_moments_of_a_save_never_leaves_a_partial_tree(lifecyc
             try:
                 assert daemon.ready.wait(20), f"launch {kill} never became active:\n" + "\n".join(daemon.text())
                 assert daemon.popen.poll() is None, f"launch {kill} exited:\n" + "\n".join(daemon.text())
+                # The kills below are meant for a save, not for the launch: the run record says the launch is over
+                # (a kill before that would be a crash during the launch, which the safe launch answers).
+                run_record = Path(directory) / "run.record"
+                deadline = time.monotonic() + 10
+                while "phase=running" not in (run_record.read_text() if run_record.exists() else ""):
+                    assert time.monotonic() < deadline, f"launch {kill}: the run record never said running"
+                    time.sleep(0.001)
                 launch = daemon.text()
                 launch_warnings = daemon.warnings()
                 restoring = [m for line in launch if (m := RESTORING.search(line))]

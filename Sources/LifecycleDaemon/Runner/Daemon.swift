@@ -426,6 +426,10 @@ package final class Daemon: ApplicationHost {
     // MARK: ApplicationHost
 
     package func applicationDidFinishLaunching(_ application: Application) {
+        // The launch is over (restoration and the launch callbacks): what ends the run from now on did not end it in
+        // its launch. Written now, not when READY=1 goes out, which may wait up to 3 s for logind's subscriptions while
+        // the application already serves. (An upgrade's successor writes its record once it is the main process.)
+        if role.isMain { runKeeper?.ready() }
         warnAboutUnclaimedListeners()
         if case .successor = role, let incoming {
             // An upgrade's successor: the predecessor hears it serves; systemd hears it once it is the main process.
@@ -434,7 +438,6 @@ package final class Daemon: ApplicationHost {
         }
         // READY=1 once a sleep announced from now on reaches the application and waits for it.
         guard let events = systemEvents else {
-            runKeeper?.ready()
             notify([.ready, .status(statusLine)])
             return
         }
@@ -450,7 +453,6 @@ package final class Daemon: ApplicationHost {
                     """
                 )
             }
-            runKeeper?.ready()
             notify([.ready, .status(statusLine)])
         }
     }
