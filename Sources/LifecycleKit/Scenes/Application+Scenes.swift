@@ -256,6 +256,10 @@ extension Application {
 
     private func performSceneStep(_ step: SceneStateMachine.Step, gate: ApplicationState) {
         let id = step.identifier
+        // Every callback of the step is the scene's, also one whose path is never built: the stall detector names it.
+        let outerScene = trace.runningScene
+        trace.runningScene = id
+        defer { trace.runningScene = outerScene }
         if let scene = sceneTable.scenes[id] {
             setActivationState(scene, step.stateWhileFiring)
             applicationState = observedState(gate)
