@@ -17,7 +17,8 @@ struct SceneTable {
     var sessions: [String: SceneSession] = [:]
     /// The connected scenes (from their configuration to their teardown), by session.
     var scenes: [String: Scene] = [:]
-    /// The connected scenes in the order they connected, while no scene has connected or gone since.
+    /// The connected scenes in the order they connected, kept as they connect and go (a new scene's serial is the
+    /// highest: it goes last), so that no turn sorts them.
     var orderCache: [Scene]?
     /// The next session's serial, and the next scene's.
     var nextSerial = 0
@@ -346,7 +347,7 @@ extension Application {
         sceneTable.nextSerial += 1
         scene.serial = sceneTable.nextSerial
         sceneTable.scenes[id] = scene
-        sceneTable.orderCache = nil
+        sceneTable.orderCache?.append(scene)
         session.scene = scene
         session.configuration = configuration
         session.configurationName = configuration.name
@@ -361,7 +362,9 @@ extension Application {
         scene.window.releaseContent()
         setActivationState(scene, .unattached)
         sceneTable.scenes[scene.session.persistentIdentifier] = nil
-        sceneTable.orderCache = nil
+        if let index = sceneTable.orderCache?.firstIndex(where: { $0 === scene }) {
+            sceneTable.orderCache?.remove(at: index)
+        }
         scene.session.scene = nil
         scheduleTurnEndWork { withExtendedLifetime(scene) {} }
     }
