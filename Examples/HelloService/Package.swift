@@ -10,7 +10,7 @@
 // hello-service: a Hummingbird server with the iOS application lifecycle (see README.md).
 import PackageDescription
 
-// LifecycleHummingbird and its tests compile with the stricter settings of the main package (and hummingbird's):
+// The server libraries and their tests compile with the stricter settings of the main package (and hummingbird's):
 // existentials spelled `any`, members visible only through a module imported in the same file, imports internal unless
 // marked `public`.
 let swiftSettings: [SwiftSetting] = [
@@ -34,19 +34,33 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
+        // What the frameworks' adapters share, and knows nothing of either: a listening descriptor the server owns,
+        // accepting on it beside other accepters, SwiftNIO channels for the accepted connections, tracking them from
+        // accept to close, and the quiesce gate that holds a graceful shutdown until a connection's late request is
+        // answered with `Connection: close`.
+        .target(
+            name: "LifecycleHTTPCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // A Hummingbird HTTP/1.1 server on a listening socket it is given (systemd's LISTEN_FDS, a dup of a socket the
         // daemon keeps): it closes only its own descriptor, so the socket outlives it and the next server serves the
         // connections the kernel queued meanwhile.
         .target(
             name: "LifecycleHummingbird",
             dependencies: [
+                "LifecycleHTTPCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -77,18 +91,35 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The server on real loopback sockets: a descriptor the test bound, served, shut down and served again.
+        // What the servers' tests share: a loopback listening socket whose dups servers get, a client that reads the
+        // raw bytes on the wire, services run in a ServiceGroup the test shuts down.
+        .target(
+            name: "HTTPServerTestSupport",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/HTTPServerTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The gate's decisions as a plain value.
+        .testTarget(
+            name: "LifecycleHTTPCoreTests",
+            dependencies: ["LifecycleHTTPCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The servers on real loopback sockets: a descriptor the test bound, served, shut down and served again.
         .testTarget(
             name: "LifecycleHummingbirdTests",
             dependencies: [
+                "HTTPServerTestSupport",
                 "LifecycleHummingbird",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
