@@ -7,7 +7,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// hello-service: a Hummingbird server with the iOS application lifecycle (see README.md).
+// hello-service: a Hummingbird server with the iOS application lifecycle (see README.md), and the adapters that serve
+// Hummingbird and Vapor on LifecycleKit's listeners.
 import PackageDescription
 
 // The server libraries and their tests compile with the stricter settings of the main package (and hummingbird's):
@@ -25,8 +26,9 @@ let package = Package(
     dependencies: [
         .package(name: "LifecycleKit", path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        // Already in the graph through Hummingbird and LifecycleKit; named here because LifecycleHummingbird uses them.
+        // Already in the graph through Hummingbird, Vapor and LifecycleKit; named here because the adapters use them.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -62,6 +64,22 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The same for a Vapor 4 application: its responder (routes, middleware, errors) served on a given socket,
+        // one Vapor Application per run of the server.
+        .target(
+            name: "LifecycleVapor",
+            dependencies: [
+                "LifecycleHTTPCore",
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -120,6 +138,19 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LifecycleVaporTests",
+            dependencies: [
+                "HTTPServerTestSupport",
+                "LifecycleVapor",
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
