@@ -7,11 +7,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-// hello-service: a Hummingbird server with the iOS application lifecycle (see README.md), and the adapters that serve
-// Hummingbird and Vapor on LifecycleKit's listeners.
+// hello-service and hello-vapor: a Hummingbird server and a Vapor application with the iOS application lifecycle (see
+// README.md), and the adapters that serve them on LifecycleKit's listeners.
 import PackageDescription
 
-// The server libraries and their tests compile with the stricter settings of the main package (and hummingbird's):
+// The adapters, hello-vapor and the tests compile with the stricter settings of the main package (and hummingbird's):
 // existentials spelled `any`, members visible only through a module imported in the same file, imports internal unless
 // marked `public`.
 let swiftSettings: [SwiftSetting] = [
@@ -96,6 +96,23 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The same example as a Vapor application (README.md, "hello-vapor"): the second executable of this package,
+        // so SwiftNIO and the rest build once.
+        .executableTarget(
+            name: "hello-vapor",
+            dependencies: [
+                "LifecycleVapor",
+                .product(name: "LifecycleDaemon", package: "LifecycleKit"),
+                .product(name: "LifecycleKit", package: "LifecycleKit"),
+                .product(name: "LifecycleServices", package: "LifecycleKit"),
+                .product(name: "Vapor", package: "vapor"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
         ),
         // The example's lifecycle, driven by LifecycleKit's test kit: no systemd, no signals, a clock the test moves.
         .testTarget(
