@@ -13,7 +13,8 @@
 #   make install  install lifecycled, its unit and its configuration (needs root)
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
 #   make man      lifecyclectl's man page, docs/man/lifecyclectl.1 (generated, committed)
-#   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
+#   make example  build the example, Examples/HelloService (a Hummingbird server and a Vapor application, each a
+#                 LifecycleKit daemon: hello-service and hello-vapor)
 #   make image    the example as a container image, localhost/hello-service:latest (offline: no registry, no base image)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
 #   make unit-test-netns  the unit tests where net.unix.max_dgram_qlen is 512, as on a machine systemd booted
@@ -32,7 +33,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The build directory is .build in the checkout unless LIFECYCLED_SCRATCH_PATH names another (scripts/run and the
 # end-to-end harness read it too; the example's is beside it, with -example). LIFECYCLED_BIN and HELLO_SERVICE_BIN
 # hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing (lifecyclectl and the tests'
-# scene-service are taken from beside the daemon unless LIFECYCLECTL_BIN or SCENE_SERVICE_BIN names another).
+# scene-service are taken from beside the daemon unless LIFECYCLECTL_BIN or SCENE_SERVICE_BIN names another, and the
+# example's hello-vapor from beside hello-service unless HELLO_VAPOR_BIN does).
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
@@ -81,7 +83,7 @@ unit-test: deps
 	$(SWIFT) test $(SCRATCH)
 
 # The example's own tests: its delegate under LifecycleKit's test kit (a restart policy on a manual clock, a refused
-# reload). The same build plan as `make example` (see there).
+# reload), and both adapters' servers on loopback sockets. The same build plan as `make example` (see there).
 example-test: example
 	$(SWIFT) test $(EXAMPLE_SCRATCH) --package-path "$(EXAMPLE)"
 
@@ -106,9 +108,9 @@ e2e-test: $(if $(LIFECYCLED_BIN),deps,build test-services) $(if $(HELLO_SERVICE_
 	ctl="$${LIFECYCLECTL_BIN:-$$(dirname "$$bin")/lifecyclectl}"; \
 	scene="$${SCENE_SERVICE_BIN:-$$(dirname "$$bin")/scene-service}"; \
 	hello="$${HELLO_SERVICE_BIN:-$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service}"; \
+	vapor="$${HELLO_VAPOR_BIN:-$$(dirname "$$hello")/hello-vapor}"; \
 	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "LIFECYCLECTL_BIN=$$ctl" "HELLO_SERVICE_BIN=$$hello" \
-		"SCENE_SERVICE_BIN=$$scene" \
-		$(PYTHON) -m pytest Tests/EndToEnd -v
+		"SCENE_SERVICE_BIN=$$scene" "HELLO_VAPOR_BIN=$$vapor" $(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test example-test e2e-test
 

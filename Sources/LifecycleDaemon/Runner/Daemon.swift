@@ -518,35 +518,6 @@ package final class Daemon: ApplicationHost {
         effects.schedule(delay, work)
     }
 
-    // MARK: Debug
-
-    /// The watchdog test's switch: when the named callback fires, the main thread blocks forever, so the loop stops
-    /// feeding the watchdog.
-    /// `CALLBACK` blocks the main thread forever when that callback fires the first time; `CALLBACK=SECONDS` blocks
-    /// it that long (the stall detector's tests).
-    private func installHang(in specification: String) {
-        let parts = specification.split(separator: "=", maxSplits: 1).map(String.init)
-        let callback = parts[0]
-        let seconds = parts.count > 1 ? Double(parts[1]) : nil
-        logger.warning("debug: the main thread will block in \(callback) for \(seconds.map { "\($0) s" } ?? "ever")")
-        var done = false
-        application.trace.observe { [logger] event in
-            guard !done, event.event == callback else { return }
-            done = true
-            logger.critical("debug: blocking in \(callback) (\(event.target)) on purpose")
-            guard let seconds else {
-                while true { sleep(3600) }
-            }
-            // A second at a time (the daemon's signals are blocked, so nothing cuts a sleep short).
-            var left = UInt64(seconds * 1_000_000)
-            while left > 0 {
-                let chunk = min(left, 1_000_000)
-                usleep(UInt32(chunk))
-                left -= chunk
-            }
-        }
-    }
-
     // MARK: Helpers
 
     /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
@@ -567,47 +538,5 @@ package final class Daemon: ApplicationHost {
     static func writeError(_ text: String) {
         let line = Array((text + "\n").utf8)
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    }
-}
-
-/// Sends sd_notify messages through the effects, while the process is the service's main process (an upgrade's new
-/// process is not, until it is handed over; the running one is no more once it has handed over). The first failure to reach systemd's notification socket, from
-/// sd_notify or from the file descriptor store, is one warning for both; later ones are silent: a socket that is not
-/// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
-@MainActor
-final class Notifications {
-    let effects: DaemonEffects
-    private let logger: Logger
-    private var failureLogged = false
-    /// Whether systemd takes this process's notifications (the process's ``ProcessRole``); when not, they are not
-    /// sent (systemd would log a warning for each).
-    private let isMain: @MainActor () -> Bool
-
-    init(effects: DaemonEffects, logger: Logger, isMain: @escaping @MainActor () -> Bool) {
-        self.effects = effects
-        self.logger = logger
-        self.isMain = isMain
-    }
-
-    func send(_ assignments: [NotifyAssignment]) {
-        guard isMain() else { return }
-        do {
-            try effects.notify(assignments)
-        } catch {
-            reportFailure(error)
-        }
-    }
-
-    /// One warning for the first failure to reach the notification socket; nothing for the later ones.
-    func reportFailure(_ error: any Error) {
-        guard !failureLogged else { return }
-        failureLogged = true
-        let socket = effects.environment["NOTIFY_SOCKET"].map { " (NOTIFY_SOCKET=\($0))" } ?? ""
-        logger.warning(
-            """
-            cannot reach systemd's notification socket\(socket): \(error) systemd does not hear about this service's \
-            readiness, state, reloads or stop, and keeps no copy of its saved state
-            """
-        )
     }
 }
