@@ -13,7 +13,8 @@
 #   make install  install lifecycled, its unit and its configuration (needs root)
 #   make bench    the benchmark table and plot (docs/benchmarks.md)
 #   make man      lifecyclectl's man page, docs/man/lifecyclectl.1 (generated, committed)
-#   make example  build the example, Examples/HelloService (a Hummingbird server as a LifecycleKit daemon)
+#   make example  build the example, Examples/HelloService (a Hummingbird server and a Vapor application, each a
+#                 LifecycleKit daemon: hello-service and hello-vapor)
 #   make image    the example as a container image, localhost/hello-service:latest (offline: no registry, no base image)
 #   make sanitize the unit tests under AddressSanitizer (with LeakSanitizer) and ThreadSanitizer
 #   make unit-test-netns  the unit tests where net.unix.max_dgram_qlen is 512, as on a machine systemd booted
@@ -31,12 +32,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The build directory is .build in the checkout unless LIFECYCLED_SCRATCH_PATH names another (scripts/run and the
 # end-to-end harness read it too; the example's is beside it, with -example). LIFECYCLED_BIN and HELLO_SERVICE_BIN
-# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing (lifecyclectl is taken from
-# beside the daemon unless LIFECYCLECTL_BIN names another).
+# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing (lifecyclectl and the tests'
+# scene-service are taken from beside the daemon unless LIFECYCLECTL_BIN or SCENE_SERVICE_BIN names another, and the
+# example's hello-vapor from beside hello-service unless HELLO_VAPOR_BIN does).
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example example-test image run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
+.PHONY: deps build test-services example example-test image run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -45,6 +47,11 @@ deps:
 build: deps
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecycled
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecyclectl
+
+# The end-to-end tests' own services (Tests/SceneService: an application that uses scenes), built beside lifecycled,
+# where the tests look for them (or SCENE_SERVICE_BIN names it).
+test-services: deps
+	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product scene-service
 
 # Its own package, which depends on this one by path (and on Hummingbird, which this package never resolves).
 # SwiftPM keeps the build plan of a path dependency while that package's manifest is unchanged: a source file added
@@ -76,7 +83,7 @@ unit-test: deps
 	$(SWIFT) test $(SCRATCH)
 
 # The example's own tests: its delegate under LifecycleKit's test kit (a restart policy on a manual clock, a refused
-# reload). The same build plan as `make example` (see there).
+# reload), and both adapters' servers on loopback sockets. The same build plan as `make example` (see there).
 example-test: example
 	$(SWIFT) test $(EXAMPLE_SCRATCH) --package-path "$(EXAMPLE)"
 
@@ -96,12 +103,14 @@ unit-test-netns: deps
 
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.
-e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
+e2e-test: $(if $(LIFECYCLED_BIN),deps,build test-services) $(if $(HELLO_SERVICE_BIN),,example)
 	bin="$${LIFECYCLED_BIN:-$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecycled}"; \
 	ctl="$${LIFECYCLECTL_BIN:-$$(dirname "$$bin")/lifecyclectl}"; \
+	scene="$${SCENE_SERVICE_BIN:-$$(dirname "$$bin")/scene-service}"; \
 	hello="$${HELLO_SERVICE_BIN:-$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service}"; \
+	vapor="$${HELLO_VAPOR_BIN:-$$(dirname "$$hello")/hello-vapor}"; \
 	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "LIFECYCLECTL_BIN=$$ctl" "HELLO_SERVICE_BIN=$$hello" \
-		$(PYTHON) -m pytest Tests/EndToEnd -v
+		"SCENE_SERVICE_BIN=$$scene" "HELLO_VAPOR_BIN=$$vapor" $(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test example-test e2e-test
 

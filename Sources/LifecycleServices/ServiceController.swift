@@ -23,8 +23,8 @@ public enum BackgroundServicePolicy: String, Sendable, Hashable, CaseIterable {
     case keepRunning
 }
 
-/// A controller that hosts swift-service-lifecycle `Service`s — a Hummingbird or Vapor server, a queue consumer, a
-/// poller — as UIKit hosts views: they run while the controller is on screen and the application is in the
+/// A controller that hosts swift-service-lifecycle `Service`s — an HTTP server, a queue consumer, a poller — as UIKit
+/// hosts views: they run while the controller is on screen and the application is in the
 /// foreground, and stop when either ends.
 ///
 /// Each run is a fresh `ServiceGroup` of the services that ``makeServices(on:)`` returns (started in order, shut down
@@ -43,9 +43,19 @@ public enum BackgroundServicePolicy: String, Sendable, Hashable, CaseIterable {
 /// the runs: in the background (``ListenerPolicy/pause``, the default) the server stops accepting and finishes what
 /// is in flight while connections wait in the backlog, served on the return to the foreground.
 ///
+/// What a web framework's server gets depends on whether it serves a socket it is given. Hummingbird 2 and Vapor 4
+/// each bind their own address, so `Examples/HelloService` has an adapter for each, on one shared core: Hummingbird's
+/// router is served by `LifecycleHummingbird`'s `HTTPServer`, and a Vapor application by `LifecycleVapor`'s
+/// `VaporServer` (a new Vapor `Application` for each run, booted before it accepts and shut down after its last
+/// connection closed), each on a `dup(2)` of its ``ListeningSocket``. With either, a restart, a crash, the background
+/// and an upgrade refuse no connection, and a graceful shutdown answers a request that arrives late on a connection,
+/// with `Connection: close`. A server that binds its own port (Hummingbird's `Application`, Vapor's `app.server`) is
+/// hosted all the same — started, drained, restarted on failure — but nothing holds its port between runs:
+/// connections are refused while it restarts, in the background and during an upgrade.
+///
 /// ```swift
 /// let server = ServiceController(identifier: "http", listeners: [.tcp("http", port: 8080)]) { sockets in
-///     [HTTPServer(router: router, socket: sockets[0])]
+///     [HTTPServer(router: router, descriptor: try sockets[0].duplicate(), logger: logger)]
 /// }
 /// ```
 @MainActor

@@ -226,6 +226,10 @@ package final class Daemon: ApplicationHost {
     /// Sets up the loop, launches the application and runs until it terminates; returns the exit code.
     package func start() throws(SystemCallError) -> Int32 {
         guard let loop else { preconditionFailure("a daemon made without a main loop cannot start") }
+        if let problem = options.scenesProblem(in: configuration, usesScenes: application.usesScenes) {
+            logger.error("\(problem)")
+            return ExitStatus.configuration.rawValue
+        }
         try loop.integrateMainDispatchQueue()
         for signal in configuration.signalMap.signals {
             let source = try loop.addSignal(signal) { [unowned self] info in
@@ -481,6 +485,9 @@ package final class Daemon: ApplicationHost {
         } catch {
             return .refused("\(error)")
         }
+        if let problem = options.scenesProblem(in: fresh, usesScenes: application.usesScenes) {
+            return .refused("\(problem)")
+        }
         if let problem = prepareStoryboard(for: fresh) { return .refused(problem) }
         preparedConfiguration = fresh
         return .ready(ReloadProposal(settings: fresh.applicationSettings))
@@ -556,70 +563,6 @@ package final class Daemon: ApplicationHost {
         effects.schedule(delay, work)
     }
 
-    // MARK: Debug
-
-    /// The watchdog test's switch: when the named callback fires, the main thread blocks forever, so the loop stops
-    /// feeding the watchdog.
-    /// `CALLBACK` blocks the main thread forever when that callback fires the first time; `CALLBACK=SECONDS` blocks
-    /// it that long (the stall detector's tests).
-    private func installHang(in specification: String) {
-        let parts = specification.split(separator: "=", maxSplits: 1).map(String.init)
-        let callback = parts[0]
-        let seconds = parts.count > 1 ? Double(parts[1]) : nil
-        logger.warning("debug: the main thread will block in \(callback) for \(seconds.map { "\($0) s" } ?? "ever")")
-        var done = false
-        application.trace.observe { [logger] event in
-            guard !done, event.event == callback else { return }
-            done = true
-            logger.critical("debug: blocking in \(callback) (\(event.target)) on purpose")
-            guard let seconds else {
-                while true { sleep(3600) }
-            }
-            // A second at a time (the daemon's signals are blocked, so nothing cuts a sleep short).
-            var left = UInt64(seconds * 1_000_000)
-            while left > 0 {
-                let chunk = min(left, 1_000_000)
-                usleep(UInt32(chunk))
-                left -= chunk
-            }
-        }
-    }
-
-    /// The crash tests' switch, `CALLBACK[=HOW]` (several separated by commas): when a named callback first fires, the
-    /// process kills itself with a signal (default `SIGSEGV`, its default action restored first: a real crash, core and
-    /// all) or exits with a status (`CALLBACK=exit:3`).
-    private func installCrash(in specification: String) {
-        var endings: [String: String] = [:]
-        for entry in specification.split(separator: ",") {
-            var callback = String(entry)
-            var how = "SIGSEGV"
-            if let equals = entry.lastIndex(of: "=") {
-                let tail = String(entry[entry.index(after: equals)...])
-                if tail.hasPrefix("SIG") || tail.hasPrefix("exit:") {
-                    callback = String(entry[..<equals])
-                    how = tail
-                }
-            }
-            endings[callback] = how
-            logger.warning("debug: the process will end in \(callback) (\(how))")
-        }
-        application.trace.observe { [logger] event in
-            guard let how = endings[event.event] else { return }
-            logger.critical("debug: ending in \(event.event) (\(event.target)) on purpose: \(how)")
-            JournalWriter.shared.flush()
-            if how.hasPrefix("exit:") {
-                exit(Int32(how.dropFirst("exit:".count)) ?? 1)
-            }
-            let number = UnixSignal(name: how)?.rawValue ?? SIGSEGV
-            signal(number, SIG_DFL)
-            var set = sigset_t()
-            sigemptyset(&set)
-            sigaddset(&set, number)
-            pthread_sigmask(SIG_UNBLOCK, &set, nil)
-            raise(number)
-        }
-    }
-
     // MARK: Helpers
 
     /// Tells systemd; the trace lines of the callbacks that led here go out first, so nobody learns of a state
@@ -640,47 +583,5 @@ package final class Daemon: ApplicationHost {
     static func writeError(_ text: String) {
         let line = Array((text + "\n").utf8)
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    }
-}
-
-/// Sends sd_notify messages through the effects, while the process is the service's main process (an upgrade's new
-/// process is not, until it is handed over; the running one is no more once it has handed over). The first failure to reach systemd's notification socket, from
-/// sd_notify or from the file descriptor store, is one warning for both; later ones are silent: a socket that is not
-/// there (`$NOTIFY_SOCKET` naming nothing) fails every time, immediately, and costs nothing else.
-@MainActor
-final class Notifications {
-    let effects: DaemonEffects
-    private let logger: Logger
-    private var failureLogged = false
-    /// Whether systemd takes this process's notifications (the process's ``ProcessRole``); when not, they are not
-    /// sent (systemd would log a warning for each).
-    private let isMain: @MainActor () -> Bool
-
-    init(effects: DaemonEffects, logger: Logger, isMain: @escaping @MainActor () -> Bool) {
-        self.effects = effects
-        self.logger = logger
-        self.isMain = isMain
-    }
-
-    func send(_ assignments: [NotifyAssignment]) {
-        guard isMain() else { return }
-        do {
-            try effects.notify(assignments)
-        } catch {
-            reportFailure(error)
-        }
-    }
-
-    /// One warning for the first failure to reach the notification socket; nothing for the later ones.
-    func reportFailure(_ error: any Error) {
-        guard !failureLogged else { return }
-        failureLogged = true
-        let socket = effects.environment["NOTIFY_SOCKET"].map { " (NOTIFY_SOCKET=\($0))" } ?? ""
-        logger.warning(
-            """
-            cannot reach systemd's notification socket\(socket): \(error) systemd does not hear about this service's \
-            readiness, state, reloads or stop, and keeps no copy of its saved state
-            """
-        )
     }
 }

@@ -8,12 +8,11 @@
 
 public import Hummingbird
 public import HummingbirdCore
+import LifecycleHTTPCore
 public import Logging
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 public import ServiceLifecycle
-import Synchronization
 
 /// A service that serves a Hummingbird responder over HTTP/1.1 on a listening socket it is given, and owns.
 ///
@@ -54,13 +53,11 @@ import Synchronization
 public final class HTTPServer<Responder: HTTPResponder>: Service, Sendable
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     private let responder: Responder
-    private let descriptor: Int32
+    private let descriptor: OwnedDescriptor
     private let configuration: HTTP1Channel.Configuration
     private let idleGrace: Duration
     private let firstRequestGrace: Duration
     private let logger: Logger
-    // Whether `descriptor` is still to be taken by `run()`; whoever takes it closes it.
-    private let unclaimed = Mutex(true)
 
     /// A server for `responder` on the listening socket `descriptor`, which it owns from now on.
     ///
@@ -80,7 +77,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         logger: Logger
     ) {
         self.responder = responder
-        self.descriptor = descriptor
+        self.descriptor = OwnedDescriptor(descriptor)
         self.configuration = configuration
         self.idleGrace = idleGrace
         self.firstRequestGrace = firstRequestGrace
@@ -114,71 +111,27 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         )
     }
 
-    deinit {
-        if unclaimed.withLock({ $0 }) { ListeningSocket.close(descriptor) }
-    }
-
     /// Serves until a graceful shutdown has let every connection finish, or until cancelled; closes the descriptor.
     ///
     /// Throws ``HTTPServerError`` (and closes the descriptor) if the descriptor is not a listening socket, or if the
     /// server ran before.
     public func run() async throws {
-        let descriptor = self.descriptor
-        let claimed = unclaimed.withLock { unclaimed in
-            defer { unclaimed = false }
-            return unclaimed
-        }
-        guard claimed else { throw HTTPServerError(code: .alreadyRun, descriptor: descriptor, reason: "") }
-        let localAddress: String
-        do {
-            localAddress = try ListeningSocket.checkListening(descriptor)
-        } catch {
-            ListeningSocket.close(descriptor)
-            throw error
-        }
-
+        let listening = try descriptor.claim()
         let logger = self.logger
         let http1 = HTTP1Channel(responder: channelResponder(), configuration: gatedConfiguration())
-        let connections = ConnectionTracker()
-        // Each accepted connection becomes a SwiftNIO channel of its own: the listening socket never is one (see
-        // Acceptor), so SwiftNIO neither polls it nor calls listen(2) on it, and its backlog stays as it was.
-        let acceptor = Acceptor(descriptor: descriptor) { connection in
-            connections.connectionAccepted()
-            let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { connections.channelMade(channel) }
-                        .flatMap { http1.setup(channel: channel, logger: logger) }
-                        .map { connections.setUp($0) }
-                }
-            bootstrap.withConnectedSocket(connection).whenComplete { result in
-                if case .failure(let error) = result {
-                    logger.debug("an accepted connection could not be set up", metadata: ["error": "\(error)"])
-                }
-                connections.connectionSettled()
+        let server = ConnectionServer<HTTP1Channel.Value>(logger: logger) { channel in
+            // Hummingbird's own server channel lets a client half-close its side and still read the response.
+            channel.eventLoop.makeCompletedFuture {
+                try channel.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             }
-        } onClose: {
-            connections.listeningClosed()
+            .flatMap { http1.setup(channel: channel, logger: logger) }
+        } handle: { connection in
+            await http1.handle(value: connection, logger: logger)
+        } abandon: { connection, _ in
+            // An unfinished NIOAsyncChannel may not be released.
+            Task { try? await connection.executeThenClose { _, _ in } }
         }
-        connections.start(acceptor)
-        logger.info("serving HTTP/1.1", metadata: ["descriptor": "\(descriptor)", "address": "\(localAddress)"])
-
-        await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                // Each connection's handler returns once its connection closed; `next()` ends once all have.
-                await withDiscardingTaskGroup { group in
-                    while let connection = await connections.next() {
-                        group.addTask { await http1.handle(value: connection, logger: logger) }
-                    }
-                }
-            } onGracefulShutdown: {
-                logger.info("graceful shutdown: closing descriptor \(descriptor), finishing the open connections")
-                connections.stopAccepting()
-            }
-        } onCancel: {
-            connections.cancel()
-        }
-        logger.info("stopped serving; descriptor \(descriptor) closed")
+        await server.run(listening)
     }
 
     // Hummingbird's configuration with the gate after any handlers of the caller's, next to Hummingbird's
@@ -189,7 +142,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         let grace = TimeAmount(idleGrace)
         let firstRequestGrace = TimeAmount(firstRequestGrace)
         configuration.additionalChannelHandlers = {
-            handlers() + [QuiesceGate(grace: grace, firstRequestGrace: firstRequestGrace)]
+            handlers() + [QuiesceGate<HTTPTypesFraming>(grace: grace, firstRequestGrace: firstRequestGrace)]
         }
         return configuration
     }

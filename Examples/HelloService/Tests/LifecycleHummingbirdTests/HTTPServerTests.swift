@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import HTTPServerTestSupport
 import Hummingbird
 import HummingbirdCore
 import LifecycleHummingbird

@@ -6,37 +6,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import HTTPServerTestSupport
 import Hummingbird
 import LifecycleHummingbird
-import Logging
-import ServiceLifecycle
-import Synchronization
 
-/// A logger that drops everything: the tests read the wire, not the log.
-let quietLogger = Logger(label: "LifecycleHummingbirdTests") { _ in SwiftLogNoOpLogHandler() }
-
-/// Services running in a `ServiceGroup` in a task of their own, which the test shuts down or cancels.
-final class Serving: Sendable {
-    private final class Flag: Sendable {
-        let value = Atomic(false)
-    }
-
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
-    private let returned: Flag
-
-    /// Starts `services`.
-    init(_ services: [any Service]) {
-        let group = ServiceGroup(services: services, logger: quietLogger)
-        let returned = Flag()
-        self.group = group
-        self.returned = returned
-        task = Task {
-            defer { returned.value.store(true, ordering: .sequentiallyConsistent) }
-            try await group.run()
-        }
-    }
-
+extension Serving {
     /// Starts an `HTTPServer` for `router` on `descriptor`.
     convenience init(
         _ router: Router<BasicRequestContext>,
@@ -53,32 +27,6 @@ final class Serving: Sendable {
                 logger: quietLogger
             )
         ])
-    }
-
-    /// Whether the group's run has returned (every service's `run()` has).
-    var hasReturned: Bool { returned.value.load(ordering: .sequentiallyConsistent) }
-
-    /// Starts a graceful shutdown, as `ServiceGroup` does on SIGTERM.
-    func shutDownGracefully() async {
-        await group.triggerGracefulShutdown()
-    }
-
-    /// Cancels the group's run.
-    func cancel() {
-        task.cancel()
-    }
-
-    /// Waits until the group's run returns; throws what it threw.
-    func finished() async throws {
-        try await task.value
-    }
-
-    /// Whether the group's run returns (or throws, as a cancelled run may) within `limit`: a run that never returns
-    /// fails the test instead of hanging it.
-    func returns(within limit: Duration) async throws -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while !hasReturned, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        return hasReturned
     }
 }
 

@@ -9,21 +9,21 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
-/// The `Date` header's value for now, in RFC 9110's IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), as
-/// Hummingbird's `Application` writes it.
+/// The `Date` header's value for now, in RFC 9110's IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), as Hummingbird's
+/// `Application` and Vapor's `HTTPServer` write it.
 ///
-/// Hummingbird's own cache (`DateCache`) is internal to it; this one formats once per second, on the first response
-/// of that second, rather than from a timer.
-enum HTTPDate {
+/// Their own caches (Hummingbird's `DateCache`, Vapor's `RFC1123DateCache`) are internal to them; this one formats once
+/// per second, on the first response of that second, rather than from a timer.
+package enum HTTPDate {
     private static let cache = Mutex((second: time_t(-1), text: ""))
     private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// Now, formatted.
-    static var now: String {
+    package static var now: String {
         let second = time(nil)
         return cache.withLock { cached in
             if cached.second != second { cached = (second, format(second)) }
@@ -32,7 +32,7 @@ enum HTTPDate {
     }
 
     /// `second` (since the epoch) formatted.
-    static func format(_ second: time_t) -> String {
+    package static func format(_ second: time_t) -> String {
         var second = second
         var parts = tm()
         gmtime_r(&second, &parts)

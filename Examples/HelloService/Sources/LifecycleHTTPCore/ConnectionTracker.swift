@@ -6,22 +6,21 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import HummingbirdCore
-import NIOCore
+package import NIOCore
 import Synchronization
 
-/// Every connection of one run of an ``HTTPServer``, from accept to close: hands each to the run once its pipeline is
-/// set up, stops accepting without dropping one, and tells the run when the last has closed.
+/// Every connection of one run of a server, from accept to close: hands each to the run once its pipeline is set up,
+/// stops accepting without dropping one, and tells the run when the last has closed.
 ///
 /// This does what NIOExtras' `ServerQuiescingHelper` does for a server channel, for the server's ``Acceptor``: a
 /// graceful shutdown stops accepting and closes the listening descriptor at once (what was accepted is already
 /// SwiftNIO's, as a connected socket), lets every connection finish, and the run ends once the last has closed;
 /// nothing that was set up is ever released without being handed to the run (an unfinished `NIOAsyncChannel` may not
 /// be released).
-final class ConnectionTracker: Sendable {
-    /// A connection's pipeline, set up by Hummingbird's `HTTP1Channel`.
-    typealias Connection = HTTP1Channel.Value
-
+///
+/// `Connection` is what the pipeline's set-up made for the run to handle: Hummingbird's `HTTP1Channel.Value` (an
+/// `NIOAsyncChannel` the run serves), or nothing at all when the pipeline's handlers serve the connection themselves.
+package final class ConnectionTracker<Connection: Sendable>: Sendable {
     private enum Phase {
         /// Accepting and serving.
         case serving
@@ -63,29 +62,40 @@ final class ConnectionTracker: Sendable {
     /// What accepts the connections; set once, before it starts.
     private let acceptor = Mutex<Acceptor?>(nil)
 
+    /// What to do with a connection set up after the run ended, which nobody will serve.
+    private let abandon: @Sendable (Connection, any Channel) -> Void
+
+    /// A tracker with no connection yet; ``start(_:)`` begins accepting. `abandon` finishes a connection that nobody
+    /// will serve (by default its channel is closed).
+    package init(
+        abandon: @escaping @Sendable (Connection, any Channel) -> Void = { _, channel in channel.close(promise: nil) }
+    ) {
+        self.abandon = abandon
+    }
+
     /// Accepts with `acceptor` from now on: it must call ``connectionAccepted()`` for each connection before SwiftNIO
     /// makes its channel, ``connectionSettled()`` once SwiftNIO has registered the channel or failed to, and
     /// ``listeningClosed()`` once it closed the listening descriptor.
-    func start(_ acceptor: Acceptor) {
+    package func start(_ acceptor: Acceptor) {
         self.acceptor.withLock { $0 = acceptor }
         acceptor.start()
     }
 
     /// A connection was accepted; its channel is being made.
-    func connectionAccepted() {
+    package func connectionAccepted() {
         state.withLock { $0.pending += 1 }
     }
 
     /// The accepted connection's channel was made (in the channel initializer, on its event loop, before anything
     /// else): from now on its close counts.
-    func channelMade(_ channel: any Channel) {
+    package func channelMade(_ channel: any Channel) {
         let key = ObjectIdentifier(channel)
         state.withLock { _ = $0.accepted.insert(key) }
         channel.closeFuture.whenComplete { _ in self.closed(key) }
     }
 
     /// SwiftNIO registered the accepted connection's channel, or failed to and closed the connection.
-    func connectionSettled() {
+    package func connectionSettled() {
         let waiter = state.withLock { state in
             state.pending -= 1
             return state.endedWaiter()
@@ -94,7 +104,7 @@ final class ConnectionTracker: Sendable {
     }
 
     /// The acceptor closed the listening descriptor.
-    func listeningClosed() {
+    package func listeningClosed() {
         let waiter = state.withLock { state in
             state.listening = false
             return state.endedWaiter()
@@ -102,10 +112,9 @@ final class ConnectionTracker: Sendable {
         waiter?.resume(returning: nil)
     }
 
-    /// Puts `connection` in the run's hands once Hummingbird set up its pipeline; call on its event loop, in the child
-    /// channel initializer.
-    func setUp(_ connection: Connection) {
-        let channel = connection.channel
+    /// Puts `connection`, made by the set-up of `channel`'s pipeline, in the run's hands; call on the channel's event
+    /// loop, in its initializer.
+    package func setUp(_ connection: Connection, of channel: any Channel) {
         let key = ObjectIdentifier(channel)
         let (phase, waiter, ended) = state.withLock { state in
             if state.accepted.contains(key) { state.ready[key] = channel }
@@ -119,9 +128,9 @@ final class ConnectionTracker: Sendable {
         }
         guard !ended else {
             // Cannot happen: a connection is set up before it closes, and the run ends only once all have closed.
-            // Should it happen, the connection must still be finished: an unfinished NIOAsyncChannel may not be
-            // released.
-            Task { try? await connection.executeThenClose { _, _ in } }
+            // Should it happen, the connection must still be finished (an unfinished NIOAsyncChannel may not be
+            // released).
+            abandon(connection, channel)
             return
         }
         waiter?.resume(returning: connection)
@@ -136,7 +145,7 @@ final class ConnectionTracker: Sendable {
     }
 
     /// The next connection to serve, or nil once the listening descriptor closed and every connection has closed.
-    func next() async -> Connection? {
+    package func next() async -> Connection? {
         await withCheckedContinuation { continuation in
             let next: Connection?? = state.withLock { state in
                 if !state.handOver.isEmpty { return state.handOver.removeFirst() }
@@ -152,7 +161,7 @@ final class ConnectionTracker: Sendable {
     }
 
     /// Graceful shutdown: stop accepting, close the listening descriptor, and ask every connection to finish.
-    func stopAccepting() {
+    package func stopAccepting() {
         let ready = state.withLock { state -> [any Channel] in
             guard state.phase == .serving else { return [] }
             state.phase = .stopping
@@ -164,7 +173,7 @@ final class ConnectionTracker: Sendable {
     }
 
     /// Cancellation: stop accepting and close every connection now.
-    func cancel() {
+    package func cancel() {
         let ready = state.withLock { state -> [any Channel] in
             state.phase = .cancelled
             return Array(state.ready.values)
@@ -173,7 +182,8 @@ final class ConnectionTracker: Sendable {
         for channel in ready { channel.close(promise: nil) }
     }
 
-    // Asks `channel` to finish: the gate and Hummingbird's HTTPConnectionStateHandler act on the event.
+    // Asks `channel` to finish: the gate, and after it the framework's handler that closes the connection, act on the
+    // event.
     private static func quiesce(_ channel: any Channel) {
         channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent()) }
     }

@@ -11,14 +11,14 @@ import Glibc
 #endif
 
 /// A listening socket on 127.0.0.1 at a port the kernel picks: the socket the daemon keeps, whose dups servers get.
-final class LoopbackListener {
+public final class LoopbackListener {
     /// The test's own descriptor: it stays open while servers come and go.
-    let descriptor: Int32
+    public let descriptor: Int32
     /// The port the kernel picked.
-    let port: Int
+    public let port: Int
 
     /// Binds 127.0.0.1 port 0 and listens with `backlog`.
-    init(backlog: Int32 = 64) {
+    public init(backlog: Int32 = 64) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         precondition(descriptor >= 0, "socket: \(String(cString: strerror(errno)))")
         var address = sockaddr_in()
@@ -41,24 +41,24 @@ final class LoopbackListener {
     }
 
     /// A new descriptor for the socket, for a server to own.
-    func dup() -> Int32 {
+    public func dup() -> Int32 {
         let copy = Glibc.dup(descriptor)
         precondition(copy >= 0, "dup: \(String(cString: strerror(errno)))")
         return copy
     }
 
     /// Whether the socket listens (`SO_ACCEPTCONN`).
-    var isListening: Bool {
+    public var isListening: Bool {
         var accepting: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         return getsockopt(descriptor, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &length) == 0 && accepting != 0
     }
 
     /// The limit of the accept queue (what listen(2) set, as the kernel reports it in `tcp_info`).
-    var backlog: Int { Int(info.tcpi_sacked) }
+    public var backlog: Int { Int(info.tcpi_sacked) }
 
     /// Connections the kernel completed that no server has accepted yet.
-    var queued: Int { Int(info.tcpi_unacked) }
+    public var queued: Int { Int(info.tcpi_unacked) }
 
     private var info: tcp_info {
         var info = tcp_info()
@@ -68,22 +68,22 @@ final class LoopbackListener {
     }
 
     /// Whether `other` is still open on this socket: false once its owner closed it (even if the number was reused).
-    func isOpen(_ other: Int32) -> Bool {
+    public func isOpen(_ other: Int32) -> Bool {
         Self.inode(of: other) == Self.inode(of: descriptor)
     }
 
     /// Waits until no connection waits in the accept queue: a server has accepted them.
-    func waitUntilAccepted() async throws {
+    public func waitUntilAccepted() async throws {
         while queued > 0 { try await Task.sleep(for: .milliseconds(1)) }
     }
 
     /// Waits until `other` (a server's dup) is closed: the server has stopped accepting.
-    func waitUntilClosed(_ other: Int32) async throws {
+    public func waitUntilClosed(_ other: Int32) async throws {
         while isOpen(other) { try await Task.sleep(for: .milliseconds(1)) }
     }
 
     /// What `descriptor` refers to (`socket:[inode]` for a socket), or nil if it is not open.
-    static func inode(of descriptor: Int32) -> String? {
+    public static func inode(of descriptor: Int32) -> String? {
         var target = [UInt8](repeating: 0, count: 64)
         let path = "/proc/self/fd/\(descriptor)"
         let length = target.withUnsafeMutableBytes { readlink(path, $0.baseAddress!, $0.count) }

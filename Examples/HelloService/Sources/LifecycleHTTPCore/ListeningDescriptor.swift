@@ -10,7 +10,7 @@
 import Glibc
 #endif
 
-/// Why an ``HTTPServer`` could not serve.
+/// Why a framework adapter's server could not serve the listening descriptor it was given.
 public struct HTTPServerError: Error, CustomStringConvertible, Equatable {
     /// What went wrong.
     public enum Code: Sendable, Equatable {
@@ -27,25 +27,31 @@ public struct HTTPServerError: Error, CustomStringConvertible, Equatable {
     // What the system said, for the description.
     let reason: String
 
+    package init(code: Code, descriptor: Int32, reason: String) {
+        self.code = code
+        self.descriptor = descriptor
+        self.reason = reason
+    }
+
     /// The error as a sentence: the descriptor, what is wrong with it, and what would be valid.
     public var description: String {
         switch code {
         case .notListening:
-            "descriptor \(descriptor) is not a listening socket (\(reason)); an HTTPServer needs a stream socket "
+            "descriptor \(descriptor) is not a listening socket (\(reason)); the server needs a stream socket "
                 + "that listen(2) was called on, such as one systemd passes in LISTEN_FDS"
         case .alreadyRun:
-            "the HTTPServer on descriptor \(descriptor) was already run, and its run closed the descriptor; make a "
-                + "new HTTPServer with a new dup(2) of the listening socket"
+            "the server on descriptor \(descriptor) was already run, and its run closed the descriptor; make a "
+                + "new server with a new dup(2) of the listening socket"
         }
     }
 }
 
 /// The calls on the listening descriptor besides accepting: checking it listens, naming where, closing it.
-enum ListeningSocket {
+package enum ListeningDescriptor {
     /// Where `descriptor` listens (`127.0.0.1:8080`, `[::1]:8080`, a Unix socket's path), after checking it does.
     ///
     /// Throws unless `descriptor` is a listening socket: a descriptor that cannot accept would fail every accept.
-    static func checkListening(_ descriptor: Int32) throws(HTTPServerError) -> String {
+    package static func checkListening(_ descriptor: Int32) throws(HTTPServerError) -> String {
         var accepting: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(descriptor, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &length) == 0 else {
@@ -58,7 +64,7 @@ enum ListeningSocket {
     }
 
     /// `127.0.0.1:8080`, `[::1]:8080`, a Unix socket's path, or `unknown`.
-    static func localAddress(of descriptor: Int32) -> String {
+    package static func localAddress(of descriptor: Int32) -> String {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &storage) { pointer in
@@ -89,7 +95,7 @@ enum ListeningSocket {
     }
 
     /// Closes `descriptor`: a run that cannot start still owns it.
-    static func close(_ descriptor: Int32) {
+    package static func close(_ descriptor: Int32) {
         _ = Glibc.close(descriptor)
     }
 }

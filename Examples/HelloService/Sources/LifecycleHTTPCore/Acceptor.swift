@@ -14,12 +14,12 @@ import Glibc
 
 /// Accepts the connections of a listening socket that others may accept on at the same time, and owns its descriptor.
 ///
-/// An ``HTTPServer``'s socket is shared: during an upgrade the running process and the next one both accept on it,
-/// and every process polling it is woken for each connection, of which only one gets it. SwiftNIO's server channel
-/// takes a wake-up with nothing to accept for a bug (`assert(readResult == .some)` in `BaseSocketChannel.readable0`,
-/// which traps a debug build), so the server accepts here instead, where finding nothing is ordinary, and hands each
-/// connection to SwiftNIO as a connected socket.
-final class Acceptor: @unchecked Sendable {
+/// A server's socket is shared: during an upgrade the running process and the next one both accept on it, and every
+/// process polling it is woken for each connection, of which only one gets it. SwiftNIO's server channel takes a
+/// wake-up with nothing to accept for a bug (`assert(readResult == .some)` in `BaseSocketChannel.readable0`, which traps
+/// a debug build, apple/swift-nio#3500), so the server accepts here instead, where finding nothing is ordinary, and
+/// hands each connection to SwiftNIO as a connected socket.
+package final class Acceptor: @unchecked Sendable {
     // @unchecked Sendable: `source`, `suspended` and `stopped` are read and written on `queue` only.
 
     /// How long accepting pauses when the process is out of descriptors or memory (as NIO's `AcceptBackoffHandler`).
@@ -29,7 +29,7 @@ final class Acceptor: @unchecked Sendable {
     static let acceptsPerWakeUp = 16
 
     private let descriptor: Int32
-    private let queue = DispatchQueue(label: "LifecycleHummingbird.Acceptor")
+    private let queue = DispatchQueue(label: "LifecycleHTTPCore.Acceptor")
     private let onAccept: @Sendable (Int32) -> Void
     private let onClose: @Sendable () -> Void
     private var source: (any DispatchSourceRead)?
@@ -38,14 +38,18 @@ final class Acceptor: @unchecked Sendable {
 
     /// An acceptor on `descriptor`, which it owns from now on: `onAccept` gets each accepted connection's descriptor
     /// (non-blocking, close-on-exec), `onClose` runs once the listening descriptor is closed after ``stop()``.
-    init(descriptor: Int32, onAccept: @escaping @Sendable (Int32) -> Void, onClose: @escaping @Sendable () -> Void) {
+    package init(
+        descriptor: Int32,
+        onAccept: @escaping @Sendable (Int32) -> Void,
+        onClose: @escaping @Sendable () -> Void
+    ) {
         self.descriptor = descriptor
         self.onAccept = onAccept
         self.onClose = onClose
     }
 
     /// Starts accepting.
-    func start() {
+    package func start() {
         queue.async { [self] in
             guard !stopped, source == nil else { return }
             // Non-blocking, so that a connection another accepter took leaves accept(2) with EAGAIN instead of
@@ -64,7 +68,7 @@ final class Acceptor: @unchecked Sendable {
     }
 
     /// Stops accepting and closes the descriptor (a connection accepted before is not affected); then `onClose` runs.
-    func stop() {
+    package func stop() {
         queue.async { [self] in
             guard !stopped else { return }
             stopped = true
