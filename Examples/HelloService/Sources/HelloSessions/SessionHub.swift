@@ -85,7 +85,9 @@ public final class SessionHub: Service, Sendable {
                 closeTimeout: settings.closeTimeout
             )
         ) { _, _ in
-            { inbound, outbound, context in await box.hub?.serve(inbound: inbound, outbound: outbound, logger: context.logger) }
+            { inbound, outbound, context in
+                try await box.hub?.serve(inbound: inbound, outbound: outbound, logger: context.logger)
+            }
         }
         box.hub = self
     }
@@ -156,12 +158,15 @@ public final class SessionHub: Service, Sendable {
     // MARK: One connection
 
     /// Serves one upgraded connection: the hello or resume, then the session's messages out and the client's in.
-    func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async {
+    /// Throws what the inbound frames threw (a message too large, a protocol error): hummingbird-websocket closes the
+    /// connection with the code it carries.
+    func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, logger: Logger) async throws {
         let (commands, sink) = AsyncStream.makeStream(of: Outbound.self)
         let connection = ConnectionHandle(number: state.withLock { $0.nextConnection() }, outbound: sink)
         let settings = self.settings
         let greeted = Flag()
         let readerDone = Flag()
+        let failure = Failure()
         await withTaskGroup(of: Bool.self) { group in
             // Out: the welcome and the messages the hub puts in `commands`, then a close, whose answer it waits for
             // (the reader ends) for the close timeout at most. Ends the connection: true.
@@ -192,6 +197,11 @@ public final class SessionHub: Service, Sendable {
                 var session: String?
                 do {
                     for try await message in inbound.messages(maxSize: settings.maximumClientMessage) {
+                        // A message in one frame is bounded by the frame's size only: the message's bound is ours.
+                        if case .text(let text) = message, text.utf8.count > settings.maximumClientMessage {
+                            sink.yield(.close(.tooBig))
+                            break
+                        }
                         guard case .text(let text) = message, let parsed = ClientMessage.parse(text) else {
                             sink.yield(.close(.protocolViolation))
                             break
@@ -206,6 +216,7 @@ public final class SessionHub: Service, Sendable {
                     }
                 } catch {
                     logger.debug("session connection ended", metadata: ["error": "\(error)"])
+                    failure.error = error
                 }
                 if let session { await self.detach(session, connection: connection) }
                 readerDone.set()
@@ -218,6 +229,7 @@ public final class SessionHub: Service, Sendable {
                 break
             }
         }
+        if let error = failure.error { throw error }
     }
 
     // The first message: a new session or a resumed one. Returns the session's identifier, or nil (and a close on the
@@ -401,8 +413,9 @@ public final class SessionHub: Service, Sendable {
     // The connection went away: the session waits in the store for its client.
     private func detach(_ id: String, connection: ConnectionHandle) async {
         let now = now()
-        let record = state.withLock { state -> SessionRecord? in
-            guard var live = state.live[id], live.connection.number == connection.number else { return nil }
+        let maximum = settings.maximumSessions
+        let (record, evicted) = state.withLock { state -> (SessionRecord?, [String]) in
+            guard var live = state.live[id], live.connection.number == connection.number else { return (nil, []) }
             live.stream.detach()
             live.record.writtenAt = now
             let record = live.current
@@ -412,11 +425,23 @@ public final class SessionHub: Service, Sendable {
                 state.allClosed?.resume()
                 state.allClosed = nil
             }
-            return record
+            // Sessions admitted together may overshoot the bound: the ones left longest ago make room.
+            var evicted: [String] = []
+            while state.live.count + state.disconnected.count > maximum,
+                let oldest = state.disconnected.min(by: { $0.value < $1.value })?.key
+            {
+                state.disconnected[oldest] = nil
+                state.counts.ended += 1
+                evicted.append(oldest)
+            }
+            return (record, evicted)
         }
         guard let record else { return }
         try? await store.save([record], durably: false)
         eventSink.yield(.disconnected(id))
+        guard !evicted.isEmpty else { return }
+        for gone in evicted { try? await store.delete(gone, generation: Int.max) }
+        eventSink.yield(.ended(evicted))
     }
 
     private func refuse(_ connection: ConnectionHandle, _ code: SessionCloseCode) {
@@ -642,6 +667,15 @@ private final class Flag: Sendable {
     private let value = Atomic(false)
     var isSet: Bool { value.load(ordering: .acquiring) }
     func set() { value.store(true, ordering: .releasing) }
+}
+
+/// The error a connection's reader ended with.
+private final class Failure: Sendable {
+    private let value = Mutex<(any Error)?>(nil)
+    var error: (any Error)? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
 }
 
 // The endpoint's handler reaches the hub that made it (set once, right after the endpoint).
