@@ -107,12 +107,19 @@ public final class SessionHub: Service, Sendable {
     /// Serves until a graceful shutdown, then closes every connection over the close window and returns once all have
     /// closed (or the window and the close timeout have passed).
     public func run() async throws {
-        try await store.prepare()
-        logger.info("sessions: serving \(endpoint.path), kept in \(store.description)")
         let endpoint = self.endpoint
         let store = self.store
-        await withTaskGroup { group in
+        try await withThrowingTaskGroup { group in
+            // The store's pool first: preparing it (the table) goes through it.
             group.addTask { await store.run() }
+            do {
+                try await store.prepare()
+            } catch {
+                logger.critical("sessions: \(store.description) cannot be used: \(error)")
+                group.cancelAll()
+                throw error
+            }
+            logger.info("sessions: serving \(endpoint.path), kept in \(store.description)")
             group.addTask { await endpoint.run() }
             group.addTask { await self.produceLoop() }
             group.addTask { await self.checkpointLoop() }
