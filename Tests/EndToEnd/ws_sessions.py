@@ -83,6 +83,8 @@ class Session:
         self.topic = f"c{index}"
         self.closed_at: float | None = None
         self.resumes = 0
+        # Welcomes received: a disruption is over for this client once it has one more than before.
+        self.connects = 0
 
     async def run(self) -> None:
         figures = self.fleet.figures
@@ -124,6 +126,7 @@ class Session:
         welcome = json.loads(await ws.recv())
         assert welcome.get("op") == "welcome", welcome
         figures.connects += 1
+        self.connects += 1
         if self.closed_at is not None:
             figures.reconnect_seconds.append(time.monotonic() - self.closed_at)
             self.closed_at = None
@@ -217,6 +220,21 @@ class Fleet:
                 return
             time.sleep(0.05)
         raise AssertionError(f"{self.connected()} of {self.count} sessions connected; {self.figures.summary()}")
+
+    def mark(self) -> list[int]:
+        """Every session's count of welcomes now, for `wait_reconnected`."""
+        return [s.connects for s in self.sessions]
+
+    def wait_reconnected(self, marks: list[int], timeout: float = 90) -> None:
+        """Waits until every session has been welcomed again since `marks` (it lost its connection and came back,
+        resumed or new) and is connected."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            back = sum(1 for s, m in zip(self.sessions, marks) if s.connects > m and s.closed_at is None)
+            if back == self.count:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{back} of {self.count} sessions came back; {self.figures.summary()}")
 
     def stop(self) -> Figures:
         if self._loop is not None:
