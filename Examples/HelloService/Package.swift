@@ -124,6 +124,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The baseline the sessions bench sets beside /ws: the same protocol on plain hummingbird-websocket (its own
+        // Application and port), sessions in memory.
+        .executableTarget(
+            name: "hello-plain-websocket",
+            dependencies: [
+                "HelloSessions",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The same example as a Vapor application (README.md, "hello-vapor"): the second executable of this package,
         // so SwiftNIO and the rest build once.
         .executableTarget(

@@ -24,6 +24,7 @@ from .memory import measure_rss_workload, measure_steady_memory
 from .report import machine_description, write_report
 from .scaling import measure_scaling, plot_scaling
 from .services import measure_services, print_restart_goals, print_restarts
+from .sessions import measure_sessions, print_sessions
 
 
 def main(description):
@@ -83,7 +84,13 @@ def main(description):
     parser.add_argument("--steady-runs", type=int, default=3, help="runs of the steady-state memory workload")
     parser.add_argument("--steady-transitions", type=int, default=1000,
                         help="transitions (lifecycled) or signals (floor, peer) before the steady-state memory")
-    parser.add_argument("--only", choices=["services", "scaling", "idle"], default=None,
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="WebSocket sessions of the sessions benchmark (default 1000; 50 with --smoke)")
+    parser.add_argument("--session-restarts", type=int, default=None,
+                        help="SIGTERM restarts of each sessions server (default 20; 2 with --smoke)")
+    parser.add_argument("--session-kills", type=int, default=None,
+                        help="SIGKILLs of the sessions endpoint (default 5; 1 with --smoke)")
+    parser.add_argument("--only", choices=["services", "scaling", "idle", "sessions"], default=None,
                         help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
     parser.add_argument("--command-line", default="scripts/bench")
@@ -100,6 +107,19 @@ def main(description):
         args.restarts = 3 if args.smoke else 50
     if args.round_trips is None:
         args.round_trips = 2 if args.smoke else 20
+    if args.sessions is None:
+        args.sessions = 50 if args.smoke else 1000
+    if args.session_restarts is None:
+        args.session_restarts = 2 if args.smoke else 20
+    if args.session_kills is None:
+        args.session_kills = 1 if args.smoke else 5
+    if args.only == "sessions":
+        if args.hello_service is None:
+            sys.exit("bench.py: --only sessions needs --hello-service")
+        with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
+            os.environ["XDG_RUNTIME_DIR"] = tmp
+            print_sessions(measure_sessions(args, tmp, [], args.raw))
+        return
     if args.only == "services":
         if args.hello_service is None:
             sys.exit("bench.py: --only services needs --hello-service")
@@ -163,6 +183,11 @@ def main(description):
                   f"{args.restarts} restarts under load with the socket kept and without, {args.round_trips} round "
                   "trips", flush=True)
             services = measure_services(args, tmp, logs, args.raw)
+        sessions = None
+        if args.hello_service is not None:
+            print(f"5/8 sessions: {args.sessions} WebSocket sessions through {args.session_restarts} restarts and "
+                  f"{args.session_kills} SIGKILLs, beside plain hummingbird-websocket", flush=True)
+            sessions = measure_sessions(args, tmp, logs, args.raw)
         print(f"6/8 scaling: {args.scaling_sizes} controllers against an empty window", flush=True)
         scaling = measure_scaling(bins, args, tmp, logs, args.raw)
         print(f"7/8 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
@@ -172,7 +197,8 @@ def main(description):
     benchmarks = in_process(run_benchmark_tool(args, args.raw, logs, env))
 
     results = {"latency": latency, "launches": launches, "rss_workload": rss_workload, "idle": idle,
-               "benchmarks": benchmarks, "services": services, "scaling": scaling, "control": control}
+               "benchmarks": benchmarks, "services": services, "scaling": scaling, "control": control,
+               "sessions": sessions}
     report = args.out / "results.md"
     write_report(report, machine, args, results, logs)
     print(f"wrote {report}")
