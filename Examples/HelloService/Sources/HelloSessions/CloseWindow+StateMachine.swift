@@ -63,7 +63,7 @@ public struct CloseWindowMachine<ID: Hashable & Sendable>: Sendable {
         state = open.isEmpty ? .closed : .closing(remaining: open.count)
         let count = connections.count
         return connections.shuffled(using: &generator).enumerated().map { index, id in
-            ScheduledClose(id: id, after: window * (Double(index) / Double(max(count, 1))))
+            ScheduledClose(id: id, after: (window * index) / max(count, 1))
         }
     }
 
