@@ -60,7 +60,7 @@ def _rss_kib(pid):
 def _run_server(name, command, env, port, fleet_module, args, log, kills):
     """One server through args.session_restarts SIGTERMs and `kills` SIGKILLs under a fleet: its figures."""
     log.append(quoted(command))
-    process = start(command, env=env)
+    process = start(command, env)
     _wait_http(port)
     idle = _rss_kib(process.pid)
     fleet = fleet_module.Fleet(f"ws://127.0.0.1:{port}/ws", args.sessions, every_ms=250, limit=600).start()
@@ -69,15 +69,13 @@ def _run_server(name, command, env, port, fleet_module, args, log, kills):
         time.sleep(2)
         connected = _rss_kib(process.pid)
         for signal_number in [15] * args.session_restarts + [9] * kills:
+            marks = fleet.mark()
             process.send_signal(signal_number)
             process.wait(60)
-            process = start(command, env=env)
+            process = start(command, env)
             _wait_http(port)
-            # Sessions the server lost come back as new ones: wait for as many connections as clients.
-            deadline = time.monotonic() + 90
-            while fleet.connected() < args.sessions and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(0.5)
+            # Every client back: resumed, or (its session lost) with a new one.
+            fleet.wait_reconnected(marks, timeout=120)
     finally:
         figures = fleet.stop()
     disconnected_before = _rss_kib(process.pid)
@@ -95,7 +93,8 @@ def _run_server(name, command, env, port, fleet_module, args, log, kills):
     return {
         "name": name,
         "summary": figures.summary(),
-        "recovered %": round(100 * figures.resumed / max(1, expected), 2),
+        "recovered %": round(100 * figures.resumed / max(1, figures.resumed + figures.lost), 2),
+        "expected resumes": expected,
         "rounds": rounds,
         "idle rss KiB": idle,
         "per connected KiB": round((connected - idle) / args.sessions, 1),
