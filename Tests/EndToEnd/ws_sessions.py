@@ -85,6 +85,8 @@ class Session:
         self.resumes = 0
         # Welcomes received: a disruption is over for this client once it has one more than before.
         self.connects = 0
+        # The close code of every connection it lost, in order (1006: no close frame).
+        self.closes: list[int] = []
 
     async def run(self) -> None:
         figures = self.fleet.figures
@@ -99,9 +101,11 @@ class Session:
                 # A clean close (1000, 1001) ends the iteration without an exception.
                 code = ws.close_code or 1006
                 figures.close_codes[code] = figures.close_codes.get(code, 0) + 1
+                self.closes.append(code)
             except websockets.ConnectionClosed as closed:
                 code = closed.rcvd.code if closed.rcvd is not None else 1006
                 figures.close_codes[code] = figures.close_codes.get(code, 0) + 1
+                self.closes.append(code)
                 if code in NEW_SESSION_CODES and self.token is not None:
                     figures.lost += 1
                     figures.errors.append(f"session {self.index} lost: {code} {closed.rcvd.reason if closed.rcvd else ''}")
@@ -224,6 +228,18 @@ class Fleet:
     def mark(self) -> list[int]:
         """Every session's count of welcomes now, for `wait_reconnected`."""
         return [s.connects for s in self.sessions]
+
+    def close_marks(self) -> list[int]:
+        """Every session's count of closes now, for `first_closes`."""
+        return [len(s.closes) for s in self.sessions]
+
+    def first_closes(self, marks: list[int]) -> dict[int, int]:
+        """The close code of each session's first close since `marks`, counted by code (none: 0)."""
+        codes: dict[int, int] = {}
+        for session, mark in zip(self.sessions, marks):
+            code = session.closes[mark] if len(session.closes) > mark else 0
+            codes[code] = codes.get(code, 0) + 1
+        return codes
 
     def wait_reconnected(self, marks: list[int], timeout: float = 90) -> None:
         """Waits until every session has been welcomed again since `marks` (it lost its connection and came back,
