@@ -115,6 +115,13 @@ class Session:
                 if failures > 50:
                     figures.errors.append(f"session {self.index}: {error!r}")
                     return
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 (a client that stops must say why)
+                failures += 1
+                figures.errors.append(f"session {self.index}: {error!r}")
+                if failures > 50:
+                    return
             if self.closed_at is None:
                 self.closed_at = time.monotonic()
             if self.fleet.stopping.is_set():
