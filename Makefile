@@ -32,13 +32,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The build directory is .build in the checkout unless LIFECYCLED_SCRATCH_PATH names another (scripts/run and the
 # end-to-end harness read it too; the example's is beside it, with -example). LIFECYCLED_BIN and HELLO_SERVICE_BIN
-# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing (lifecyclectl is taken from
-# beside the daemon unless LIFECYCLECTL_BIN names another, and the example's hello-vapor from beside hello-service
-# unless HELLO_VAPOR_BIN does).
+# hand e2e-test a daemon and an example built elsewhere; given both, it builds nothing (lifecyclectl and the tests'
+# scene-service are taken from beside the daemon unless LIFECYCLECTL_BIN or SCENE_SERVICE_BIN names another, and the
+# example's hello-vapor from beside hello-service unless HELLO_VAPOR_BIN does).
 SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)")
 EXAMPLE_SCRATCH = $(if $(LIFECYCLED_SCRATCH_PATH),--scratch-path "$(LIFECYCLED_SCRATCH_PATH)-example")
 
-.PHONY: deps build example example-test image run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
+.PHONY: deps build test-services example example-test image run test unit-test unit-test-netns e2e-test sanitize sanitize-address sanitize-thread fuzz api api-check docs install uninstall bench man clean
 
 # Installs what the build and the tests need from Debian (scripts/debian-packages), only when something is missing.
 deps:
@@ -47,6 +47,11 @@ deps:
 build: deps
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecycled
 	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product lifecyclectl
+
+# The end-to-end tests' own services (Tests/SceneService: an application that uses scenes), built beside lifecycled,
+# where the tests look for them (or SCENE_SERVICE_BIN names it).
+test-services: deps
+	$(SWIFT) build $(SCRATCH) -c $(CONFIG) --product scene-service
 
 # Its own package, which depends on this one by path (and on Hummingbird, which this package never resolves).
 # SwiftPM keeps the build plan of a path dependency while that package's manifest is unchanged: a source file added
@@ -98,13 +103,14 @@ unit-test-netns: deps
 
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.
-e2e-test: $(if $(LIFECYCLED_BIN),deps,build) $(if $(HELLO_SERVICE_BIN),,example)
+e2e-test: $(if $(LIFECYCLED_BIN),deps,build test-services) $(if $(HELLO_SERVICE_BIN),,example)
 	bin="$${LIFECYCLED_BIN:-$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecycled}"; \
 	ctl="$${LIFECYCLECTL_BIN:-$$(dirname "$$bin")/lifecyclectl}"; \
+	scene="$${SCENE_SERVICE_BIN:-$$(dirname "$$bin")/scene-service}"; \
 	hello="$${HELLO_SERVICE_BIN:-$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service}"; \
 	vapor="$${HELLO_VAPOR_BIN:-$$(dirname "$$hello")/hello-vapor}"; \
 	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "LIFECYCLECTL_BIN=$$ctl" "HELLO_SERVICE_BIN=$$hello" \
-		"HELLO_VAPOR_BIN=$$vapor" $(PYTHON) -m pytest Tests/EndToEnd -v
+		"SCENE_SERVICE_BIN=$$scene" "HELLO_VAPOR_BIN=$$vapor" $(PYTHON) -m pytest Tests/EndToEnd -v
 
 test: unit-test example-test e2e-test
 

@@ -169,6 +169,18 @@ let package = Package(
             path: "Tests/ReadmeExample",
             swiftSettings: swiftSettings
         ),
+        // The end-to-end tests' service that uses scenes (Tests/EndToEnd/test_scenes.py): a scene per client and tenant.
+        .executableTarget(
+            name: "scene-service",
+            dependencies: [
+                "LifecycleDaemon",
+                "LifecycleKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/SceneService",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "LifecyclePrimitivesTests",
             dependencies: ["LifecyclePrimitives", .product(name: "SystemPackage", package: "swift-system")],

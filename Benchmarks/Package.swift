@@ -67,6 +67,17 @@ let package = Package(
             ],
             path: "Sources/BenchProfile"
         ),
+        // The scenes benchmark: a connection and a disconnection per scene, the memory of a connected and of a
+        // disconnected session, a process-level event through 1 to 10,000 scenes; each beside its plain-Swift twin.
+        .executableTarget(
+            name: "lifecycle-bench-scenes",
+            dependencies: [
+                "CBenchSupport",
+                "LifecycleBenchSupport",
+                .product(name: "LifecycleKit", package: "LifecycleKit"),
+            ],
+            path: "Sources/BenchScenes"
+        ),
         // In-process benchmarks (ordo-one/benchmark): fan-out, push/pop, layout, bytes per controller.
         .executableTarget(
             name: "LifecycleBenchmarks",

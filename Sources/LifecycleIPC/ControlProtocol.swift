@@ -88,7 +88,9 @@ package enum ControlProtocol {
         case getStatus = "GetStatus"
         case getTree = "GetTree"
         case getBackgroundTasks = "GetBackgroundTasks"
+        case getScenes = "GetScenes"
         case request = "Request"
+        case requestScene = "RequestScene"
         case check = "Check"
         case upgrade = "Upgrade"
         case trace = "Trace"
@@ -114,6 +116,7 @@ package enum ControlProtocol {
         case treeTooLarge = "TreeTooLarge"
         case replyTooLarge = "ReplyTooLarge"
         case upgradeFailed = "UpgradeFailed"
+        case sceneRefused = "SceneRefused"
 
         /// The error's full name on the wire: `io.lifecyclekit.Lifecycle.UpgradeFailed`.
         package var qualifiedName: String { "\(ControlProtocol.interface).\(rawValue)" }
@@ -128,6 +131,14 @@ package enum ControlProtocol {
         package static let backlog = "backlog"
         package static let timeoutSec = "timeoutSec"
         package static let level = "level"
+        /// `GetTree`'s scene, `RequestScene`'s session and `SceneRefused`'s: a persistent identifier.
+        package static let scene = "scene"
+        package static let id = "id"
+        // `GetScenes`' filters.
+        package static let role = "role"
+        package static let state = "state"
+        package static let userInfo = "userInfo"
+        package static let prefix = "prefix"
         // Errors' fields.
         package static let reason = "reason"
         package static let kind = "kind"
@@ -139,7 +150,55 @@ package enum ControlProtocol {
         package static let passed = "passed"
         package static let events = "events"
         package static let records = "records"
+        package static let sessions = "sessions"
+        package static let matched = "matched"
+        package static let total = "total"
+        package static let scenes = "scenes"
+        package static let sceneState = "sceneState"
     }
+
+    /// What `RequestScene` asks of one scene session (`lifecyclectl scene ACTION ID`).
+    package enum SceneAction: String, Sendable, Hashable, CaseIterable {
+        /// Bring its scene to the foreground, connecting it first (restored from its saved state) when it is not.
+        case foreground
+        /// Send its scene to the background, connecting it into the background when it is not connected.
+        case background
+        /// Disconnect its scene, keeping the session and its saved state.
+        case disconnect
+        /// Delete the session (its scene disconnects first).
+        case discard
+    }
+
+    /// The states `GetScenes` lists sessions by (its `state` filter, `lifecyclectl scenes --state`): a scene's
+    /// activation state, or `connected` for any of the three a connected scene may be in.
+    package enum SceneStateFilter: String, Sendable, Hashable, CaseIterable {
+        // Named as `Scene.ActivationState`'s cases are (LifecycleKit's; the wire does not depend on it).
+
+        /// No scene connected: the session and its saved state only.
+        case unattached
+        /// Connected, in the foreground, not active.
+        case foregroundInactive
+        /// Connected and active.
+        case foregroundActive
+        /// Connected, in the background.
+        case background
+        /// Connected, in any of the three states above.
+        case connected
+
+        /// Whether a session whose scene is in `state` (an activation state's name) is listed.
+        package func matches(_ state: String) -> Bool {
+            self == .connected ? state != Self.unattached.rawValue : state == rawValue
+        }
+
+        /// `unattached, foregroundInactive, foregroundActive, background or connected`, for messages.
+        package static var validNames: String {
+            let names = allCases.map(\.rawValue)
+            return names.dropLast().joined(separator: ", ") + " or " + names.last!
+        }
+    }
+
+    /// The most sessions a `GetScenes` reply lists; the others that match are only counted (`matched`).
+    package static let maximumScenesPerReply = 10_000
 
     /// How many kept events `Trace` replays when the call does not say (without `more`; with `more` it replays none).
     package static let defaultTraceBacklog = 50
@@ -151,4 +210,28 @@ package enum ControlProtocol {
     /// How long lifecyclectl waits for an upgrade's reply beyond its ready timeout: the state is saved first, and the
     /// hand-over confirmed by systemd.
     package static let upgradeReplyMargin = Duration.seconds(15)
+}
+
+/// Why a request about a scene could not be made, as the daemon's `SceneRefused` error names it on the wire (`kind`)
+/// and lifecyclectl reads it: one name per kind of `SceneError` (docs/control.md), each with the exit status
+/// `lifecyclectl scene` ends with.
+package enum SceneRefusalKind: String, Sendable, Hashable, CaseIterable {
+    /// The application does not use scenes (69, EX_UNAVAILABLE).
+    case scenesNotAdopted = "scenes-not-adopted"
+    /// The identifier cannot name a session: empty, longer than 128 characters, or holding `/`, a space or a control
+    /// character (64, EX_USAGE).
+    case invalidIdentifier = "invalid-identifier"
+    /// No session has this identifier: it was never made, or it was discarded (65, EX_DATAERR).
+    case unknownSession = "unknown-session"
+    /// A session with this identifier exists already (65, EX_DATAERR).
+    case duplicateIdentifier = "duplicate-identifier"
+
+    /// What `lifecyclectl scene` (and `tree --scene`) exits with for this kind.
+    package var exitStatus: Int32 {
+        switch self {
+        case .scenesNotAdopted: 69
+        case .invalidIdentifier: 64
+        case .unknownSession, .duplicateIdentifier: 65
+        }
+    }
 }

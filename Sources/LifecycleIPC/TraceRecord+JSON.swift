@@ -10,7 +10,8 @@ public import LifecyclePrimitives
 
 // A trace event as the control socket's replies carry it (docs/control.md, `Event`).
 extension TraceRecord {
-    /// The record in a control reply (`{"seq": 1, "event": ..., "target": ..., "state": ..., "cause": ...}`).
+    /// The record in a control reply (`{"seq": 1, "event": ..., "target": ..., "state": ..., "cause": ...}`, with
+    /// `detail` and `scene` when they are set).
     public init?(json: JSONObject) {
         guard let sequence = json["seq"]?.integerValue, let event = json["event"]?.stringValue,
             let target = json["target"]?.stringValue
@@ -21,7 +22,8 @@ extension TraceRecord {
             target: target,
             state: json["state"]?.stringValue ?? "",
             cause: json["cause"]?.stringValue ?? "",
-            detail: json["detail"]?.stringValue
+            detail: json["detail"]?.stringValue,
+            scene: json["scene"]?.stringValue
         )
     }
 
@@ -32,6 +34,7 @@ extension TraceRecord {
             "cause": .string(cause),
         ]
         if let detail { object["detail"] = .string(detail) }
+        if let scene { object["scene"] = .string(scene) }
         return object
     }
 }

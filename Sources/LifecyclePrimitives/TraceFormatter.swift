@@ -82,9 +82,12 @@ public struct TerminalStyle: Hashable, Sendable {
 ///     63 active                    delegate applicationWillResignActive
 /// ```
 ///
-/// Repeats fold: an event identical to the one before (same target, event, state and cause: a view that redraws on
-/// a timer) is counted instead of printed, and one line says how many there were when something else happens, or
-/// every ``foldInterval`` while they go on. The journal keeps every event with its fields.
+/// An event of a scene whose line does not name it otherwise (its target is `delegate`, its argument not the scene's
+/// identifier) ends with the scene: `[scene:client-7]`.
+///
+/// Repeats fold: an event identical to the one before (same target, event, state, cause and scene: a view that
+/// redraws on a timer) is counted instead of printed, and one line says how many there were when something else
+/// happens, or every ``foldInterval`` while they go on. The journal keeps every event with its fields.
 public struct TraceFormatter: Sendable {
     /// Colour, or none.
     public var style: TerminalStyle
@@ -164,8 +167,24 @@ public struct TraceFormatter: Sendable {
         text += style.path(record.target)
         text += " "
         text += style.apply(.bold, Self.call(record.event, detail: record.detail))
+        if let scene = record.scene, !Self.names(scene, record) {
+            text += " " + style.apply(.dim, "[" + Self.scenePrefix + scene + "]")
+        }
         text += "\n"
         return text
+    }
+
+    /// What a scene's targets start with: `scene:<identifier>` (its delegate), `scene:<identifier>/root/…` (its tree).
+    static let scenePrefix = "scene:"
+
+    /// Whether the line of `record` names its scene already: its target is in the scene, or its argument is the
+    /// scene's identifier (`application(_:configurationForConnecting:options: client-7)`).
+    private static func names(_ scene: String, _ record: TraceRecord) -> Bool {
+        if record.detail == scene { return true }
+        let prefix = scenePrefix + scene
+        guard record.target.hasPrefix(prefix) else { return false }
+        let rest = record.target.utf8.dropFirst(prefix.utf8.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
     }
 
     /// What to print for a log record among the events (`lifecyclectl trace --follow`): the count of a run of repeats
@@ -202,19 +221,24 @@ public struct TraceFormatter: Sendable {
         return event + "(" + detail + ")"
     }
 
-    /// How deep a target hangs: the delegate 0, the root controller 1, each `/` one more, and a controller's root view
-    /// (`.view`) one below its controller.
+    /// How deep a target hangs: the delegate 0, the root controller (or a scene's delegate, `scene:<identifier>`) 1,
+    /// each `/` one more, and a controller's root view (`.view`) one below its controller. A scene's identifier counts
+    /// for nothing, whatever it holds (`scene:eu.tenant/root` is 2 deep).
     public static func depth(of target: String) -> Int {
         guard target != "delegate" else { return 0 }
+        var path = target.utf8[...]
+        if target.hasPrefix(scenePrefix) {
+            path = path.drop { $0 != UInt8(ascii: "/") }
+        }
         var depth = 1
-        for character in target.utf8 where character == UInt8(ascii: "/") { depth += 1 }
-        if target.utf8.contains(UInt8(ascii: ".")) { depth += 1 }
+        for character in path where character == UInt8(ascii: "/") { depth += 1 }
+        if path.contains(UInt8(ascii: ".")) { depth += 1 }
         return depth
     }
 
     private static func repeats(_ record: TraceRecord, _ previous: TraceRecord) -> Bool {
         record.event == previous.event && record.target == previous.target && record.state == previous.state
-            && record.cause == previous.cause
+            && record.cause == previous.cause && record.scene == previous.scene
     }
 
     private static func padLeft(_ text: String, _ width: Int) -> String {

@@ -21,14 +21,25 @@ public struct TraceRecord: Hashable, Sendable {
     public var cause: String
     /// `LIFECYCLE_DETAIL`, when the callback's argument matters.
     public var detail: String?
+    /// `LIFECYCLE_SCENE`: the persistent identifier of the scene the event belongs to, when it belongs to one.
+    public var scene: String?
 
     /// A record of these fields.
-    public init(sequence: Int, event: String, target: String, state: String, cause: String, detail: String? = nil) {
+    public init(
+        sequence: Int,
+        event: String,
+        target: String,
+        state: String,
+        cause: String,
+        detail: String? = nil,
+        scene: String? = nil
+    ) {
         self.sequence = sequence
         self.event = event
         self.target = target
         self.state = state
         self.cause = cause
         self.detail = detail
+        self.scene = scene
     }
 }

@@ -209,6 +209,10 @@ enum ControlFailure: Error, CustomStringConvertible {
     /// status is the kind's (``UpgradeFailureKind/exitStatus``): 1 when it was tried and failed, 75 when asked at the
     /// wrong moment, 69 when the daemon cannot upgrade; 1 for a kind this lifecyclectl does not know.
     case upgradeFailed(kind: UpgradeFailureKind?, reason: String)
+    /// A request about a scene could not be made: the exit status is the kind's (``SceneRefusalKind/exitStatus``): 65
+    /// for an identifier no session has, 69 for an application without scenes, 64 for one that cannot name a session;
+    /// 76 for a kind this lifecyclectl does not know.
+    case sceneRefused(kind: SceneRefusalKind?, reason: String)
     /// The daemon closed the connection or did not answer in time (75, EX_TEMPFAIL).
     case unavailable(target: String, reason: String)
     /// Anything else the daemon answered (76, EX_PROTOCOL).
@@ -220,6 +224,7 @@ enum ControlFailure: Error, CustomStringConvertible {
         case .permissionDenied, .noAccess: 77
         case .dropped, .reloadRefused: 1
         case .upgradeFailed(let kind, _): kind?.exitStatus ?? 1
+        case .sceneRefused(let kind, _): kind?.exitStatus ?? 76
         case .unavailable: 75
         case .failed: 76
         }
@@ -245,6 +250,9 @@ enum ControlFailure: Error, CustomStringConvertible {
         case .upgradeFailed(_, let reason):
             // The daemon's reason ends with what became of it: it serves on as it was, or it is terminating.
             return "the upgrade failed: \(reason)"
+        case .sceneRefused(_, let reason):
+            // The daemon's sentence names the identifier and what would be valid.
+            return reason + Self.sceneHint
         case .unavailable(let target, let reason), .failed(let target, let reason):
             return "\(target): \(reason)"
         }
@@ -279,6 +287,9 @@ enum ControlFailure: Error, CustomStringConvertible {
         return "\(you) may not connect to the socket"
     }
 
+    /// What a scene refusal's message ends with: where to see the identifiers there are.
+    static let sceneHint = " (lifecyclectl scenes lists the sessions)"
+
     /// Runs a call, turning client errors into failures with clear messages.
     static func wrap<T>(target: String, _ body: () throws(VarlinkClientError) -> T) throws(ControlFailure) -> T {
         do {
@@ -297,6 +308,11 @@ enum ControlFailure: Error, CustomStringConvertible {
         case .error(let varlink) where varlink.name == ControlProtocol.ErrorName.upgradeFailed.qualifiedName:
             self = .upgradeFailed(
                 kind: varlink.parameters[ControlProtocol.Field.kind]?.stringValue.flatMap(UpgradeFailureKind.init(rawValue:)),
+                reason: varlink.parameters[ControlProtocol.Field.reason]?.stringValue ?? "no reason given"
+            )
+        case .error(let varlink) where varlink.name == ControlProtocol.ErrorName.sceneRefused.qualifiedName:
+            self = .sceneRefused(
+                kind: varlink.parameters[ControlProtocol.Field.kind]?.stringValue.flatMap(SceneRefusalKind.init(rawValue:)),
                 reason: varlink.parameters[ControlProtocol.Field.reason]?.stringValue ?? "no reason given"
             )
         case .error(let varlink) where varlink.name == ControlProtocol.ErrorName.requestDropped.qualifiedName:

@@ -28,13 +28,13 @@ struct Lifecyclectl: ParsableCommand {
             unit's RuntimeDirectory=) or by --socket. It answers its own user, root and the group its [Control] \
             Group= names. Requests go through the same path as signals and logind, with the cause `control`: the \
             journal shows them with LIFECYCLE_CAUSE=control. Every command prints JSON with --json (the schemas are \
-            in docs/control.md). Exit status: 0 done, 1 the request was dropped, 64 usage, 69 the daemon cannot be \
-            reached, 75 it closed the connection or did not answer in time, 76 it answered an error, 77 permission \
-            denied.
+            in docs/control.md). Exit status: 0 done, 1 the request was dropped, 64 usage, 65 no scene session has \
+            the identifier, 69 the daemon cannot be reached (or does not use scenes), 75 it closed the connection or \
+            did not answer in time, 76 it answered an error, 77 permission denied.
             """,
         version: "0.2.0",
         subcommands: [
-            Status.self, Tree.self, Tasks.self, Trace.self,
+            Status.self, Tree.self, Tasks.self, Trace.self, Scenes.self, SceneCommand.self,
             RequestCommand<Background>.self, RequestCommand<Foreground>.self, RequestCommand<Inactive>.self,
             RequestCommand<Reload>.self, RequestCommand<MemoryWarning>.self, RequestCommand<Terminate>.self,
             Check.self, Upgrade.self,
@@ -74,7 +74,8 @@ struct Lifecyclectl: ParsableCommand {
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "The state, pid, uptime, tree size, background tasks, inhibitors, memory pressure and watchdog."
+        abstract:
+            "The state, pid, uptime, tree size, scenes, background tasks, inhibitors, memory pressure and watchdog."
     )
 
     @OptionGroup var connection: ConnectionOptions
@@ -88,7 +89,12 @@ struct Status: ParsableCommand {
 struct Tree: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tree",
-        abstract: "The live controller tree, as UIKit's hierarchy dump prints it (--views: with each controller's views)."
+        abstract: "The live controller tree, as UIKit's hierarchy dump prints it (--views: with each controller's views).",
+        discussion: """
+            In an application that uses scenes, every connected scene's tree, in the order they connected (paths \
+            scene:ID/root/...); --scene ID shows one (nothing while it is not connected; exit 65 when no session has \
+            the identifier).
+            """
     )
 
     @OptionGroup var connection: ConnectionOptions
@@ -96,8 +102,19 @@ struct Tree: ParsableCommand {
     @Flag(name: .customLong("views"), help: "List each controller's views too.")
     var views = false
 
+    @Option(name: .customLong("scene"), help: ArgumentHelp("Only this scene's tree.", valueName: "id"))
+    var scene: String?
+
+    func validate() throws {
+        if let scene { try validateSceneIdentifier(scene, option: "--scene") }
+    }
+
     func run() throws {
-        try connection.show(ControlProtocol.Method.getTree, [ControlProtocol.Field.views: .bool(views)]) { Output.tree($0, style: Lifecyclectl.style) }
+        var parameters: JSONObject = [ControlProtocol.Field.views: .bool(views)]
+        if let scene { parameters[ControlProtocol.Field.scene] = .string(scene) }
+        try connection.show(ControlProtocol.Method.getTree, parameters) {
+            Output.tree($0, scene: scene, style: Lifecyclectl.style)
+        }
     }
 }
 

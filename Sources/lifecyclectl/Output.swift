@@ -50,6 +50,9 @@ enum Output {
                 row(index == 0 ? "Tasks" : "", taskLine(task.objectValue ?? [:]))
             }
         }
+        if let scenes = reply["scenes"]?.objectValue {
+            row("Scenes", sceneCounts(scenes))
+        }
         if let supervision = reply["supervision"]?.objectValue, let count = supervision["tasks"]?.integerValue, count > 0 {
             var line = "\(plural(count, "lifecycle task")), \(plural(supervision["failures"]?.integerValue ?? 0, "failure")), "
                 + "\(plural(supervision["restarts"]?.integerValue ?? 0, "restart"))"
@@ -169,9 +172,13 @@ enum Output {
 
     /// `lifecyclectl tree`: the hierarchy as UIKit's `_printHierarchy` and `recursiveDescription` print it, a node per
     /// line, `   | ` per level.
-    static func tree(_ reply: JSONObject, style: TerminalStyle) -> String {
+    /// `scene`: the scene whose tree was asked for (`tree --scene`), if one was.
+    static func tree(_ reply: JSONObject, scene: String? = nil, style: TerminalStyle) -> String {
         let nodes = (reply["nodes"]?.arrayValue ?? []).compactMap(\.objectValue)
-        guard !nodes.isEmpty else { return "no window: the tree is empty\n" }
+        guard !nodes.isEmpty else {
+            guard let scene else { return "no window: the tree is empty\n" }
+            return "scene \(TerminalSafe.escaped(scene)) is not connected: no tree (its session keeps what its next connection restores)\n"
+        }
         var lines: [String] = []
         for raw in nodes {
             let node = TerminalSafe.escaped(raw)

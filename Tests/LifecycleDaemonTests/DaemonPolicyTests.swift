@@ -30,7 +30,8 @@ final class DaemonHarness {
         terminal: TerminalProbe? = nil,
         underSystemd: Bool = false,
         containerInit: Bool = false,
-        upgradeEffects: ((Stage) -> UpgradeEffects)? = nil
+        upgradeEffects: ((Stage) -> UpgradeEffects)? = nil,
+        applicationDelegate: (any ApplicationDelegate)? = nil
     ) {
         if let terminal { stage.terminal = terminal }
         stage.isContainerInit = containerInit
@@ -39,7 +40,8 @@ final class DaemonHarness {
             stage.environment["NOTIFY_SOCKET"] = "/run/systemd/notify"
         }
         delegate = BackgroundWorkDelegate(timeline: stage.timeline)
-        application = Application(delegate: delegate, logger: log.logger())
+        // Another delegate (one that uses scenes) runs the application instead, when a test gives one.
+        application = Application(delegate: applicationDelegate ?? delegate, logger: log.logger())
         var configuration = configuration
         configuration.watchLogind = false
         configuration.watchMemoryPressure = false

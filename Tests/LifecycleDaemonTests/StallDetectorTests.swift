@@ -149,6 +149,44 @@ struct StallDetectorTests {
     }
 
     @MainActor
+    @Test func aHungCallbackInASceneNamesItsSceneByItsPathOrWhileNoPathIsBuiltByTheScenesStep() throws {
+        final class Hanging: ViewController {
+            override func applicationDidEnterBackground() { block(for: .milliseconds(200)) }
+        }
+        final class Delegate: ApplicationDelegate {
+            var sceneManifest: SceneManifest? { SceneManifest(launchSceneRole: nil) }
+            func application(_ application: Application, configurationForConnecting session: SceneSession, options: Scene.ConnectionOptions) -> SceneConfiguration {
+                SceneConfiguration(name: nil, sessionRole: session.role) { _ in Builder() }
+            }
+        }
+        final class Builder: SceneDelegate {
+            func scene(_ scene: Scene, willConnectTo session: SceneSession, options: Scene.ConnectionOptions) {
+                scene.window.rootViewController = Hanging(identifier: "root")
+            }
+        }
+        for logged in [false, true] {
+            let log = StallLog()
+            let detector = StallDetector(thresholds: .init(warning: .milliseconds(100), urgent: nil), logger: log.logger())
+            try detector.start()
+            defer { detector.stop() }
+            let appLogger = logged ? StallLog().logger() : Logger(label: "quiet", factory: { _ in SwiftLogNoOpLogHandler() })
+            let app = Application(delegate: Delegate(), logger: appLogger)
+            app.trace.monitor = detector
+            app.launch()
+            try app.requestSceneSessionActivation(persistentIdentifier: "client-7")
+            app.runEndOfTurn()
+            try app.submitScene(.background("client-7"), cause: "test")
+            detector.dispatchDidEnd()
+            let records = log.all.filter { $0.metadata["lifecycle.stall_event"] == "applicationDidEnterBackground" }
+            let name = logged ? "scene:client-7/root" : "<Hanging> in scene client-7"
+            #expect(records.map(\.level) == [.warning, .notice])
+            #expect(records.map { $0.metadata["lifecycle.scene"] } == ["client-7", "client-7"])
+            #expect(records.first?.message.hasPrefix("applicationDidEnterBackground \(name) has run for ") == true, "\(records)")
+            #expect(records.last?.message.hasPrefix("applicationDidEnterBackground \(name) returned after ") == true)
+        }
+    }
+
+    @MainActor
     @Test func aNodeReleasedAfterItsCallbackStartedIsNamedByWhatTheDetectorWasTold() throws {
         // The callback returned and its node went while the main loop is still blocked: the detector names it by the
         // values it was handed (a path the trace built, or the node's type), never by reading the node.

@@ -29,6 +29,16 @@ import Testing
         #expect(TraceRecord(json: withoutDetail.json) == withoutDetail)
     }
 
+    @Test func aScenesRecordCarriesItsSceneAndOneOutsideEveryScenesHasNone() {
+        let record = TraceRecord(
+            sequence: 40, event: "applicationDidBecomeActive", target: "scene:client-7/root", state: "active",
+            cause: "control", scene: "client-7"
+        )
+        #expect(record.json["scene"] == .string("client-7"))
+        #expect(TraceRecord(json: record.json) == record)
+        #expect(TraceRecord(sequence: 1, event: "draw", target: "root.view", state: "active", cause: "api").json["scene"] == nil)
+    }
+
     @Test func aReplyWithoutASequenceEventOrTargetIsNoRecord() {
         let complete = TraceRecord(sequence: 1, event: "draw", target: "root.view", state: "active", cause: "api").json
         for field in ["seq", "event", "target"] {

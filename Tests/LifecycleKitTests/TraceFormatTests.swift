@@ -45,9 +45,48 @@ import Testing
     @Test(arguments: [
         ("delegate", 0), ("root", 1), ("root/worker", 2), ("root.view", 2), ("root/worker.view", 3),
         ("root/worker.view/progress", 4), ("root/modes/serving", 3),
+        // A scene's delegate hangs where the root does, its tree below it; its identifier counts for nothing.
+        ("scene:client-7", 1), ("scene:client-7/root", 2), ("scene:client-7/root.view", 3),
+        ("scene:eu.tenant", 1), ("scene:eu.tenant/root/feed", 3), ("scene:eu.tenant/root/feed.view/label", 5),
     ])
     func depthFollowsThePath(target: String, depth: Int) {
         #expect(TraceFormatter.depth(of: target) == depth)
+    }
+
+    @Test func aSceneEventsLineNamesItsSceneWhenItsTargetAndArgumentDoNot() {
+        var formatter = TraceFormatter(style: TerminalStyle(colour: false))
+        func scene(_ sequence: Int, _ target: String, _ event: String, detail: String? = nil, _ scene: String) -> TraceRecord {
+            TraceRecord(sequence: sequence, event: event, target: target, state: "active", cause: "control", detail: detail, scene: scene)
+        }
+        let text = [
+            scene(7, "delegate", "application(_:configurationForConnecting:options:)", detail: "client-7", "client-7"),
+            scene(8, "scene:client-7", "scene(_:willConnectTo:options:)", "client-7"),
+            scene(9, "delegate", "application(_:viewControllerWithRestorationIdentifierPath:coder:)", detail: "root", "client-7"),
+            scene(10, "scene:client-7/root", "init(coder:)", "client-7"),
+            // A scene whose identifier begins like another's is not named by that one's target.
+            scene(11, "scene:client-70", "sceneDidBecomeActive", "client-7"),
+        ].map { formatter.format($0) }.joined()
+        #expect(text == """
+                 7 active     control         delegate application(_:configurationForConnecting:options: client-7)
+                 8 active                       scene:client-7 scene(_:willConnectTo:options:)
+                 9 active                     delegate application(_:viewControllerWithRestorationIdentifierPath:coder: root) [scene:client-7]
+                10 active                         scene:client-7/root init(coder:)
+                11 active                       scene:client-70 sceneDidBecomeActive [scene:client-7]
+
+            """)
+    }
+
+    @Test func repeatsOfOneEventInTwoScenesDoNotFold() {
+        var formatter = TraceFormatter(style: TerminalStyle(colour: false))
+        let text = ["a", "b"].enumerated().map { index, identifier in
+            formatter.format(
+                TraceRecord(
+                    sequence: index + 1, event: "application(_:didDiscardSceneSessions:)", target: "delegate",
+                    state: "active", cause: "control", detail: identifier, scene: identifier
+                )
+            )
+        }.joined()
+        #expect(text.split(separator: "\n").count == 2, "\(text)")
     }
 
     @Test func repeatsFoldIntoACountWhenSomethingElseHappens() {

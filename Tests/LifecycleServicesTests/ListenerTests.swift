@@ -36,13 +36,13 @@ enum ConnectOutcome: Equatable {
     case other(Int32)
 }
 
-func connect(toLoopbackPort port: Int) -> ConnectOutcome {
+func connect(toLoopbackPort port: Int, host: UInt32 = 0x7F00_0001) -> ConnectOutcome {
     let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(client) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
+    address.sin_addr.s_addr = in_addr_t(host.bigEndian)
     let result = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -307,7 +307,9 @@ struct ListenerTests {
     /// controller's began: the socket was retired with no server left, and only the end of a run closed one.
     @Test func aListenerMovedAfterItsLastRunEndedIsClosedAtOnce() async {
         let timeline = Timeline()
-        let (host, _) = hosted(.tcp("http", port: 0), timeline: timeline)
+        // On 127.0.0.5, where no other test listens: the tests run in parallel, and a port of 127.0.0.1 this socket
+        // gave back can be another test's by the time it is checked.
+        let (host, _) = hosted(.tcp("http", host: "127.0.0.5", port: 0), timeline: timeline)
         host.launch()
         #expect(await host.waitUntil { timeline.lines.count == 1 })
         let old = try! #require(host.application.listeners["http"])
@@ -323,7 +325,7 @@ struct ListenerTests {
         let fresh = try! #require(host.application.listeners["http"])
         #expect(fresh.address.hasPrefix("127.0.0.2:") && fresh.origin == .bound)
         #expect(host.application.listeners.retired.isEmpty)
-        #expect(connect(toLoopbackPort: port(of: old.address)) == .refused)
+        #expect(connect(toLoopbackPort: port(of: old.address), host: 0x7F00_0005) == .refused)
     }
 
     /// Found by reading the controller: a run claims its sockets when it is made, and gives them back when its body

@@ -173,6 +173,17 @@ import Glibc
         #expect(TraceRecord(metadata: ["pid": "1"]) == nil)
     }
 
+    @Test func aSceneEventsRecordCarriesItsSceneFromTheMetadata() {
+        let metadata: Logger.Metadata = [
+            "lifecycle.event": "sceneDidBecomeActive", "lifecycle.target": "scene:client-7", "lifecycle.state": "active",
+            "lifecycle.seq": "40", "lifecycle.cause": "control", "lifecycle.scene": "client-7",
+        ]
+        #expect(TraceRecord(metadata: metadata) == TraceRecord(
+            sequence: 40, event: "sceneDidBecomeActive", target: "scene:client-7", state: "active", cause: "control",
+            scene: "client-7"
+        ))
+    }
+
     @Test func aLineHasTimestampLevelIdentifierMessageAndSortedMetadata() {
         let line = StderrLogHandler.line(
             timestamp: "2026-05-20T10:11:12.345678Z",

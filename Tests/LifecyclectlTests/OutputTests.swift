@@ -165,8 +165,11 @@ import Testing
         #expect(Lifecyclectl.configuration.commandName == "lifecyclectl")
         let names = Lifecyclectl.configuration.subcommands.compactMap { $0.configuration.commandName }
         #expect(names == [
-            "status", "tree", "tasks", "trace", "background", "foreground", "inactive", "reload", "memory-warning", "terminate",
-            "check", "upgrade",
+            "status", "tree", "tasks", "trace", "scenes", "scene", "background", "foreground", "inactive", "reload",
+            "memory-warning", "terminate", "check", "upgrade",
+        ])
+        #expect(SceneCommand.configuration.subcommands.compactMap { $0.configuration.commandName } == [
+            "foreground", "background", "disconnect", "discard",
         ])
         let bash = Lifecyclectl.completionScript(for: .bash)
         #expect(bash.contains("_lifecyclectl"))

@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -103,4 +105,18 @@ int bench_block_signal(int signo) {
     sigaddset(&set, signo);
     int result = pthread_sigmask(SIG_BLOCK, &set, NULL);
     return result == 0 ? 0 : -result;
+}
+
+uint64_t bench_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (uint64_t)info.uordblks;
+}
+
+uint64_t bench_resident_bytes(void) {
+    FILE *file = fopen("/proc/self/statm", "re");
+    if (file == NULL) return 0;
+    unsigned long size = 0, resident = 0;
+    int fields = fscanf(file, "%lu %lu", &size, &resident);
+    fclose(file);
+    return fields == 2 ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
 }

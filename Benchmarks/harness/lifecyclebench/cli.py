@@ -23,6 +23,7 @@ from .launches import measure_launches
 from .memory import measure_rss_workload, measure_steady_memory
 from .report import machine_description, write_report
 from .scaling import measure_scaling, plot_scaling
+from .scenes import measure_scenes, print_scenes
 from .services import measure_services, print_restart_goals, print_restarts
 from .sessions import measure_sessions, print_sessions
 
@@ -84,13 +85,23 @@ def main(description):
     parser.add_argument("--steady-runs", type=int, default=3, help="runs of the steady-state memory workload")
     parser.add_argument("--steady-transitions", type=int, default=1000,
                         help="transitions (lifecycled) or signals (floor, peer) before the steady-state memory")
+    parser.add_argument("--scene-sizes", default="1,100,10000",
+                        help="connected scenes a process-level event fans out to (the scenes benchmark)")
+    parser.add_argument("--scene-events", type=int, default=20000,
+                        help="scene-events per fan-out run: the events of a run are this divided by the scenes")
+    parser.add_argument("--scene-connect", default="10,1000",
+                        help="scenes connected, then disconnected, per round; one measurement per size")
+    parser.add_argument("--scene-rounds", type=int, default=5,
+                        help="rounds of connections and disconnections (more for small rounds: 1,000 connections a run)")
+    parser.add_argument("--scene-sessions", type=int, default=10000, help="sessions of the memory measurement")
+    parser.add_argument("--scene-runs", type=int, default=5, help="runs of each scenes measurement (medians)")
     parser.add_argument("--sessions", type=int, default=None,
                         help="WebSocket sessions of the sessions benchmark (default 1000; 50 with --smoke)")
     parser.add_argument("--session-restarts", type=int, default=None,
                         help="SIGTERM restarts of each sessions server (default 20; 2 with --smoke)")
     parser.add_argument("--session-kills", type=int, default=None,
                         help="SIGKILLs of the sessions endpoint (default 5; 1 with --smoke)")
-    parser.add_argument("--only", choices=["services", "scaling", "idle", "sessions"], default=None,
+    parser.add_argument("--only", choices=["services", "scaling", "idle", "scenes", "sessions"], default=None,
                         help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
     parser.add_argument("--command-line", default="scripts/bench")
@@ -101,12 +112,19 @@ def main(description):
     bins = {name: args.bin / f"lifecycle-bench-{name}" for name in ("daemon", "peer")}
     bins.update({name: args.c_bin / f"lifecycle-bench-{name}" for name in ("floor", "probe")})
     bins["lifecycled"] = args.lifecycled or args.bin / "lifecycled"
+    bins["scenes"] = args.bin / "lifecycle-bench-scenes"
     if args.hello_service is not None and not args.hello_service.exists():
         sys.exit(f"bench.py: {args.hello_service} is missing; scripts/bench builds it")
     if args.restarts is None:
         args.restarts = 3 if args.smoke else 50
     if args.round_trips is None:
         args.round_trips = 2 if args.smoke else 20
+    if args.only == "scenes":
+        # In-process: its one binary, no daemon, no socket.
+        if not bins["scenes"].exists():
+            sys.exit(f"bench.py: {bins['scenes']} is missing; scripts/bench builds it")
+        print_scenes(measure_scenes(bins, args, None, [], args.raw))
+        return
     if args.sessions is None:
         args.sessions = 50 if args.smoke else 1000
     if args.session_restarts is None:
@@ -165,40 +183,43 @@ def main(description):
         # Every daemon started here serves its control socket in $XDG_RUNTIME_DIR (run by hand): keep them in the
         # run's own folder, never the machine's /run.
         os.environ["XDG_RUNTIME_DIR"] = tmp
-        print(f"1/8 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
+        print(f"1/9 signal latency: {args.signals} signals × 3 receivers × 2 placements", flush=True)
         latency = measure_latency(bins, args, tmp, logs, args.raw)
-        print(f"2/8 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 6", flush=True)
+        print(f"2/9 launches: exec → READY=1, RSS, SIGTERM → exit, {args.launch_runs} runs × 6", flush=True)
         launches = measure_launches(bins, args, tmp, logs)
-        print(f"3/8 RSS of lifecycled after READY=1 and after {args.rss_transitions} transitions, "
+        print(f"3/9 RSS of lifecycled after READY=1 and after {args.rss_transitions} transitions, "
               f"{args.rss_runs} runs", flush=True)
         rss_workload = measure_rss_workload(bins, args, tmp, logs)
-        print(f"3/8 steady-state memory: private and PSS after {args.steady_transitions} transitions, "
+        print(f"3/9 steady-state memory: private and PSS after {args.steady_transitions} transitions, "
               f"ReleaseStartupPages yes and no, floor, peer, {args.steady_runs} runs", flush=True)
         rss_workload["steady"] = measure_steady_memory(bins, args, tmp, logs)
-        print(f"4/8 idle: {args.idle_seconds} s", flush=True)
+        print(f"4/9 idle: {args.idle_seconds} s", flush=True)
         idle = measure_idle(bins, args, tmp, logs)
         services = None
         if args.hello_service is not None:
-            print(f"5/8 services: hello-service, {args.example_cycles} × SIGUSR1 → kept waiting, SIGUSR2 → answered; "
+            print(f"5/9 services: hello-service, {args.example_cycles} × SIGUSR1 → kept waiting, SIGUSR2 → answered; "
                   f"{args.restarts} restarts under load with the socket kept and without, {args.round_trips} round "
                   "trips", flush=True)
             services = measure_services(args, tmp, logs, args.raw)
         sessions = None
         if args.hello_service is not None:
-            print(f"5/8 sessions: {args.sessions} WebSocket sessions through {args.session_restarts} restarts and "
+            print(f"5/9 sessions: {args.sessions} WebSocket sessions through {args.session_restarts} restarts and "
                   f"{args.session_kills} SIGKILLs, beside plain hummingbird-websocket", flush=True)
             sessions = measure_sessions(args, tmp, logs, args.raw)
-        print(f"6/8 scaling: {args.scaling_sizes} controllers against an empty window", flush=True)
+        print(f"6/9 scaling: {args.scaling_sizes} controllers against an empty window", flush=True)
         scaling = measure_scaling(bins, args, tmp, logs, args.raw)
-        print(f"7/8 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
+        print(f"7/9 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
               flush=True)
         control = measure_control_load(bins, args, tmp, logs, args.raw)
-    print("8/8 in-process benchmarks (ordo-one/benchmark)", flush=True)
+    print(f"8/9 scenes: connect + disconnect, memory per session, fan-out to {args.scene_sizes.replace(',', ', ')} "
+          f"scenes, {args.scene_runs} run(s) each", flush=True)
+    scenes = measure_scenes(bins, args, None, logs, args.raw)
+    print("9/9 in-process benchmarks (ordo-one/benchmark)", flush=True)
     benchmarks = in_process(run_benchmark_tool(args, args.raw, logs, env))
 
     results = {"latency": latency, "launches": launches, "rss_workload": rss_workload, "idle": idle,
                "benchmarks": benchmarks, "services": services, "scaling": scaling, "control": control,
-               "sessions": sessions}
+               "scenes": scenes, "sessions": sessions}
     report = args.out / "results.md"
     write_report(report, machine, args, results, logs)
     print(f"wrote {report}")

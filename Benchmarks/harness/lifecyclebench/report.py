@@ -22,13 +22,14 @@ from .launches import report_launches
 from .memory import report_memory
 from .sessions import report_sessions
 from .scaling import report_scaling
+from .scenes import report_scenes
 from .services import report_services
 
 # The sections of results.md, in order. Each is `report_NAME(add, results, args, beside)`: it writes its lines with
 # `add`, from `results`, every benchmark's figures by name (a section may quote another's as its baseline, or write
 # nothing when its own were not measured), and ends with `beside`, the machine and the command, where it shows figures.
 SECTIONS = [report_latency, report_in_process, report_memory, report_idle, report_launches, report_services,
-            report_scaling, report_control_load, report_sessions]
+            report_scaling, report_control_load, report_scenes, report_sessions]
 
 
 def machine_description(args):

@@ -6,7 +6,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 
-"""11. Sessions: HelloService's WebSocket endpoint (`[Hello] Sessions=local`) as its clients see it, beside the same
+"""12. Sessions: HelloService's WebSocket endpoint (`[Hello] Sessions=local`) as its clients see it, beside the same
 protocol served by plain hummingbird-websocket (hello-plain-websocket: its own Application and port, sessions in
 memory). A fleet of real clients (Tests/EndToEnd/ws_sessions.py, Debian's python3-websockets), each sent a message
 every 250 ms, through restarts (SIGTERM, then the same binary again) and SIGKILLs of each server: sessions recovered,
@@ -143,7 +143,7 @@ def report_sessions(add, results, args, beside):
     sessions = results.get("sessions")
     if not sessions:
         return
-    add("## 11. Sessions that outlive the process")
+    add("## 12. Sessions that outlive the process")
     add("")
     add(f"{args.sessions} WebSocket sessions (ws_sessions.py), a message every 250 ms each, through "
         f"{args.session_restarts} SIGTERM restarts and {args.session_kills} SIGKILLs of the endpoint "

@@ -35,6 +35,8 @@ protocol ControlHost: AnyObject {
     var watchdogInterval: Duration? { get }
     /// Submits a request as the daemon routes every source's, with the cause `control`.
     func submitControlRequest(_ request: LifecycleRequest, completion: @escaping RequestCompletion)
+    /// Submits a request about one scene session, with the cause `control`; throws when it cannot be made.
+    func submitControlSceneRequest(_ request: SceneRequest, completion: @escaping RequestCompletion) throws(SceneError)
     /// Returns once journald has taken the lines of the events traced so far (within the writer's budget).
     func deliverTraceLines()
     /// Upgrades to the service's binary as it is on disk now; `completion` runs once, after the hand-over or with why
@@ -70,5 +72,9 @@ extension Daemon: ControlHost {
 
     func submitControlRequest(_ request: LifecycleRequest, completion: @escaping RequestCompletion) {
         router.route(request, from: .control, completion: completion)
+    }
+
+    func submitControlSceneRequest(_ request: SceneRequest, completion: @escaping RequestCompletion) throws(SceneError) {
+        try router.route(request, from: .control, completion: completion)
     }
 }

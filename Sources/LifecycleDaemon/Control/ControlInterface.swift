@@ -43,7 +43,8 @@ import Logging
     /// The definition of `io.lifecyclekit.Lifecycle`.
     @_spi(Internal) public static let description = """
         # The lifecycle of a LifecycleKit daemon: the application's state, its controller and view tree, its
-        # background tasks, requests that move it (their cause is `control`), and the live trace.
+        # background tasks, its scene sessions, requests that move it or one scene (their cause is `control`), and the
+        # live trace.
         interface io.lifecyclekit.Lifecycle
 
         # One trace event: the journal's LIFECYCLE_* fields of one callback.
@@ -59,7 +60,10 @@ import Logging
           # LIFECYCLE_CAUSE: what asked for the transition: control for this interface's requests.
           cause: string,
           # LIFECYCLE_DETAIL, when the callback's argument matters.
-          detail: ?string
+          detail: ?string,
+          # LIFECYCLE_SCENE: the scene it belongs to (its delegate's, its tree's, or the application delegate's
+          # callback about it), by its session's persistent identifier.
+          scene: ?string
         )
 
         # A rectangle in the view tree's coordinates.
@@ -191,6 +195,31 @@ import Logging
           state: string
         )
 
+        # A scene session: one unit of the application (a connected client, a tenant), which outlives its scene.
+        type SceneSession (
+          # Its persistent identifier: scene:<id> in the trace's targets, LIFECYCLE_SCENE=<id> in the journal.
+          id: string,
+          # What its scene is for (the application delegate picks a configuration by it).
+          role: string,
+          # Its scene's state: unattached (no scene connected), foregroundInactive, foregroundActive or background.
+          state: string,
+          # The application's values for it (a client's address, a tenant's name).
+          userInfo: [string]string,
+          # Whether it keeps a saved state, which its scene is restored from when it connects again.
+          savedState: bool,
+          # The name of the configuration its scene was last connected with.
+          configuration: ?string
+        )
+
+        # The scene sessions of an application that uses scenes, counted.
+        type Scenes (
+          sessions: int,
+          # Connected scenes, by state.
+          foregroundActive: int,
+          foregroundInactive: int,
+          background: int
+        )
+
         # The daemon at a glance.
         method GetStatus() -> (
           program: string,
@@ -213,15 +242,30 @@ import Logging
           memoryPressure: MemoryPressure,
           watchdog: Watchdog,
           control: Control,
-          listeners: []Listener
+          listeners: []Listener,
+          # Only in an application that uses scenes.
+          scenes: ?Scenes
         )
 
-        # The controller tree, pre-order; with views, each controller's own views right after it. A tree of more
-        # than 20000 nodes is refused with TreeTooLarge.
-        method GetTree(views: ?bool) -> (nodes: []Node)
+        # The controller tree, pre-order; with views, each controller's own views right after it. In an application
+        # that uses scenes, each connected scene's tree (paths scene:<id>/root/...), in the order they connected; with
+        # scene, that scene's alone (none while it is not connected; SceneRefused for an identifier no session has). A
+        # tree of more than 20000 nodes is refused with TreeTooLarge.
+        method GetTree(views: ?bool, scene: ?string) -> (nodes: []Node)
 
         # The background tasks, oldest first; the lifecycle-bound work of the tree, pre-order.
         method GetBackgroundTasks() -> (tasks: []BackgroundTask, lifecycleTasks: []LifecycleTask)
+
+        # The scene sessions, in the order they were made, that match every filter given: role; state (unattached,
+        # foregroundInactive, foregroundActive, background, or connected for any but unattached); userInfo, KEY=VALUE;
+        # prefix, of the identifier. The first 10000 that match are listed. An application without scenes has none.
+        method GetScenes(role: ?string, state: ?string, userInfo: ?string, prefix: ?string) -> (
+          sessions: []SceneSession,
+          # The sessions that match, listed or not.
+          matched: int,
+          # Every session.
+          total: int
+        )
 
         # Asks for background, foreground, inactive, reload, memory-warning or terminate, with the cause control, and
         # replies once the request's steps have all run, with the events it caused.
@@ -234,6 +278,24 @@ import Logging
           state: string,
           events: []Event,
           # Events left out of events, beyond 10000.
+          eventsOmitted: int
+        )
+
+        # Asks for foreground, background, disconnect or discard of the scene session id, with the cause control, and
+        # replies once the request's steps have all run, with the events it caused. foreground and background connect
+        # a session whose scene is not connected (restored from its saved state); disconnect keeps the session and its
+        # saved state; discard deletes it. The process-level state bounds a scene's: foreground while the application
+        # is in the background waits for its return.
+        method RequestScene(request: string, id: string) -> (
+          request: string,
+          id: string,
+          # performed, or noChange (the scene was where it was asked to be).
+          outcome: string,
+          # The scene's state afterwards; unattached once disconnected or discarded.
+          sceneState: string,
+          # The application state afterwards.
+          state: string,
+          events: []Event,
           eventsOmitted: int
         )
 
@@ -279,6 +341,11 @@ import Logging
         # The request could not run: the application has not launched, or termination has started.
         error RequestDropped (request: string, reason: string)
 
+        # A request about a scene that cannot be made. kind: scenes-not-adopted (the application does not use scenes),
+        # invalid-identifier (not 1 to 128 characters without /, spaces or control characters), unknown-session (no
+        # session has id: never made, or discarded) or duplicate-identifier; reason says it in a sentence.
+        error SceneRefused (kind: string, id: string, reason: string)
+
         # The reload ran and was refused, so nothing applied it: by its configuration file (file:line: what is wrong),
         # the delegate or a controller (its path), whom reason names, with why.
         error ReloadRefused (reason: string)
@@ -319,9 +386,23 @@ import Logging
     /// protocol, which checks the server's answers against them).
     @_spi(Internal) public static let methods: [VarlinkMethodDeclaration] = [
         VarlinkMethodDeclaration(Method.getStatus.rawValue),
-        VarlinkMethodDeclaration(Method.getTree.rawValue, parameters: [.init(Field.views, .bool, optional: true)]),
+        VarlinkMethodDeclaration(
+            Method.getTree.rawValue,
+            parameters: [.init(Field.views, .bool, optional: true), .init(Field.scene, .string, optional: true)]
+        ),
         VarlinkMethodDeclaration(Method.getBackgroundTasks.rawValue),
+        VarlinkMethodDeclaration(
+            Method.getScenes.rawValue,
+            parameters: [
+                .init(Field.role, .string, optional: true), .init(Field.state, .string, optional: true),
+                .init(Field.userInfo, .string, optional: true), .init(Field.prefix, .string, optional: true),
+            ]
+        ),
         VarlinkMethodDeclaration(Method.request.rawValue, parameters: [.init(Field.request, .string)]),
+        VarlinkMethodDeclaration(
+            Method.requestScene.rawValue,
+            parameters: [.init(Field.request, .string), .init(Field.id, .string)]
+        ),
         VarlinkMethodDeclaration(Method.check.rawValue, parameters: [.init(Field.probe, .string)]),
         VarlinkMethodDeclaration(Method.upgrade.rawValue, parameters: [.init(Field.timeoutSec, .float, optional: true)]),
         VarlinkMethodDeclaration(Method.trace.rawValue, parameters: [.init(Field.backlog, .int, optional: true)]),
@@ -345,7 +426,8 @@ import Logging
                 target: event.target,
                 state: event.state.rawValue,
                 cause: event.cause.rawValue,
-                detail: event.detail
+                detail: event.detail,
+                scene: event.scene
             ).json
         )
     }

@@ -62,7 +62,7 @@ extension VarlinkRequest: ControlCall {
 /// through ``ControlHost``.
 @MainActor
 final class ControlService {
-    private unowned let daemon: any ControlHost
+    unowned let daemon: any ControlHost
     let hub: ControlTraceHub
     /// Where peers find the socket, for status reports.
     let socketDescription: String
@@ -84,7 +84,7 @@ final class ControlService {
         daemon.configuration.control.allows(peer, serviceUID: serviceUID)
     }
 
-    private var logger: Logger { daemon.logger }
+    var logger: Logger { daemon.logger }
 
     /// Answers a call whose method is one of ``ControlInterface``'s (its parameters already checked).
     func handle(_ call: any ControlCall) {
@@ -97,6 +97,10 @@ final class ControlService {
             let counts = daemon.application.treeCounts()
             call.charge(counts.controllers * ControlInterface.costPerNode)
             call.reply(["tasks": .array(backgroundTasks()), "lifecycleTasks": .array(lifecycleTasks().map(ControlInterface.json))])
+        case ControlProtocol.Method.getScenes.qualifiedName:
+            scenes(call)
+        case ControlProtocol.Method.requestScene.qualifiedName:
+            requestScene(call)
         case ControlProtocol.Method.request.qualifiedName:
             let name = call.parameters[ControlProtocol.Field.request]?.stringValue ?? ""
             guard let request = LifecycleRequest(rawValue: name) else {
@@ -171,6 +175,10 @@ final class ControlService {
     /// peer cannot make the daemon build a reply of any size.
     private func tree(_ call: any ControlCall) {
         let views = call.parameters[ControlProtocol.Field.views]?.boolValue ?? false
+        if let scene = call.parameters[ControlProtocol.Field.scene]?.stringValue {
+            sceneTree(call, identifier: scene, views: views)
+            return
+        }
         let counts = daemon.application.treeCounts()
         let nodes = counts.controllers + (views ? counts.views : 0)
         call.charge(counts.controllers * ControlInterface.costPerNode)
@@ -178,7 +186,12 @@ final class ControlService {
             call.fail(ControlInterface.treeTooLarge(nodes: nodes, limit: ControlInterface.maximumTreeNodes))
             return
         }
-        let snapshot = daemon.application.treeSnapshot(includingViews: views)
+        let application = daemon.application
+        // The application's window (none with scenes), then every connected scene's, in the order they connected.
+        var snapshot = application.treeSnapshot(includingViews: views)
+        for scene in application.connectedScenes {
+            snapshot += application.treeSnapshot(of: scene, includingViews: views)
+        }
         call.reply(["nodes": .array(snapshot.map(ControlInterface.json))])
     }
 
@@ -293,7 +306,7 @@ final class ControlService {
             "repliesTooLarge": .int(statistics.repliesTooLarge),
             "acceptErrors": .int(statistics.acceptErrors),
         ]
-        return [
+        var reply: JSONObject = [
             "program": .string(daemon.programName),
             "version": .string(daemon.programVersion ?? ""),
             "pid": .int(getpid()),
@@ -312,6 +325,8 @@ final class ControlService {
             "control": .object(control),
             "listeners": .array(listeners()),
         ]
+        if let scenes = sceneCounts() { reply[ControlProtocol.Field.scenes] = .object(scenes) }
+        return reply
     }
 
     /// The application's listening sockets, in the order they were opened, then the ones passed that no server

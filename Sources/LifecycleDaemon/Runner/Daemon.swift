@@ -218,6 +218,10 @@ package final class Daemon: ApplicationHost {
     /// Sets up the loop, launches the application and runs until it terminates; returns the exit code.
     package func start() throws(SystemCallError) -> Int32 {
         guard let loop else { preconditionFailure("a daemon made without a main loop cannot start") }
+        if let problem = options.scenesProblem(in: configuration, usesScenes: application.usesScenes) {
+            logger.error("\(problem)")
+            return ExitStatus.configuration.rawValue
+        }
         try loop.integrateMainDispatchQueue()
         for signal in configuration.signalMap.signals {
             let source = try loop.addSignal(signal) { [unowned self] info in
@@ -436,6 +440,9 @@ package final class Daemon: ApplicationHost {
             fresh = try options.resolveConfiguration(applicationSection: applicationSection)
         } catch {
             return .refused("\(error)")
+        }
+        if let problem = options.scenesProblem(in: fresh, usesScenes: application.usesScenes) {
+            return .refused("\(problem)")
         }
         if let problem = prepareStoryboard(for: fresh) { return .refused(problem) }
         preparedConfiguration = fresh

@@ -85,4 +85,14 @@ final class RequestRouter {
             application.submit(.memoryWarning, cause: cause, completion: completion)
         }
     }
+
+    /// Submits a request about one scene session with the cause of its `source` (``Application/submitScene(_:cause:completion:)``);
+    /// throws when it cannot be made (the application does not use scenes, no session has the identifier).
+    func route(
+        _ request: SceneRequest,
+        from source: RequestSource,
+        completion: RequestCompletion? = nil
+    ) throws(SceneError) {
+        try application.submitScene(request, cause: source.cause, completion: completion)
+    }
 }

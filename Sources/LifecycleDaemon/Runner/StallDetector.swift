@@ -22,9 +22,10 @@ import Glibc
 /// started — into one slot under a lock, and clears the slot when the loop's dispatch returns. One thread — the only
 /// one the daemon adds, besides the journal writer's, made only once journald falls behind (``JournalWriter``) —
 /// watches the slot: when the same callback has run past ``Thresholds/warning`` it logs a warning naming the callback,
-/// its target and how long it has run, and another at ``Thresholds/urgent`` (half the watchdog interval), so the
-/// journal names the stuck callback before systemd's "Watchdog timeout". When a reported callback returns, the main
-/// thread logs a notice with its duration. The watcher never touches a controller or a view: what it names is what
+/// its target (and its scene, also as `LIFECYCLE_SCENE=`, in an application that uses scenes) and how long it has
+/// run, and another at ``Thresholds/urgent`` (half the watchdog interval), so the journal names the stuck callback
+/// before systemd's "Watchdog timeout". When a reported callback returns, the main thread logs a notice with its
+/// duration. The watcher never touches a controller or a view: what it names is what
 /// the main thread handed it.
 ///
 /// Idle, the watcher is parked without a timeout: a daemon that does nothing wakes nobody. The first callback after
@@ -156,7 +157,7 @@ import Glibc
     private func returnedLate(_ late: Slot, at now: UInt64) {
         let ran = Duration.nanoseconds(Int64(now &- late.started))
         logger.notice(
-            "\(late.event) \(late.target) returned after \(Self.rounded(ran)): the main loop was blocked that long",
+            "\(late.event) \(Self.named(late.target)) returned after \(Self.rounded(ran)): the main loop was blocked that long",
             metadata: Self.metadata(late, running: ran)
         )
     }
@@ -208,18 +209,30 @@ import Glibc
         let consequence = level == .error ? "half the watchdog interval has passed" : "the main loop is blocked"
         logger.log(
             level: level,
-            "\(stuck.event) \(stuck.target) has run for \(Self.rounded(ran)) and has not returned: \(consequence)",
+            "\(stuck.event) \(Self.named(stuck.target)) has run for \(Self.rounded(ran)) and has not returned: \(consequence)",
             metadata: Self.metadata(stuck, running: ran)
         )
     }
 
     private static func metadata(_ slot: Slot, running: Duration) -> Logger.Metadata {
-        [
+        var metadata: Logger.Metadata = [
             LogKey.stallEvent: .string(slot.event),
             LogKey.stallTarget: .string(slot.target.description),
             LogKey.stallSequence: .stringConvertible(slot.sequence),
             LogKey.stallMilliseconds: .stringConvertible(running.wholeMilliseconds),
         ]
+        // `journalctl LIFECYCLE_SCENE=client-7` finds the stall among the scene's events.
+        if let scene = slot.target.scene { metadata[LogKey.scene] = .string(scene) }
+        return metadata
+    }
+
+    /// The target as a warning names it: its path (`scene:client-7/root/feed`), or its type with the scene it runs in
+    /// when its path was not built (`<FeedController> in scene client-7`).
+    static func named(_ target: CallbackTarget) -> String {
+        guard let scene = target.scene, target.path.flatMap(Scene.identifier(inTracePath:)) == nil else {
+            return target.description
+        }
+        return "\(target) in scene \(scene)"
     }
 
     /// `100 ms` under a second, `2.3 s` from there: how long a person reads a stall.

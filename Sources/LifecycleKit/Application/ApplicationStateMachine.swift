@@ -149,11 +149,31 @@ package struct ApplicationStateMachine: Sendable {
 
     private struct Transition: Hashable, Sendable {
         var current: Pending
-        var steps: [Step]
+        /// The steps left, the next one last: handing one out is a `popLast`, whatever the length (a process-level
+        /// event of an application with 10,000 scenes has some 20,000 steps).
+        private var stepsLeft: [Step]
         var queue: [Pending]
         /// Whether `current` has handed out a step: a request accepted while the application finishes the work it
         /// was made from (a view move, the end of a turn) waits, not started, as a queued one does.
         var hasBegun = false
+
+        init(current: Pending, steps: [Step], queue: [Pending]) {
+            self.current = current
+            self.stepsLeft = steps.reversed()
+            self.queue = queue
+        }
+
+        /// Whether no step is left.
+        var isOver: Bool { stepsLeft.isEmpty }
+
+        /// The next step, taken.
+        mutating func takeStep() -> Step? { stepsLeft.popLast() }
+
+        /// Replaces the steps left (the next request's).
+        mutating func setSteps(_ steps: [Step]) { stepsLeft = steps.reversed() }
+
+        /// Puts `steps` before the steps left, in their order.
+        mutating func prepend(_ steps: [Step]) { stepsLeft.append(contentsOf: steps.reversed()) }
     }
 
     private enum State: Hashable, Sendable {
@@ -208,7 +228,7 @@ package struct ApplicationStateMachine: Sendable {
     /// if any, starts a queued request.
     package var isBetweenRequests: Bool {
         guard case .transitioning(_, let transition) = state else { return true }
-        return transition.steps.isEmpty
+        return transition.isOver
     }
 
     /// Takes a request; returns what to do about it.
@@ -261,13 +281,15 @@ package struct ApplicationStateMachine: Sendable {
     /// Hands out the next step of the running transition, starting queued requests as earlier ones finish.
     package mutating func nextStep() -> Next {
         guard case .transitioning(let current, var transition) = state else { return .idle }
-        if !transition.steps.isEmpty {
-            let step = transition.steps.removeFirst()
+        // The transition's steps are this copy's alone while it changes (the state would share them until it is
+        // written back, and taking a step would copy them all): every path below writes the state again.
+        state = .idle(current)
+        if let step = transition.takeStep() {
             transition.hasBegun = true
             if step.callback == .showWindow { hasShownWindow = true }
             if step.stateAfter == .terminated {
                 // Terminate is final: whatever was queued behind it is dropped by request() already.
-                state = transition.steps.isEmpty ? .terminated : .transitioning(.terminated, transition)
+                state = transition.isOver ? .terminated : .transitioning(.terminated, transition)
             } else {
                 state = .transitioning(step.stateAfter, transition)
             }
@@ -280,7 +302,7 @@ package struct ApplicationStateMachine: Sendable {
         let next = transition.queue.removeFirst()
         let steps = plan(next, from: current)
         transition.current = next
-        transition.steps = steps
+        transition.setSteps(steps)
         transition.hasBegun = false
         state = .transitioning(current, transition)
         if steps.isEmpty { return .noChange(next.request, next.cause) }
@@ -291,6 +313,9 @@ package struct ApplicationStateMachine: Sendable {
     /// them (docs/lifecycle.md, "Scenes").
     private mutating func plan(_ pending: Pending, from state: ApplicationState) -> [Step] {
         guard var scenes else { return Self.steps(for: pending, from: state, hasShownWindow: hasShownWindow) }
+        // Taken out while it plans, so that its tables are not copied (they are one per connected scene); put back
+        // when the plan is made.
+        self.scenes = nil
         defer { self.scenes = scenes }
         func wrap(_ sceneSteps: [SceneStateMachine.Step], state: ApplicationState) -> [Step] {
             sceneSteps.map {
@@ -376,6 +401,9 @@ package struct ApplicationStateMachine: Sendable {
         _ plan: (inout SceneStateMachine, ApplicationState) -> [SceneStateMachine.Step]
     ) {
         guard case .transitioning(let current, var transition) = state, var scenes else { return }
+        // Both taken out while they change, so that neither is copied; written back below.
+        self.scenes = nil
+        state = .idle(current)
         let sceneSteps = plan(&scenes, current)
         self.scenes = scenes
         let pending = transition.current
@@ -385,7 +413,7 @@ package struct ApplicationStateMachine: Sendable {
         if saving, sceneSteps.contains(where: \.callsForSave) {
             steps.append(Step(callback: .saveState, stateWhileFiring: current, stateAfter: current, request: pending.request, cause: pending.cause))
         }
-        transition.steps.insert(contentsOf: steps, at: 0)
+        transition.prepend(steps)
         state = .transitioning(current, transition)
     }
 

@@ -17,7 +17,8 @@ struct SceneTable {
     var sessions: [String: SceneSession] = [:]
     /// The connected scenes (from their configuration to their teardown), by session.
     var scenes: [String: Scene] = [:]
-    /// The connected scenes in the order they connected, while no scene has connected or gone since.
+    /// The connected scenes in the order they connected, kept as they connect and go (a new scene's serial is the
+    /// highest: it goes last), so that no turn sorts them.
     var orderCache: [Scene]?
     /// The next session's serial, and the next scene's.
     var nextSerial = 0
@@ -256,6 +257,10 @@ extension Application {
 
     private func performSceneStep(_ step: SceneStateMachine.Step, gate: ApplicationState) {
         let id = step.identifier
+        // Every callback of the step is the scene's, also one whose path is never built: the stall detector names it.
+        let outerScene = trace.runningScene
+        trace.runningScene = id
+        defer { trace.runningScene = outerScene }
         if let scene = sceneTable.scenes[id] {
             setActivationState(scene, step.stateWhileFiring)
             applicationState = observedState(gate)
@@ -342,7 +347,7 @@ extension Application {
         sceneTable.nextSerial += 1
         scene.serial = sceneTable.nextSerial
         sceneTable.scenes[id] = scene
-        sceneTable.orderCache = nil
+        sceneTable.orderCache?.append(scene)
         session.scene = scene
         session.configuration = configuration
         session.configurationName = configuration.name
@@ -357,7 +362,9 @@ extension Application {
         scene.window.releaseContent()
         setActivationState(scene, .unattached)
         sceneTable.scenes[scene.session.persistentIdentifier] = nil
-        sceneTable.orderCache = nil
+        if let index = sceneTable.orderCache?.firstIndex(where: { $0 === scene }) {
+            sceneTable.orderCache?.remove(at: index)
+        }
         scene.session.scene = nil
         scheduleTurnEndWork { withExtendedLifetime(scene) {} }
     }

@@ -161,10 +161,10 @@ public struct SceneError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The longest persistent identifier accepted.
-    static let maximumIdentifierLength = 128
+    package static let maximumIdentifierLength = 128
 
     /// Whether `identifier` can name a session: it is one part of a trace path and one journal field value.
-    static func isValid(_ identifier: String) -> Bool {
+    package static func isValid(_ identifier: String) -> Bool {
         guard !identifier.isEmpty, identifier.count <= maximumIdentifierLength else { return false }
         return !identifier.unicodeScalars.contains { scalar in
             scalar == "/" || scalar.properties.isWhitespace || NodeName.isForbidden(scalar)

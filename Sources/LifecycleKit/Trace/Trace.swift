@@ -220,13 +220,17 @@ public final class Trace {
     @inline(__always)
     func skipUnobservedEvent(_ event: String, controller: ViewController, monitor: (any CallbackMonitor)?) {
         sequence += 1
-        if let monitor { Self.tell(monitor, sequence: sequence, event: event, controller: controller) }
+        if let monitor { tell(monitor, sequence: sequence, event: event, controller: controller) }
     }
 
     // Out of line: the fan-out's loop stays small enough for each event's callback to be inlined into it.
     @inline(never)
-    private static func tell(_ monitor: any CallbackMonitor, sequence: Int, event: String, controller: ViewController) {
-        monitor.callbackWillStart(sequence: sequence, event: event, target: CallbackTarget(controller, path: nil))
+    private func tell(_ monitor: any CallbackMonitor, sequence: Int, event: String, controller: ViewController) {
+        monitor.callbackWillStart(
+            sequence: sequence,
+            event: event,
+            target: CallbackTarget(controller, path: nil, scene: runningScene)
+        )
     }
 
     /// Writes the log lines that wait (``defersLogLines``), in order.
@@ -237,6 +241,12 @@ public final class Trace {
     /// Whether the events of nodes in scenes carry their scene's identifier, read from their paths (`scene:<id>/…`):
     /// set for an application that uses scenes, whose paths are all in scenes.
     var tracesScenes = false
+
+    /// The persistent identifier of the scene whose step runs now (set by the application around each), or nil. Every
+    /// event of the step is the scene's: one whose target is not in the scene (the application delegate's restoration
+    /// callbacks for its tree) carries it too, and a monitor is told it with every callback whose path was not built,
+    /// so the stall detector names the scene of a callback it knows only by its type.
+    @exclusivity(unchecked) var runningScene: String?
 
     /// Records one callback.
     ///
@@ -257,7 +267,7 @@ public final class Trace {
             monitor?.callbackWillStart(
                 sequence: sequence,
                 event: event,
-                target: target().monitored(path: nil)
+                target: target().monitored(path: nil, scene: scene ?? runningScene)
             )
             return
         }
@@ -270,9 +280,15 @@ public final class Trace {
             sequence: sequence,
             cause: cause,
             detail: detail,
-            scene: scene ?? (tracesScenes ? Scene.identifier(inTracePath: path) : nil)
+            // In an application that uses scenes, a node's path names its scene; an event that fires during one
+            // scene's step (the application delegate's restoration callbacks for the scene's tree) is that scene's.
+            scene: scene ?? (tracesScenes ? Scene.identifier(inTracePath: path) ?? runningScene : nil)
         )
-        monitor?.callbackWillStart(sequence: sequence, event: event, target: subject.monitored(path: path))
+        monitor?.callbackWillStart(
+            sequence: sequence,
+            event: event,
+            target: subject.monitored(path: path, scene: traced.scene)
+        )
         let level: Logger.Level = isDelegate || logsEverythingAtInfo ? .info : .debug
         if logger.logLevel <= level {
             if defersLogLines {

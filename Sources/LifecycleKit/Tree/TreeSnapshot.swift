@@ -98,21 +98,31 @@ extension Application {
         return nodes
     }
 
-    /// How many controllers the window's tree holds, and how many views are loaded in it.
+    /// How many controllers the window's tree holds (and, with scenes, every connected scene's), and how many views
+    /// are loaded in them.
     package func treeCounts() -> (controllers: Int, views: Int) {
-        var controllers = 0
+        Self.counts(of: controllersInTreeOrder())
+    }
+
+    /// How many controllers a scene's window's tree holds, and how many views are loaded in it.
+    package func treeCounts(of scene: Scene) -> (controllers: Int, views: Int) {
+        var list: [ViewController] = []
+        scene.window.rootViewController?.appendPreOrder(to: &list)
+        return Self.counts(of: list)
+    }
+
+    private static func counts(of list: [ViewController]) -> (controllers: Int, views: Int) {
         var views = 0
-        func count(_ view: View, of controller: ViewController) {
+        func count(_ view: View) {
             views += 1
             for subview in view.subviews where subview.viewController == nil {
-                count(subview, of: controller)
+                count(subview)
             }
         }
-        for controller in controllersInTreeOrder() {
-            controllers += 1
-            if let view = controller.viewIfLoaded { count(view, of: controller) }
+        for controller in list {
+            if let view = controller.viewIfLoaded { count(view) }
         }
-        return (controllers, views)
+        return (list.count, views)
     }
 
     private func append(

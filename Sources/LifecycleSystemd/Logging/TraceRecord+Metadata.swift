@@ -22,7 +22,8 @@ extension TraceRecord {
             target: target,
             state: metadata[LogKey.state].map { "\($0)" } ?? "",
             cause: metadata[LogKey.cause].map { "\($0)" } ?? "",
-            detail: metadata[LogKey.detail].map { "\($0)" }
+            detail: metadata[LogKey.detail].map { "\($0)" },
+            scene: metadata[LogKey.scene].map { "\($0)" }
         )
     }
 }

@@ -58,4 +58,11 @@ int bench_notify(const char *message);
 /// Blocks the signal in the calling thread (before any other thread exists, so that every thread inherits it).
 int bench_block_signal(int signo);
 
+/// The bytes of the C heap in use (glibc's mallinfo2: every Swift object is allocated there), for the scenes
+/// benchmark's memory per session.
+uint64_t bench_heap_in_use(void);
+
+/// The process's resident set in bytes (/proc/self/statm), or 0 when it cannot be read.
+uint64_t bench_resident_bytes(void);
+
 #endif

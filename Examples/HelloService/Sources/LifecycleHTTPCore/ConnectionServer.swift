@@ -28,7 +28,7 @@ package final class OwnedDescriptor: Sendable {
     }
 
     deinit {
-        if unclaimed.withLock({ $0 }) { ListeningSocket.close(descriptor) }
+        if unclaimed.withLock({ $0 }) { ListeningDescriptor.close(descriptor) }
     }
 
     /// Takes the descriptor for a run, which closes it when it ends (``ConnectionServer/run(_:)`` does; a run that ends
@@ -42,9 +42,9 @@ package final class OwnedDescriptor: Sendable {
         }
         guard claimed else { throw HTTPServerError(code: .alreadyRun, descriptor: descriptor, reason: "") }
         do {
-            return ClaimedDescriptor(descriptor: descriptor, address: try ListeningSocket.checkListening(descriptor))
+            return ClaimedDescriptor(descriptor: descriptor, address: try ListeningDescriptor.checkListening(descriptor))
         } catch {
-            ListeningSocket.close(descriptor)
+            ListeningDescriptor.close(descriptor)
             throw error
         }
     }
@@ -59,7 +59,7 @@ package struct ClaimedDescriptor: Sendable {
 
     /// Closes the descriptor, for a run that ends before it serves.
     package func close() {
-        ListeningSocket.close(descriptor)
+        ListeningDescriptor.close(descriptor)
     }
 }
 

@@ -47,7 +47,7 @@ final class HelloVaporController: ServiceController {
         restorationIdentifier = "http"
     }
 
-    override func makeServices(on sockets: [LifecycleServices.ListeningSocket]) throws -> [any Service] {
+    override func makeServices(on sockets: [ListeningSocket]) throws -> [any Service] {
         let logger = application?.logger ?? Logger(label: "hello-vapor")
         let served = served
         // Kubernetes' httpGet probes ask the LifecycleKit application, which outlives every Vapor one.

@@ -47,7 +47,7 @@ public struct HTTPServerError: Error, CustomStringConvertible, Equatable {
 }
 
 /// The calls on the listening descriptor besides accepting: checking it listens, naming where, closing it.
-package enum ListeningSocket {
+package enum ListeningDescriptor {
     /// Where `descriptor` listens (`127.0.0.1:8080`, `[::1]:8080`, a Unix socket's path), after checking it does.
     ///
     /// Throws unless `descriptor` is a listening socket: a descriptor that cannot accept would fail every accept.

@@ -1,0 +1,174 @@
+//
+// This source file is part of LifecycleKit
+// Copyright (c) 2026 the LifecycleKit authors
+//
+// See LICENSE.txt for license information
+// SPDX-License-Identifier: Apache-2.0
+//
+
+import ArgumentParser
+import LifecycleIPC
+import LifecycleKit
+
+/// `lifecyclectl scenes`: the scene sessions, narrowed by filters, as an operator looks for one client's unit among
+/// thousands.
+struct Scenes: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scenes",
+        abstract: "The scene sessions: identifier, role, state, saved state, configuration, values.",
+        discussion: """
+            Sessions are listed in the order they were made, those that match every filter given; the daemon lists \
+            the first \(ControlProtocol.maximumScenesPerReply) and counts the rest. A session's identifier is its \
+            name everywhere: scene:ID in the trace, LIFECYCLE_SCENE=ID in the journal (journalctl \
+            LIFECYCLE_SCENE=ID shows one session's life), the ID of lifecyclectl scene and tree --scene.
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(name: .customLong("role"), help: ArgumentHelp("Only sessions of this role.", valueName: "role"))
+    var role: String?
+
+    @Option(
+        name: .customLong("state"),
+        help: ArgumentHelp(
+            "Only sessions whose scene is in this state: \(ControlProtocol.SceneStateFilter.validNames).",
+            valueName: "state"
+        )
+    )
+    var state: String?
+
+    @Option(
+        name: .customLong("user-info"),
+        help: ArgumentHelp(
+            "Only sessions whose values hold KEY with VALUE (a client's address, a tenant).",
+            valueName: "key=value"
+        )
+    )
+    var userInfo: String?
+
+    @Option(
+        name: .customLong("prefix"),
+        help: ArgumentHelp("Only sessions whose identifier starts so.", valueName: "prefix")
+    )
+    var prefix: String?
+
+    func validate() throws {
+        if let state, ControlProtocol.SceneStateFilter(rawValue: state) == nil {
+            throw ValidationError(
+                "--state '\(TerminalSafe.escaped(state))' is not a state; use "
+                    + ControlProtocol.SceneStateFilter.validNames
+            )
+        }
+        if let userInfo, userInfo.firstIndex(of: "=").map({ $0 == userInfo.startIndex }) ?? true {
+            throw ValidationError(
+                "--user-info '\(TerminalSafe.escaped(userInfo))' is not KEY=VALUE (a key, '=', its value)"
+            )
+        }
+    }
+
+    /// The call's filters: the options given.
+    var filters: JSONObject {
+        var parameters: JSONObject = [:]
+        for (name, value) in [
+            (ControlProtocol.Field.role, role), (ControlProtocol.Field.state, state),
+            (ControlProtocol.Field.userInfo, userInfo), (ControlProtocol.Field.prefix, prefix),
+        ] {
+            if let value { parameters[name] = .string(value) }
+        }
+        return parameters
+    }
+
+    func run() throws {
+        let filtered = !filters.members.isEmpty
+        try connection.show(ControlProtocol.Method.getScenes, filters) {
+            Output.scenes($0, filtered: filtered, style: Lifecyclectl.style)
+        }
+    }
+}
+
+/// `lifecyclectl scene ACTION ID`: one request about one scene session.
+struct SceneCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scene",
+        abstract: "Bring one scene to the foreground or the background, disconnect it, or discard its session.",
+        discussion: """
+            Each waits until the request's steps have run and prints the events it caused (the cause is control), \
+            then the scene's state and the application's. The process-level state bounds a scene's: a scene asked \
+            to the foreground while the application is in the background comes with its return. Exit status: 0 \
+            done (also when the scene was there already), 1 dropped (termination has begun), 64 an identifier that \
+            cannot name a session, 65 no session has it, 69 the application does not use scenes (or the daemon \
+            cannot be reached).
+            """,
+        subcommands: [
+            SceneRequestCommand<SceneForeground>.self, SceneRequestCommand<SceneBackground>.self,
+            SceneRequestCommand<SceneDisconnect>.self, SceneRequestCommand<SceneDiscard>.self,
+        ]
+    )
+}
+
+/// The requests `lifecyclectl scene` makes, one command each, named as the control interface names them.
+protocol SceneCommandKind {
+    /// The request the command makes.
+    static var action: ControlProtocol.SceneAction { get }
+}
+
+extension SceneCommandKind {
+    /// The command's line in `--help`.
+    static var abstract: String {
+        switch action {
+        case .foreground:
+            "Bring the scene to the foreground (connecting it, restored from its saved state, if it is not)."
+        case .background: "Send the scene to the background (connecting it into the background if it is not)."
+        case .disconnect: "Disconnect the scene; its session keeps its saved state for its next connection."
+        case .discard: "Delete the session (its scene disconnects first); the application delegate hears it."
+        }
+    }
+}
+
+enum SceneForeground: SceneCommandKind { static let action = ControlProtocol.SceneAction.foreground }
+enum SceneBackground: SceneCommandKind { static let action = ControlProtocol.SceneAction.background }
+enum SceneDisconnect: SceneCommandKind { static let action = ControlProtocol.SceneAction.disconnect }
+enum SceneDiscard: SceneCommandKind { static let action = ControlProtocol.SceneAction.discard }
+
+/// A scene request command: submits the request about session ID with the cause `control`, waits for its steps,
+/// prints its events.
+struct SceneRequestCommand<Kind: SceneCommandKind>: ParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: Kind.action.rawValue, abstract: Kind.abstract)
+    }
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(
+        help: ArgumentHelp("The session's persistent identifier (lifecyclectl scenes lists them).", valueName: "id")
+    )
+    var id: String
+
+    func validate() throws {
+        try validateSceneIdentifier(id, option: "ID")
+    }
+
+    func run() throws {
+        try Lifecyclectl.perform {
+            let reply = try connection.call(
+                ControlProtocol.Method.requestScene,
+                [ControlProtocol.Field.request: .string(Kind.action.rawValue), ControlProtocol.Field.id: .string(id)]
+            )
+            Lifecyclectl.write(
+                connection.json
+                    ? TerminalSafe.json(.object(reply)) + "\n"
+                    : Output.sceneRequest(reply, style: Lifecyclectl.style)
+            )
+        }
+    }
+}
+
+/// Refuses, as a usage error (64), an identifier no session can have: the daemon's rule, checked before connecting.
+func validateSceneIdentifier(_ identifier: String, option: String) throws {
+    guard !SceneError.isValid(identifier) else { return }
+    throw ValidationError(
+        "\(option) '\(TerminalSafe.escaped(identifier))' is not a scene identifier: use 1 to "
+            + "\(SceneError.maximumIdentifierLength) characters, without /, spaces or control characters"
+    )
+}
