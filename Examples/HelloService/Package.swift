@@ -26,6 +26,13 @@ let package = Package(
     dependencies: [
         .package(name: "LifecycleKit", path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // The WebSocket endpoint whose clients are scenes (README.md, "Sessions"), and where sessions live on several
+        // replicas.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // A resume token's hash (already in the graph through postgres-nio and Vapor).
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         // Already in the graph through Hummingbird, Vapor and LifecycleKit; named here because the adapters use them.
@@ -59,6 +66,8 @@ let package = Package(
                 "LifecycleHTTPCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -84,9 +93,27 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Sessions that outlive the process (README.md, "Sessions"): the wire, the resumption and close-window state
+        // machines, the stores (a directory in StateDirectory=, PostgreSQL) and the hub that serves WebSocket clients.
+        // Knows nothing of LifecycleKit: hello-service maps its sessions to scenes.
+        .target(
+            name: "HelloSessions",
+            dependencies: [
+                "LifecycleHummingbird",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "hello-service",
             dependencies: [
+                "HelloSessions",
                 "LifecycleHummingbird",
                 .product(name: "LifecycleDaemon", package: "LifecycleKit"),
                 .product(name: "LifecycleKit", package: "LifecycleKit"),
@@ -96,6 +123,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The baseline the sessions bench sets beside /ws: the same protocol on plain hummingbird-websocket (its own
+        // Application and port), sessions in memory.
+        .executableTarget(
+            name: "hello-plain-websocket",
+            dependencies: [
+                "HelloSessions",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
+            ],
+            swiftSettings: swiftSettings
         ),
         // The same example as a Vapor application (README.md, "hello-vapor"): the second executable of this package,
         // so SwiftNIO and the rest build once.
@@ -137,6 +176,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/HTTPServerTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The sessions' state machines as values, tokens and the wire, the directory store on a temporary directory.
+        .testTarget(
+            name: "HelloSessionsTests",
+            dependencies: [
+                "HelloSessions",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The gate's decisions as a plain value.

@@ -22,7 +22,7 @@ The harness, shared by every benchmark (each helper lives in exactly one of thes
 The benchmarks, one module each (the numbers are the sections of docs/benchmarks.md and results.md):
 
     latency.py (1, 7)   inprocess.py (2)   memory.py (3)   idle.py (4)   launches.py (5, 6)   services.py (8)
-    scaling.py (9)      control_load.py (10)   scenes.py (11)
+    scaling.py (9)      control_load.py (10)   scenes.py (11)   sessions.py (12)
 
 Each has `measure_NAME(...)`, which starts what it measures, ends it, and returns its figures, and
 `report_NAME(add, results, args, beside)`, which writes its section of results.md with `add` from `results`, the

@@ -25,6 +25,7 @@ from .report import machine_description, write_report
 from .scaling import measure_scaling, plot_scaling
 from .scenes import measure_scenes, print_scenes
 from .services import measure_services, print_restart_goals, print_restarts
+from .sessions import measure_sessions, print_sessions
 
 
 def main(description):
@@ -94,7 +95,13 @@ def main(description):
                         help="rounds of connections and disconnections (more for small rounds: 1,000 connections a run)")
     parser.add_argument("--scene-sessions", type=int, default=10000, help="sessions of the memory measurement")
     parser.add_argument("--scene-runs", type=int, default=5, help="runs of each scenes measurement (medians)")
-    parser.add_argument("--only", choices=["services", "scaling", "idle", "scenes"], default=None,
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="WebSocket sessions of the sessions benchmark (default 1000; 50 with --smoke)")
+    parser.add_argument("--session-restarts", type=int, default=None,
+                        help="SIGTERM restarts of each sessions server (default 20; 2 with --smoke)")
+    parser.add_argument("--session-kills", type=int, default=None,
+                        help="SIGKILLs of the sessions endpoint (default 5; 1 with --smoke)")
+    parser.add_argument("--only", choices=["services", "scaling", "idle", "scenes", "sessions"], default=None,
                         help="run only this measurement, print its figures and keep its raw data; no report")
     parser.add_argument("--smoke", action="store_true", help="tiny runs; checks that everything works")
     parser.add_argument("--command-line", default="scripts/bench")
@@ -117,6 +124,19 @@ def main(description):
         if not bins["scenes"].exists():
             sys.exit(f"bench.py: {bins['scenes']} is missing; scripts/bench builds it")
         print_scenes(measure_scenes(bins, args, None, [], args.raw))
+        return
+    if args.sessions is None:
+        args.sessions = 50 if args.smoke else 1000
+    if args.session_restarts is None:
+        args.session_restarts = 2 if args.smoke else 20
+    if args.session_kills is None:
+        args.session_kills = 1 if args.smoke else 5
+    if args.only == "sessions":
+        if args.hello_service is None:
+            sys.exit("bench.py: --only sessions needs --hello-service")
+        with tempfile.TemporaryDirectory(prefix="lifecycle-bench.") as tmp:
+            os.environ["XDG_RUNTIME_DIR"] = tmp
+            print_sessions(measure_sessions(args, tmp, [], args.raw))
         return
     if args.only == "services":
         if args.hello_service is None:
@@ -181,6 +201,11 @@ def main(description):
                   f"{args.restarts} restarts under load with the socket kept and without, {args.round_trips} round "
                   "trips", flush=True)
             services = measure_services(args, tmp, logs, args.raw)
+        sessions = None
+        if args.hello_service is not None:
+            print(f"5/9 sessions: {args.sessions} WebSocket sessions through {args.session_restarts} restarts and "
+                  f"{args.session_kills} SIGKILLs, beside plain hummingbird-websocket", flush=True)
+            sessions = measure_sessions(args, tmp, logs, args.raw)
         print(f"6/9 scaling: {args.scaling_sizes} controllers against an empty window", flush=True)
         scaling = measure_scaling(bins, args, tmp, logs, args.raw)
         print(f"7/9 signal latency with the control socket idle, paced and saturated: {args.signals} signals each",
@@ -194,7 +219,7 @@ def main(description):
 
     results = {"latency": latency, "launches": launches, "rss_workload": rss_workload, "idle": idle,
                "benchmarks": benchmarks, "services": services, "scaling": scaling, "control": control,
-               "scenes": scenes}
+               "scenes": scenes, "sessions": sessions}
     report = args.out / "results.md"
     write_report(report, machine, args, results, logs)
     print(f"wrote {report}")

@@ -20,6 +20,7 @@ from .inprocess import report_in_process
 from .latency import report_latency
 from .launches import report_launches
 from .memory import report_memory
+from .sessions import report_sessions
 from .scaling import report_scaling
 from .scenes import report_scenes
 from .services import report_services
@@ -28,7 +29,7 @@ from .services import report_services
 # `add`, from `results`, every benchmark's figures by name (a section may quote another's as its baseline, or write
 # nothing when its own were not measured), and ends with `beside`, the machine and the command, where it shows figures.
 SECTIONS = [report_latency, report_in_process, report_memory, report_idle, report_launches, report_services,
-            report_scaling, report_control_load, report_scenes]
+            report_scaling, report_control_load, report_scenes, report_sessions]
 
 
 def machine_description(args):

@@ -94,8 +94,10 @@ public final class Application {
     private var windowStorage: Window?
     var machine = ApplicationStateMachine()
     let fanOut = FanOut()
-    /// The delegate's adoption of scenes, read once (nil: the one implicit window).
-    let sceneManifest: SceneManifest?
+    /// The delegate's adoption of scenes (nil: the one implicit window): read when the application is made, and once
+    /// more when its launch is asked for, so that a daemon's configuration (read after the application is made) can
+    /// decide it; fixed from the launch on.
+    private(set) var sceneManifest: SceneManifest?
     /// The scene sessions and the connected scenes (Application+Scenes.swift).
     var sceneTable = SceneTable()
 
@@ -129,15 +131,20 @@ public final class Application {
         self.delegate = delegate
         self.logger = logger
         self.trace = Trace(logger: logger)
-        self.sceneManifest = delegate.sceneManifest
-        if let sceneManifest {
-            machine.scenes = SceneStateMachine(maximumBackgroundScenes: sceneManifest.maximumBackgroundScenes)
-            trace.tracesScenes = true
-        }
+        adoptSceneManifest()
         Self.current = self
         turns.onWorkScheduled = { [unowned self] in
             host?.applicationNeedsEndOfTurn(self)
         }
+    }
+
+    /// Reads the delegate's scene manifest, until the launch begins: a daemon hands the delegate its configuration after
+    /// the application is made, and the configuration may decide whether it uses scenes.
+    private func adoptSceneManifest() {
+        guard sceneManifest == nil, sceneTable.sessions.isEmpty, let manifest = delegate.sceneManifest else { return }
+        sceneManifest = manifest
+        machine.scenes = SceneStateMachine(maximumBackgroundScenes: manifest.maximumBackgroundScenes)
+        trace.tracesScenes = true
     }
 
     private func replaceWindow(with newWindow: Window?) {
@@ -177,7 +184,10 @@ public final class Application {
     /// appears and the application becomes active — or, into the background, `applicationDidEnterBackground`.
     public func launch(into target: LaunchTarget = .active, options: LaunchOptions = LaunchOptions(), cause: Cause = .launch) {
         // The options belong to the launch that runs: a dropped second launch must not change them.
-        if applicationState == .notRunning, !machine.isTransitioning { launchOptions = options }
+        if applicationState == .notRunning, !machine.isTransitioning {
+            launchOptions = options
+            adoptSceneManifest()
+        }
         enqueue(.launch(target), cause: cause)
     }
 

@@ -78,8 +78,9 @@ public protocol ApplicationDelegate: AnyObject {
         lifecycleTask task: LifecycleTask,
         didExhaustRestartsWithError error: any Error
     )
-    /// The application's adoption of scenes (UIKit's `UIApplicationSceneManifest`), read once when the application is
-    /// made; nil (the default) keeps the one implicit window. With a manifest, the scene delegates hear the foreground
+    /// The application's adoption of scenes (UIKit's `UIApplicationSceneManifest`), read when the application is made
+    /// and, while still nil, once more when its launch is asked for (after a daemon's `configure(options:settings:)`, so
+    /// a configuration may choose it); fixed from the launch on. Nil (the default) keeps the one implicit window. With a manifest, the scene delegates hear the foreground
     /// and background transitions instead of this delegate, and the application's state follows its scenes.
     var sceneManifest: SceneManifest? { get }
     /// The configuration of a scene about to connect (each connection, a reconnection included); the default is

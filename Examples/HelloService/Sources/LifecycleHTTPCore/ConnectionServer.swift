@@ -82,6 +82,8 @@ package struct ConnectionServer<Connection: Sendable>: Sendable {
     private let setUp: SetUp
     private let handle: Handle
     private let abandon: @Sendable (Connection, any Channel) -> Void
+    private let longLived: LongLivedConnections?
+    private let tracker: ConnectionTracker<Connection>?
     private let logger: Logger
 
     /// A run that sets each connection up with `setUp` and serves it with `handle`; `abandon` finishes a connection
@@ -95,6 +97,27 @@ package struct ConnectionServer<Connection: Sendable>: Sendable {
         self.setUp = setUp
         self.handle = handle
         self.abandon = abandon
+        self.longLived = nil
+        self.tracker = nil
+        self.logger = logger
+    }
+
+    /// A run whose connections may outlive it, tracked by `tracker` (made for this run alone): each connection's
+    /// handler runs in `longLived` (which outlives the runs), and a connection marked long-lived
+    /// (``ConnectionTracker/becameLongLived(_:)``, when it is upgraded) is neither quiesced by the run's graceful
+    /// shutdown nor waited for: the run ends once every connection that is still HTTP has closed.
+    package init(
+        logger: Logger,
+        tracker: ConnectionTracker<Connection>,
+        longLived: LongLivedConnections,
+        setUp: @escaping SetUp,
+        handle: @escaping Handle
+    ) {
+        self.setUp = setUp
+        self.handle = handle
+        self.abandon = { _, channel in channel.close(promise: nil) }
+        self.longLived = longLived
+        self.tracker = tracker
         self.logger = logger
     }
 
@@ -106,7 +129,8 @@ package struct ConnectionServer<Connection: Sendable>: Sendable {
         let logger = self.logger
         let setUp = self.setUp
         let handle = self.handle
-        let connections = ConnectionTracker<Connection>(abandon: abandon)
+        let longLived = self.longLived
+        let connections = tracker ?? ConnectionTracker<Connection>(abandon: abandon)
         let acceptor = Acceptor(descriptor: descriptor) { connection in
             connections.connectionAccepted()
             let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -132,6 +156,8 @@ package struct ConnectionServer<Connection: Sendable>: Sendable {
                 // Each connection's handler returns once its connection closed; `next()` ends once all have.
                 await withDiscardingTaskGroup { group in
                     while let connection = await connections.next() {
+                        // A connection that may outlive the run is handled where it can: the run ends without it.
+                        if let longLived, longLived.spawn({ await handle(connection) }) { continue }
                         group.addTask { await handle(connection) }
                     }
                 }

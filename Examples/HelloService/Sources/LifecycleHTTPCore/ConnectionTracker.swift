@@ -160,6 +160,25 @@ package final class ConnectionTracker<Connection: Sendable>: Sendable {
         }
     }
 
+    /// `channel` is no longer an HTTP connection of this run (it was upgraded to a WebSocket): a graceful shutdown does
+    /// not quiesce it, and the run no longer waits for it to close. Whoever took it over closes it. Call on the channel's
+    /// event loop.
+    package func becameLongLived(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        let waiter = state.withLock { state in
+            state.accepted.remove(key)
+            state.ready.removeValue(forKey: key)
+            return state.endedWaiter()
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// Whether a graceful shutdown or a cancellation has begun: a handler added to a connection's pipeline after the
+    /// quiesce event went by (a connection whose first request decides its protocol) acts on it then.
+    package var isStopping: Bool {
+        state.withLock { $0.phase != .serving }
+    }
+
     /// Graceful shutdown: stop accepting, close the listening descriptor, and ask every connection to finish.
     package func stopAccepting() {
         let ready = state.withLock { state -> [any Channel] in

@@ -47,14 +47,28 @@ package final class QuiesceGate<Framing: QuiesceGateFraming>: ChannelDuplexHandl
 
     private let grace: TimeAmount
     private let firstRequestGrace: TimeAmount
+    private let serverIsStopping: (@Sendable () -> Bool)?
     private var machine = QuiesceGateStateMachine()
     private var graceTimer: Scheduled<Void>?
 
     /// A gate that holds the quiesce event of an idle keep-alive connection for `grace` at most, and of a connection
     /// that never had a request for `firstRequestGrace`.
-    package init(grace: TimeAmount, firstRequestGrace: TimeAmount) {
+    ///
+    /// `serverIsStopping`, for a gate added to a pipeline only once the connection's first request has come (a server
+    /// that may upgrade the connection to a WebSocket decides its protocol then): when the server's graceful shutdown
+    /// began before, the quiesce event went by before the gate was there, and the gate acts as if it had just come.
+    package init(
+        grace: TimeAmount,
+        firstRequestGrace: TimeAmount,
+        serverIsStopping: (@Sendable () -> Bool)? = nil
+    ) {
         self.grace = grace
         self.firstRequestGrace = firstRequestGrace
+        self.serverIsStopping = serverIsStopping
+    }
+
+    package func handlerAdded(context: ChannelHandlerContext) {
+        if serverIsStopping?() == true { quiesceArrived(context: context) }
     }
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -84,9 +98,14 @@ package final class QuiesceGate<Framing: QuiesceGateFraming>: ChannelDuplexHandl
             context.fireUserInboundEventTriggered(event)
             return
         }
+        quiesceArrived(context: context)
+    }
+
+    // The quiesce event came (or had come before the gate was added): pass it on, or hold it for a grace.
+    private func quiesceArrived(context: ChannelHandlerContext) {
         switch machine.quiesce() {
         case .release:
-            context.fireUserInboundEventTriggered(event)
+            context.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         case .hold(let firstRequest):
             graceTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstRequest ? firstRequestGrace : grace) {
                 self.graceTimer = nil

@@ -8,6 +8,7 @@
 
 public import Hummingbird
 public import HummingbirdCore
+import HummingbirdWebSocket
 import LifecycleHTTPCore
 public import Logging
 import NIOCore
@@ -50,6 +51,12 @@ public import ServiceLifecycle
 ///
 /// **Cancellation** closes everything at once: the descriptor and every connection. A request still running when its
 /// connection closes cannot be answered, and `run()` returns once the handlers have returned.
+///
+/// **WebSockets**: given a ``WebSocketEndpoint``, the server upgrades a request for its path (hummingbird-websocket's
+/// `HTTP1WebSocketUpgradeChannel`) on the same descriptor as the routes; an upgraded connection is the endpoint's from
+/// then on, outlives the run (the background drains the HTTP connections and keeps the WebSockets), and is closed by
+/// the endpoint's owner. Every connection's handler then runs in the endpoint's `run()`, so the run ends once the
+/// descriptor and the HTTP connections have closed.
 public final class HTTPServer<Responder: HTTPResponder>: Service, Sendable
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     private let responder: Responder
@@ -57,6 +64,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private let configuration: HTTP1Channel.Configuration
     private let idleGrace: Duration
     private let firstRequestGrace: Duration
+    private let webSocket: WebSocketEndpoint?
     private let logger: Logger
 
     /// A server for `responder` on the listening socket `descriptor`, which it owns from now on.
@@ -67,6 +75,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///   - configuration: Hummingbird's HTTP/1.1 settings (idle timeout, header limits, channel handlers).
     ///   - idleGrace: How long a graceful shutdown waits for the next request on a kept-alive connection.
     ///   - firstRequestGrace: How long it waits for the request of a connection that has not had one yet.
+    ///   - webSocket: The WebSocket endpoint to upgrade requests for its path to, if any.
     ///   - logger: Where the server logs, and the base of each request's logger.
     public init(
         responder: Responder,
@@ -74,6 +83,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         configuration: HTTP1Channel.Configuration = .init(),
         idleGrace: Duration = .milliseconds(250),
         firstRequestGrace: Duration = .seconds(2),
+        webSocket: WebSocketEndpoint? = nil,
         logger: Logger
     ) {
         self.responder = responder
@@ -81,6 +91,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         self.configuration = configuration
         self.idleGrace = idleGrace
         self.firstRequestGrace = firstRequestGrace
+        self.webSocket = webSocket
         self.logger = logger
     }
 
@@ -92,6 +103,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///   - configuration: Hummingbird's HTTP/1.1 settings (idle timeout, header limits, channel handlers).
     ///   - idleGrace: How long a graceful shutdown waits for the next request on a kept-alive connection.
     ///   - firstRequestGrace: How long it waits for the request of a connection that has not had one yet.
+    ///   - webSocket: The WebSocket endpoint to upgrade requests for its path to, if any.
     ///   - logger: Where the server logs, and the base of each request's logger.
     public convenience init<Builder: HTTPResponderBuilder>(
         router: Builder,
@@ -99,6 +111,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         configuration: HTTP1Channel.Configuration = .init(),
         idleGrace: Duration = .milliseconds(250),
         firstRequestGrace: Duration = .seconds(2),
+        webSocket: WebSocketEndpoint? = nil,
         logger: Logger
     ) where Builder.Responder == Responder {
         self.init(
@@ -107,6 +120,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             configuration: configuration,
             idleGrace: idleGrace,
             firstRequestGrace: firstRequestGrace,
+            webSocket: webSocket,
             logger: logger
         )
     }
@@ -117,6 +131,10 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// server ran before.
     public func run() async throws {
         let listening = try descriptor.claim()
+        if let webSocket {
+            await run(listening, upgradingTo: webSocket)
+            return
+        }
         let logger = self.logger
         let http1 = HTTP1Channel(responder: channelResponder(), configuration: gatedConfiguration())
         let server = ConnectionServer<HTTP1Channel.Value>(logger: logger) { channel in
@@ -134,15 +152,54 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         await server.run(listening)
     }
 
+    // A run that upgrades requests for the endpoint's path: hummingbird-websocket's channel decides each connection's
+    // protocol on its first request, so the gate is added then (and acts on a shutdown that came before), an undecided
+    // connection is closed once the first-request grace of a shutdown has run out, and an upgraded one leaves the run.
+    private func run(_ listening: ClaimedDescriptor, upgradingTo endpoint: WebSocketEndpoint) async {
+        let logger = self.logger
+        let firstRequestGrace = TimeAmount(self.firstRequestGrace)
+        let tracker = ConnectionTracker<HTTP1WebSocketUpgradeChannel.Value>()
+        let channel = HTTP1WebSocketUpgradeChannel(
+            responder: channelResponder(),
+            configuration: .init(
+                http1: gatedConfiguration(serverIsStopping: { tracker.isStopping }),
+                ws: endpoint.configuration
+            )
+        ) { request, channel, logger -> ShouldUpgradeResult<WebSocketEndpoint.Handler> in
+            guard let handler = endpoint.handler(for: request, logger: logger) else { return .dontUpgrade }
+            try channel.pipeline.syncOperations.handler(type: UndecidedConnectionGuard.self).upgraded()
+            tracker.becameLongLived(channel)
+            return .upgrade([:], handler)
+        }
+        let server = ConnectionServer(logger: logger, tracker: tracker, longLived: endpoint.connections) { connection in
+            connection.eventLoop.makeCompletedFuture {
+                try connection.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                try connection.pipeline.syncOperations.addHandler(
+                    UndecidedConnectionGuard(firstRequestGrace: firstRequestGrace)
+                )
+            }
+            .flatMap { channel.setup(channel: connection, logger: logger) }
+        } handle: { connection in
+            await channel.handle(value: connection, logger: logger)
+        }
+        await server.run(listening)
+    }
+
     // Hummingbird's configuration with the gate after any handlers of the caller's, next to Hummingbird's
     // HTTPConnectionStateHandler, so it counts the requests that handler counts.
-    private func gatedConfiguration() -> HTTP1Channel.Configuration {
+    private func gatedConfiguration(serverIsStopping: (@Sendable () -> Bool)? = nil) -> HTTP1Channel.Configuration {
         var configuration = self.configuration
         let handlers = configuration.additionalChannelHandlers
         let grace = TimeAmount(idleGrace)
         let firstRequestGrace = TimeAmount(firstRequestGrace)
         configuration.additionalChannelHandlers = {
-            handlers() + [QuiesceGate<HTTPTypesFraming>(grace: grace, firstRequestGrace: firstRequestGrace)]
+            handlers() + [
+                QuiesceGate<HTTPTypesFraming>(
+                    grace: grace,
+                    firstRequestGrace: firstRequestGrace,
+                    serverIsStopping: serverIsStopping
+                )
+            ]
         }
         return configuration
     }

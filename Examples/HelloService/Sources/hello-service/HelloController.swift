@@ -6,6 +6,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
+import HelloSessions
 import Hummingbird
 import LifecycleHummingbird
 import LifecycleKit
@@ -27,11 +28,20 @@ final class HelloController: ServiceController {
     /// The requests answered so far, across restarts and upgrades: the delegate's, shared by the controllers a reload
     /// makes, and counting on while the server drains after the tree is gone.
     let served: RequestCount
+    /// The sessions' hub whose endpoint (`/ws`) the server upgrades to, when `[Hello] Sessions=` names a store.
+    let sessions: SessionHub?
 
-    init(address: String = "127.0.0.1", port: Int, listenerPolicy: ListenerPolicy = .pause, served: RequestCount = RequestCount()) {
+    init(
+        address: String = "127.0.0.1",
+        port: Int,
+        listenerPolicy: ListenerPolicy = .pause,
+        served: RequestCount = RequestCount(),
+        sessions: SessionHub? = nil
+    ) {
         self.address = address
         self.port = port
         self.served = served
+        self.sessions = sessions
         // A server that fails (its port taken) is restarted after 100 ms, 200 ms, …
         super.init(
             identifier: "http",
@@ -45,6 +55,7 @@ final class HelloController: ServiceController {
         served = RequestCount()
         address = coder.decodeString(forKey: "address") ?? "127.0.0.1"
         port = try coder.decodeInteger(forKey: "port") ?? 8080
+        sessions = nil
         try super.init(coder: coder)
         restorationIdentifier = "http"
     }
@@ -63,6 +74,14 @@ final class HelloController: ServiceController {
             return "done"
         }
         router.get("/count") { _, _ in "\(served.value)" }
+        if let sessions {
+            // How many sessions are connected and waiting, and what became of them since the process started.
+            router.get("/sessions") { _, _ in
+                let counts = sessions.counts
+                return "connected \(counts.connected) disconnected \(counts.disconnected) created \(counts.created) "
+                    + "resumed \(counts.resumed) ended \(counts.ended) refused \(counts.refused)\n"
+            }
+        }
         if let application {
             // Kubernetes' httpGet probes: 200 when the application says yes, 503 with the reason when it says no.
             let probes = HealthProbes(application: application)
@@ -78,7 +97,9 @@ final class HelloController: ServiceController {
             }
         }
         let logger = application?.logger ?? Logger(label: "hello-service")
-        return [HTTPServer(router: router, descriptor: try sockets[0].duplicate(), logger: logger)]
+        return [
+            HTTPServer(router: router, descriptor: try sockets[0].duplicate(), webSocket: sessions?.endpoint, logger: logger)
+        ]
     }
 
     /// Version 1 of the saved values keeps the count as `served`, version 2 as `requests`. The example writes version 1;

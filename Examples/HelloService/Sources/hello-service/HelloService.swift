@@ -8,9 +8,16 @@
 
 import ArgumentParser
 import Glibc
+import HelloSessions
 import LifecycleDaemon
 import LifecycleKit
 import LifecycleServices
+import PostgresNIO
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Says hello on 127.0.0.1 (another address with `--address`, or the socket hello.socket passes). In the background it
 /// finishes its requests and stops accepting, while connections wait in the listening socket's backlog; back in the
@@ -66,10 +73,39 @@ final class HelloService: ApplicationMain {
                 }
                 settings.listenerPolicy = policy
             },
+            // The WebSocket endpoint whose clients are scenes (README.md, "Sessions"): off (the default), local
+            // ($STATE_DIRECTORY/sessions) or postgresql (SessionsDatabase=). Read at start only.
+            .choice("Sessions", \.sessions, what: "where sessions are kept"),
+            ConfigurationKey("SessionsDatabase") { settings, value throws(ConfigurationValueError) in
+                if case .failure(let error) = PostgresClient.Configuration.parse(url: value) {
+                    throw ConfigurationValueError("SessionsDatabase=\(value.replacingPassword()): \(error.message)")
+                }
+                settings.sessionsDatabase = value
+            },
+            .duration("SessionCheckpointSec", \.sessionSettings.checkpointInterval),
+            .duration("SessionExpirySec", \.sessionSettings.expiry),
+            .duration("SessionCloseWindowSec", \.sessionSettings.closeWindow),
+            .integer("MaxSessions", \.sessionSettings.maximumSessions, in: 1...1_000_000),
         ]
         var address = "127.0.0.1"
         var port = 8080
         var listenerPolicy = ListenerPolicy.pause
+        var sessions = SessionStoreKind.off
+        var sessionsDatabase: String?
+        var sessionSettings = SessionSettings()
+
+        func validate() throws(ConfigurationValueError) {
+            if sessions == .postgresql, sessionsDatabase == nil {
+                throw ConfigurationValueError(
+                    "Sessions=postgresql needs SessionsDatabase=postgresql://user@host:port/database"
+                )
+            }
+            if sessionSettings.checkpointInterval <= .zero || sessionSettings.expiry <= sessionSettings.checkpointInterval {
+                throw ConfigurationValueError(
+                    "SessionCheckpointSec= must be above 0 and below SessionExpirySec= (now \(sessionSettings.checkpointInterval), \(sessionSettings.expiry))"
+                )
+            }
+        }
     }
 
     /// The requests answered, across restarts and upgrades (HelloController saves it).
@@ -80,20 +116,115 @@ final class HelloService: ApplicationMain {
     var listenerPolicy = ListenerPolicy.pause
     /// What `--address` and `--port` said: they win over the file at start and at every reload.
     private var overrides: (address: String?, port: Int?) = (nil, nil)
+    /// The sessions' store and settings, as the first configuration said (a reload cannot change them), and the hub.
+    private var sessionsAtStart: (kind: SessionStoreKind, database: String?, settings: SessionSettings)?
+    private var hub: SessionHub?
+    /// The close code the hub sends when the process ends, chosen on the main actor as termination begins.
+    private let closeCode = CloseCodeChoice()
 
     func configure(options: Options, settings: Settings) {
         overrides = (options.address, options.port)
         address = options.address ?? settings.address
         port = options.port ?? settings.port
         listenerPolicy = settings.listenerPolicy
+        if sessionsAtStart == nil {
+            sessionsAtStart = (settings.sessions, settings.sessionsDatabase, settings.sessionSettings)
+        }
     }
 
-    // The window is built before restoration, so the saved state (the requests served) restores into it.
+    /// With sessions, the application uses scenes: the server's, connected at launch, and one per WebSocket client.
+    var sceneManifest: SceneManifest? {
+        guard let sessionsAtStart, sessionsAtStart.kind != .off else { return nil }
+        // No scene is connected again at launch but the server's: a client's scene connects when its client does.
+        return SceneManifest(launchSceneRole: nil, reconnectsScenesAtLaunch: false)
+    }
+
+    // The window is built before restoration, so the saved state (the requests served) restores into it. With
+    // sessions the server's tree is its scene's, built when the scene connects (at the end of launch).
     func application(_ application: LifecycleKit.Application, willFinishLaunchingWithOptions _: LaunchOptions) -> Bool {
-        application.window = Window(
-            rootViewController: HelloController(address: address, port: port, listenerPolicy: listenerPolicy, served: served)
-        )
+        guard application.usesScenes else {
+            application.window = Window(
+                rootViewController: HelloController(address: address, port: port, listenerPolicy: listenerPolicy, served: served)
+            )
+            return true
+        }
+        return startSessions(in: application)
+    }
+
+    func application(_ application: LifecycleKit.Application, didFinishLaunchingWithOptions _: LaunchOptions) -> Bool {
+        guard application.usesScenes else { return true }
+        do {
+            if let server = application.sceneSession(withPersistentIdentifier: SessionRoles.serverIdentifier) {
+                try application.requestSceneSessionActivation(server)
+            } else {
+                try application.requestSceneSessionActivation(
+                    role: SessionRoles.server,
+                    persistentIdentifier: SessionRoles.serverIdentifier
+                )
+            }
+        } catch {
+            application.logger.critical("the server's scene cannot connect: \(error)")
+            return false
+        }
         return true
+    }
+
+    // The hub and its store; false (the launch fails) when the store cannot be made.
+    private func startSessions(in application: LifecycleKit.Application) -> Bool {
+        guard let (kind, database, settings) = sessionsAtStart else { return true }
+        let directory = ProcessInfoEnvironment.stateDirectory ?? "."
+        guard let store = SessionStores.make(kind, database: database, stateDirectory: directory, logger: application.logger)
+        else {
+            application.logger.critical("Sessions=\(kind.rawValue): no store can be made (SessionsDatabase=?)")
+            return false
+        }
+        let closeCode = self.closeCode
+        let hub = SessionHub(store: store, settings: settings, logger: application.logger) { closeCode.code }
+        self.hub = hub
+        SessionScenes.follow(hub, in: application)
+        return true
+    }
+
+    func application(
+        _ application: LifecycleKit.Application,
+        configurationForConnecting session: SceneSession,
+        options: Scene.ConnectionOptions
+    ) -> SceneConfiguration {
+        if session.role == SessionRoles.client, let hub {
+            return SceneConfiguration(name: "Session", sessionRole: SessionRoles.client) { _ in
+                ClientSceneDelegate(hub: hub)
+            }
+        }
+        let (address, port, listenerPolicy, hub, served) = (self.address, self.port, self.listenerPolicy, self.hub, self.served)
+        let window = sessionsAtStart?.settings.closeWindow ?? .seconds(2)
+        return SceneConfiguration(name: "Server", sessionRole: session.role) { _ in
+            ServerSceneDelegate {
+                let http = HelloController(
+                    address: address, port: port, listenerPolicy: listenerPolicy, served: served, sessions: hub
+                )
+                guard let hub else { return http }
+                return ServerRootController(http: http, sessions: SessionsController(hub: hub, closeWindow: window))
+            }
+        }
+    }
+
+    // The operator discarded a client's session (`lifecyclectl scene discard ID`), or the hub ended it: its connection
+    // closes and its record goes.
+    func application(_ application: LifecycleKit.Application, didDiscardSceneSessions sessions: Set<SceneSession>) {
+        guard let hub else { return }
+        for session in sessions where session.role == SessionRoles.client {
+            let id = session.persistentIdentifier
+            Task { await hub.discard(id) }
+        }
+    }
+
+    // The clients are told whether to come back: 1012 when the service does (its socket outlives this process — the
+    // socket unit, the file descriptor store — or another replica serves the sessions from PostgreSQL), else 1001.
+    func applicationWillTerminate(_ application: LifecycleKit.Application) {
+        guard let sessionsAtStart, sessionsAtStart.kind != .off else { return }
+        let origin = application.listener(named: HelloController.listenerName)?.origin
+        let comesBack = sessionsAtStart.kind == .postgresql || origin == .socketUnit || origin == .fileDescriptorStore
+        closeCode.code = comesBack ? .serviceRestart : .goingAway
     }
 
     func application(_ application: LifecycleKit.Application, shouldSaveApplicationState _: StateCoder) -> Bool {
@@ -126,6 +257,9 @@ final class HelloService: ApplicationMain {
     // changes nothing; so is one under hello.socket, whose ListenStream= decides where it listens.
     func application(_ application: LifecycleKit.Application, validateReload proposal: ReloadProposal) throws {
         guard let file = proposal.settings(as: Settings.self) else { return }
+        if let sessionsAtStart, file.sessions != sessionsAtStart.kind || file.sessionsDatabase != sessionsAtStart.database {
+            throw SessionsChangeRefused(running: sessionsAtStart.kind, proposed: file.sessions)
+        }
         // Where configure(…) would put the server: a file that says nothing of what the command line sets (a
         // Kubernetes manifest's --address 0.0.0.0 --port 8080) moves nothing.
         let newAddress = overrides.address ?? file.address
@@ -143,10 +277,57 @@ final class HelloService: ApplicationMain {
 
     // configure(…) ran: serve on the new address or port.
     func applicationDidReload(_ application: LifecycleKit.Application) {
+        if application.usesScenes {
+            // The server's scene: its HTTP server moves, the hub beside it (and its connections) stays.
+            guard
+                let root = application.sceneSession(withPersistentIdentifier: SessionRoles.serverIdentifier)?.scene?
+                    .window.rootViewController as? ServerRootController,
+                let current = root.http,
+                current.address != address || current.port != port || current.listenerPolicy != listenerPolicy
+            else { return }
+            // The count is the delegate's, shared with the next controller.
+            let next = HelloController(
+                address: address, port: port, listenerPolicy: listenerPolicy, served: served, sessions: hub
+            )
+            current.willMove(toParent: nil)
+            current.view.removeFromSuperview()
+            current.removeFromParent()
+            root.addChild(next)
+            root.view.addSubview(next.view)
+            next.didMove(toParent: root)
+            return
+        }
         guard let current = application.window?.rootViewController as? HelloController,
             current.address != address || current.port != port || current.listenerPolicy != listenerPolicy
         else { return }
         let next = HelloController(address: address, port: port, listenerPolicy: listenerPolicy, served: served)
         application.window?.rootViewController = next
+    }
+}
+
+/// A reload that would move the sessions to another store: refused, they are chosen at start.
+struct SessionsChangeRefused: Error, CustomStringConvertible {
+    let running: SessionStoreKind
+    let proposed: SessionStoreKind
+    var description: String {
+        "Sessions= and SessionsDatabase= are read at start only (running with Sessions=\(running.rawValue)); restart the service to change them"
+    }
+}
+
+/// The close code the hub sends when the process ends: the main actor chooses it as termination begins, the hub reads
+/// it when it closes its connections.
+final class CloseCodeChoice: Sendable {
+    private let value = Mutex(SessionCloseCode.goingAway)
+    var code: SessionCloseCode {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+/// The service's state directory: systemd's `StateDirectory=` (`$STATE_DIRECTORY`, the first of a list).
+enum ProcessInfoEnvironment {
+    static var stateDirectory: String? {
+        guard let value = getenv("STATE_DIRECTORY") else { return nil }
+        return String(cString: value).split(separator: ":").first.map(String.init)
     }
 }
