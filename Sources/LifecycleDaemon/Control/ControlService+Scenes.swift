@@ -70,19 +70,8 @@ extension ControlService {
             try daemon.submitControlSceneRequest(request) { [hub, unowned daemon = daemon] outcome in
                 let (events, omitted) = hub.requestFinished(range: outcome.events)
                 daemon.deliverTraceLines()
-                let name: String
-                switch outcome {
-                case .performed: name = "performed"
-                case .coalesced: name = "coalesced"
-                case .noChange: name = "noChange"
-                case .dropped(let reason):
-                    call.fail(ControlInterface.requestDropped(request.description, reason: reason))
-                    return
-                case .refused(let reason, _):
-                    // Scene requests are never offered to anybody; should one ever be, its refusal reads as a reload's.
-                    call.fail(ControlInterface.reloadRefused(reason: reason))
-                    return
-                }
+                // Scene requests are never offered to anybody; should one ever be, its refusal reads as a reload's.
+                guard let name = Self.outcomeName(outcome, of: request.description, failing: call) else { return }
                 let scene = application.sceneSession(withPersistentIdentifier: identifier)?.scene
                 call.reply([
                     ControlProtocol.Field.request: .string(action.rawValue),

@@ -132,6 +132,22 @@ final class ControlService {
 
     /// Routes the request with the cause `control` and replies once its transition has run: the events it caused
     /// (lifecycle interface), or nothing (`io.systemd.service.Reload`).
+    /// The name a reply gives a request's outcome (`performed`, `coalesced`, `noChange`), or nil once `call` has
+    /// failed with the outcome's error: `RequestDropped` for a dropped request, `ReloadRefused` for a refused one.
+    static func outcomeName(_ outcome: RequestOutcome, of request: String, failing call: any ControlCall) -> String? {
+        switch outcome {
+        case .performed: return "performed"
+        case .coalesced: return "coalesced"
+        case .noChange: return "noChange"
+        case .dropped(let reason):
+            call.fail(ControlInterface.requestDropped(request, reason: reason))
+            return nil
+        case .refused(let reason, _):
+            call.fail(ControlInterface.reloadRefused(reason: reason))
+            return nil
+        }
+    }
+
     private func submit(_ request: LifecycleRequest, for call: any ControlCall) {
         let application = daemon.application
         let lifecycleCall = call.method.hasPrefix(ControlInterface.name + ".")
@@ -144,19 +160,8 @@ final class ControlService {
             let (events, omitted) = hub.requestFinished(range: outcome.events)
             // journald has taken the transition's lines before the caller hears it is over.
             daemon.deliverTraceLines()
-            let name: String
-            switch outcome {
-            case .performed: name = "performed"
-            case .coalesced: name = "coalesced"
-            case .noChange: name = "noChange"
-            case .dropped(let reason):
-                call.fail(ControlInterface.requestDropped(request.rawValue, reason: reason))
-                return
-            case .refused(let reason, _):
-                // Both interfaces: `systemctl reload` (ExecReload=lifecyclectl reload) fails, naming who and why.
-                call.fail(ControlInterface.reloadRefused(reason: reason))
-                return
-            }
+            // Both interfaces: `systemctl reload` (ExecReload=lifecyclectl reload) fails on a refusal, naming who and why.
+            guard let name = Self.outcomeName(outcome, of: request.rawValue, failing: call) else { return }
             guard lifecycleCall else {
                 call.reply([:])
                 return

@@ -237,21 +237,9 @@ final class UpgradeToSuccessor {
             exitWatch?.cancel()
             exitWatch = nil
             successor?.release()
-            var failure: String?
-            do {
-                try effects.nameMainPID(pid)
-            } catch {
-                failure = "\(error)"
-            }
-            perform(machine.mainPIDNamed(error: failure))
+            perform(machine.mainPIDNamed(error: Self.failure { try effects.nameMainPID(pid) }))
         case .confirmMainPID:
-            var failure: String?
-            do {
-                try effects.confirm(barrierTimeout)
-            } catch {
-                failure = "\(error)"
-            }
-            perform(machine.confirmed(error: failure))
+            perform(machine.confirmed(error: Self.failure { try effects.confirm(barrierTimeout) }))
         case .tellMain(let pid, let unconfirmed):
             if let unconfirmed {
                 logger.warning(
@@ -365,6 +353,16 @@ final class UpgradeToSuccessor {
         if channel >= 0 {
             close(channel)
             channel = -1
+        }
+    }
+
+    /// What a call to systemd's notification socket failed with, or nil when it succeeded.
+    private static func failure(of call: () throws -> Void) -> String? {
+        do {
+            try call()
+            return nil
+        } catch {
+            return "\(error)"
         }
     }
 
