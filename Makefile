@@ -103,6 +103,8 @@ unit-test-netns: deps
 
 # The end-to-end tests boot a private systemd, which needs root: only this step runs under sudo (when not root),
 # so the build directory stays the user's.
+# E2E_ARGS goes to pytest as it is: E2E_ARGS='-m "not load"' leaves out the load tests (pytest.ini's markers),
+# E2E_ARGS='-k logind' runs one part.
 e2e-test: $(if $(LIFECYCLED_BIN),deps,build test-services) $(if $(HELLO_SERVICE_BIN),,example)
 	bin="$${LIFECYCLED_BIN:-$$($(SWIFT) build $(SCRATCH) -c $(CONFIG) --show-bin-path)/lifecycled}"; \
 	ctl="$${LIFECYCLECTL_BIN:-$$(dirname "$$bin")/lifecyclectl}"; \
@@ -110,7 +112,7 @@ e2e-test: $(if $(LIFECYCLED_BIN),deps,build test-services) $(if $(HELLO_SERVICE_
 	hello="$${HELLO_SERVICE_BIN:-$$($(SWIFT) build $(EXAMPLE_SCRATCH) -c $(CONFIG) --package-path "$(EXAMPLE)" --show-bin-path)/hello-service}"; \
 	vapor="$${HELLO_VAPOR_BIN:-$$(dirname "$$hello")/hello-vapor}"; \
 	$(SUDO) env PYTHONDONTWRITEBYTECODE=1 "LIFECYCLED_BIN=$$bin" "LIFECYCLECTL_BIN=$$ctl" "HELLO_SERVICE_BIN=$$hello" \
-		"SCENE_SERVICE_BIN=$$scene" "HELLO_VAPOR_BIN=$$vapor" $(PYTHON) -m pytest Tests/EndToEnd -v
+		"SCENE_SERVICE_BIN=$$scene" "HELLO_VAPOR_BIN=$$vapor" $(PYTHON) -m pytest Tests/EndToEnd -v --durations=15 $(E2E_ARGS)
 
 test: unit-test example-test e2e-test
 

@@ -138,6 +138,7 @@ def phase(fleet: Fleet, name: str, rounds: int, operate: Callable[[], None]) -> 
     return result
 
 
+@pytest.mark.load
 def test_a_thousand_sessions_come_through_restarts_upgrades_and_sigkills_without_a_loss_or_a_duplicate(
     sandbox: Sandbox, sessions_service: Callable[..., int]
 ) -> None:

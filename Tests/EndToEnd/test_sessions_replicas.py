@@ -131,6 +131,7 @@ def ready(container: Container) -> bool:
     return answer is not None and answer[0] == 200
 
 
+@pytest.mark.load
 def test_two_replicas_keep_every_session_through_a_rolling_update(
     pods: Podman, workload: Workload, postgres: str
 ) -> None:

@@ -846,6 +846,7 @@ class Soak:
         self.samples.append((round(now - self.began, 2), rss, fds, self.one_shots_open))
 
 
+@pytest.mark.load
 def test_soak_100000_transitions_from_signals_logind_memory_warnings_and_control_requests(
     lifecycled_bin: DaemonBinary,
 ) -> None:

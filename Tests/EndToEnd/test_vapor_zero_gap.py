@@ -295,6 +295,7 @@ def runs_in_the_journal(sandbox: Sandbox, cursor: str) -> dict[str, list[str]]:
     return runs
 
 
+@pytest.mark.load
 def test_vapor_on_its_socket_unit_fails_no_request_through_restarts_round_trips_and_upgrades(
     sandbox: Sandbox, vapor_units: Callable[..., int]
 ) -> None:
@@ -338,6 +339,7 @@ def test_vapor_on_its_socket_unit_fails_no_request_through_restarts_round_trips_
     assert sum(len(steps) for steps in ended.values()) == 4 * 3 * CYCLES, ended
 
 
+@pytest.mark.load
 def test_vapor_binding_its_own_port_refuses_connections_through_the_same_operations(
     sandbox: Sandbox, vapor_units: Callable[..., int]
 ) -> None:

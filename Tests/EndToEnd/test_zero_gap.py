@@ -111,6 +111,7 @@ def restore_binary(sandbox: Sandbox) -> None:
     sandbox.run("mv", "-f", f"{SANDBOX_BIN}.next", SANDBOX_BIN)
 
 
+@pytest.mark.load
 def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
     sandbox: Sandbox, hello_service: Callable[..., int]
 ) -> None:
@@ -191,6 +192,7 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
     assert count > 0.5 * result.succeeded, (count, result.succeeded)
 
 
+@pytest.mark.load
 def test_sigkills_refuse_no_connection_and_only_requests_in_flight_fail(
     sandbox: Sandbox, hello_service: Callable[..., int]
 ) -> None:
@@ -212,6 +214,7 @@ def test_sigkills_refuse_no_connection_and_only_requests_in_flight_fail(
     assert sandbox.show(UNIT)["NRestarts"] == str(KILLS)
 
 
+@pytest.mark.load
 def test_a_keep_alive_load_sees_no_error_through_restarts_round_trips_and_upgrades(
     sandbox: Sandbox, hello_service: Callable[..., int]
 ) -> None:
