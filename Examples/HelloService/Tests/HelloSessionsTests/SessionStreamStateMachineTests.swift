@@ -99,7 +99,10 @@ struct SessionStreamStateMachineTests {
     }
 
     @Test func aClientThatNeverAcknowledgesHoldsTheWindowAndNoMore() {
-        var stream = SessionStreamMachine(record: record(), limits: .init(unacknowledged: 4, unacknowledgedBytes: 1 << 20))
+        var stream = SessionStreamMachine(
+            record: record(),
+            limits: .init(unacknowledged: 4, unacknowledgedBytes: 1 << 20)
+        )
         stream.attachFirst()
         _ = stream.push()
         var produced = 0

@@ -20,18 +20,18 @@ import Glibc
 /// The server on real loopback sockets: each test binds 127.0.0.1 port 0 and gives servers dups of the socket.
 @Suite(.timeLimit(.minutes(1)))
 struct HTTPServerTests {
+    /// The checks every adapter passes (`ServerChecks`), on this one.
+    static let checks = ServerChecks { descriptor, options in
+        Serving(
+            testRouter(slowStarted: options.slowStarted),
+            on: descriptor,
+            idleGrace: options.idleGrace,
+            firstRequestGrace: options.firstRequestGrace
+        )
+    }
+
     @Test func itServesAGetOnTheDescriptorItIsGiven() async throws {
-        let listener = LoopbackListener()
-        let serving = Serving(testRouter(), on: listener.dup())
-        let response = try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/")
-            return try await connection.response()
-        }
-        #expect(response.status == 200)
-        #expect(response.body == "hello")
-        #expect(!response.closesConnection)
-        await serving.shutDownGracefully()
-        try await serving.finished()
+        try await Self.checks.servesAGetOnTheDescriptorItIsGiven()
     }
 
     @Test func itAnswersAsHummingbirdsApplicationDoesForTheSameRouter() async throws {
@@ -74,85 +74,15 @@ struct HTTPServerTests {
     }
 
     @Test func afterAGracefulShutdownTheSocketStillListensAndTheNextServerAnswersWhatQueued() async throws {
-        let listener = LoopbackListener()
-        let first = listener.dup()
-        let serving = Serving(testRouter(), on: first)
-        try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/")
-            #expect(try await connection.response().status == 200)
-        }
-        await serving.shutDownGracefully()
-        try await serving.finished()
-        #expect(!listener.isOpen(first))
-        #expect(listener.isListening)
-
-        // The background pause and the restart in miniature: nobody accepts, the kernel queues the connection.
-        let response = try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/")
-            while listener.queued == 0 { try await Task.sleep(for: .milliseconds(1)) }
-            let next = Serving(testRouter(), on: listener.dup())
-            let response = try await connection.response()
-            await next.shutDownGracefully()
-            try await next.finished()
-            return response
-        }
-        #expect(response.status == 200)
-        #expect(response.body == "hello")
-    }
-
-    /// Starts `count` connections to `port` in `group`, each asking for `/`; each task returns its response's status.
-    static func getRoot(_ count: Int, port: Int, in group: inout ThrowingTaskGroup<Int, any Error>) {
-        for _ in 0..<count {
-            group.addTask {
-                try await RawHTTPConnection.connect(to: port) { connection in
-                    try await connection.get("/")
-                    return try await connection.response().status
-                }
-            }
-        }
+        try await Self.checks.afterAGracefulShutdownTheSocketStillListensAndTheNextServerAnswersWhatQueued()
     }
 
     @Test func connectionsArrivingDuringTheShutdownAreAnsweredByThisServerOrTheNext() async throws {
-        let listener = LoopbackListener(backlog: 256)
-        let port = listener.port
-        for round in 0..<5 {
-            let first = Serving(testRouter(), on: listener.dup())
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                Self.getRoot(32, port: port, in: &group)
-                // Some connections are being accepted, some set up, some queued by the kernel when this begins.
-                try await Task.sleep(for: .milliseconds(round))
-                await first.shutDownGracefully()
-                try await first.finished()
-                let next = Serving(testRouter(), on: listener.dup())
-                let statuses = try await group.reduce(into: [Int]()) { $0.append($1) }
-                await next.shutDownGracefully()
-                try await next.finished()
-                return statuses
-            }
-            #expect(statuses == Array(repeating: 200, count: 32), "round \(round)")
-        }
+        try await Self.checks.connectionsArrivingDuringTheShutdownAreAnsweredByThisServerOrTheNext()
     }
 
-    // An upgrade's two processes both accept on the socket until the old one has stopped: each server is woken for
-    // every connection, and one of them finds nothing to accept. (SwiftNIO's server channel asserts, in a debug build,
-    // that a wake-up always has a connection to accept: this test trapped there.)
     @Test func twoServersOnTheSameSocketAnswerEveryConnectionBetweenThem() async throws {
-        let listener = LoopbackListener(backlog: 256)
-        let port = listener.port
-        let first = Serving(testRouter(), on: listener.dup())
-        let second = Serving(testRouter(), on: listener.dup())
-        // Most wake-ups find the connection still there; a few hundred rounds meet the one that does not.
-        for round in 0..<200 {
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                Self.getRoot(32, port: port, in: &group)
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
-            }
-            #expect(statuses == Array(repeating: 200, count: 32), "round \(round)")
-        }
-        await first.shutDownGracefully()
-        await second.shutDownGracefully()
-        try await first.finished()
-        try await second.finished()
+        try await Self.checks.twoServersOnTheSameSocketAnswerEveryConnectionBetweenThem(rounds: 200)
     }
 
     @Test func aConnectionStillBeingSetUpWhenTheShutdownBeginsIsServedNotDropped() async throws {
@@ -183,88 +113,19 @@ struct HTTPServerTests {
     }
 
     @Test func aConnectionAcceptedBeforeTheShutdownWhoseRequestComesAfterIsAnswered() async throws {
-        let listener = LoopbackListener()
-        let descriptor = listener.dup()
-        // The keep-alive grace is shorter than the wait below: what holds the connection is the first request's grace.
-        let serving = Serving(
-            testRouter(),
-            on: descriptor,
-            idleGrace: .milliseconds(20),
-            firstRequestGrace: .seconds(2)
-        )
-        let (response, end) = try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await listener.waitUntilAccepted()
-            await serving.shutDownGracefully()
-            try await listener.waitUntilClosed(descriptor)
-            // Longer than the keep-alive grace, as a client starved of CPU between its connect and its request.
-            try await Task.sleep(for: .milliseconds(300))
-            try await connection.get("/")
-            return (try await connection.response(), await connection.end())
-        }
-        #expect(response.status == 200)
-        #expect(response.body == "hello")
-        #expect(response.closesConnection)
-        #expect(end == .closed)
-        try await serving.finished()
+        try await Self.checks.aConnectionAcceptedBeforeTheShutdownWhoseRequestComesAfterIsAnswered()
     }
 
     @Test func anIdleKeepAliveConnectionsNextRequestWithinTheGraceIsAnsweredWithConnectionClose() async throws {
-        let listener = LoopbackListener()
-        let descriptor = listener.dup()
-        let serving = Serving(testRouter(), on: descriptor, idleGrace: .seconds(2))
-        let (first, second, end) = try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/")
-            let first = try await connection.response()
-            await serving.shutDownGracefully()
-            try await listener.waitUntilClosed(descriptor)
-            try await Task.sleep(for: .milliseconds(50))
-            try await connection.get("/")
-            return (first, try await connection.response(), await connection.end())
-        }
-        #expect(first.status == 200)
-        #expect(!first.closesConnection)
-        #expect(second.status == 200)
-        #expect(second.body == "hello")
-        #expect(second.closesConnection)
-        #expect(end == .closed)
-        try await serving.finished()
+        try await Self.checks.anIdleKeepAliveConnectionsNextRequestWithinTheGraceIsAnsweredWithConnectionClose()
     }
 
     @Test func anIdleKeepAliveConnectionThatSendsNothingIsClosedOnceTheGraceRunsOut() async throws {
-        let listener = LoopbackListener()
-        let serving = Serving(testRouter(), on: listener.dup(), idleGrace: .milliseconds(250))
-        let clock = ContinuousClock()
-        let (end, waited) = try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/")
-            #expect(try await connection.response().status == 200)
-            let shutdown = clock.now
-            await serving.shutDownGracefully()
-            return (await connection.end(), clock.now - shutdown)
-        }
-        #expect(end == .closed)
-        // The grace timer starts after the shutdown was asked for, so the close cannot come sooner.
-        #expect(waited >= .milliseconds(250))
-        try await serving.finished()
+        try await Self.checks.anIdleKeepAliveConnectionThatSendsNothingIsClosedOnceTheGraceRunsOut()
     }
 
     @Test func aSlowRequestInProgressAtTheShutdownCompletesWithConnectionClose() async throws {
-        let listener = LoopbackListener()
-        let (started, start) = AsyncStream.makeStream(of: Void.self)
-        let serving = Serving(testRouter(slowStarted: start), on: listener.dup())
-        let (response, end, returnedEarly) = try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/slow?ms=500")
-            await started.first { _ in true }
-            await serving.shutDownGracefully()
-            try await Task.sleep(for: .milliseconds(100))
-            let returnedEarly = serving.hasReturned
-            return (try await connection.response(), await connection.end(), returnedEarly)
-        }
-        #expect(response.status == 200)
-        #expect(response.body == "done")
-        #expect(response.closesConnection)
-        #expect(end == .closed)
-        #expect(!returnedEarly)
-        try await serving.finished()
+        try await Self.checks.aSlowRequestInProgressAtTheShutdownCompletesWithConnectionClose()
     }
 
     @Test func cancellationClosesTheConnectionsAtOnce() async throws {
@@ -290,17 +151,7 @@ struct HTTPServerTests {
     }
 
     @Test func theSocketKeepsTheBacklogItWasGiven() async throws {
-        let listener = LoopbackListener(backlog: 511)
-        let before = listener.backlog
-        let serving = Serving(testRouter(), on: listener.dup())
-        try await RawHTTPConnection.connect(to: listener.port) { connection in
-            try await connection.get("/")
-            #expect(try await connection.response().status == 200)
-        }
-        #expect(listener.backlog == before)
-        await serving.shutDownGracefully()
-        try await serving.finished()
-        #expect(listener.backlog == before)
+        try await Self.checks.theSocketKeepsTheBacklogItWasGiven()
     }
 
     @Test func aDescriptorThatDoesNotListenIsRefusedNamedAndClosed() async throws {
