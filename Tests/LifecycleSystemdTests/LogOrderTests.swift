@@ -86,12 +86,20 @@ struct LogOrderTests {
         return (app, logger)
     }
 
+    /// An application whose trace and callbacks log to `pipe`'s write end in `format`.
+    private func application(writingTo pipe: Pipe, format: StderrLogHandler.Format = .text) -> (Application, Logger) {
+        let descriptor = pipe.writeEnd
+        return application { label in
+            StderrLogHandler(
+                label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor,
+                format: format
+            )
+        }
+    }
+
     @Test func onStderrACallbacksTraceLineComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
         let pipe = try Pipe()
-        let descriptor = pipe.writeEnd
-        let (app, logger) = application { label in
-            StderrLogHandler(label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor)
-        }
+        let (app, logger) = application(writingTo: pipe)
         withRecordsFollowing(app.trace) {
             app.launch()
             app.runEndOfTurn()
@@ -116,13 +124,7 @@ struct LogOrderTests {
 
     @Test func inJSONLinesACallbacksRecordComesBeforeWhatItLogsAndAfterWhatWasLoggedBeforeIt() throws {
         let pipe = try Pipe()
-        let descriptor = pipe.writeEnd
-        let (app, logger) = application { label in
-            StderrLogHandler(
-                label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor,
-                format: .json
-            )
-        }
+        let (app, logger) = application(writingTo: pipe, format: .json)
         withRecordsFollowing(app.trace) {
             app.launch()
             app.runEndOfTurn()
@@ -145,13 +147,7 @@ struct LogOrderTests {
 
     @Test func jsonLinesCarryTheMomentOfTheirEventSoTheirTimesNeverGoBackwards() throws {
         let pipe = try Pipe()
-        let descriptor = pipe.writeEnd
-        let (app, logger) = application { label in
-            StderrLogHandler(
-                label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor,
-                format: .json
-            )
-        }
+        let (app, logger) = application(writingTo: pipe, format: .json)
         withRecordsFollowing(app.trace) {
             app.launch()
             app.runEndOfTurn()
@@ -227,9 +223,7 @@ struct LogOrderTests {
     @Test func aRecordFromAnotherThreadComesAfterTheLinesRecordedBeforeItAndTheTapSeesRecordsInThatOrder() async throws {
         let pipe = try Pipe()
         let descriptor = pipe.writeEnd
-        let (app, _) = application { label in
-            StderrLogHandler(label: label, identifier: "order", logLevel: .debug, metadataProvider: nil, fileDescriptor: descriptor)
-        }
+        let (app, _) = application(writingTo: pipe)
         let tapped = ConditionLock<[String]>([])
         LoggingBackend.recordTap = { record in
             // Other suites log too: only this test's records.
