@@ -28,11 +28,14 @@ package enum DurableFile {
     /// Without `flush` the file and the directory are not `fsync`ed: the replacement is still atomic for any crash of
     /// the process (the page cache keeps it), not for a power loss, and costs tens of microseconds instead of the disk's
     /// flushes.
+    /// With `ownership`, the new file gets that owner and mode before it replaces the old one (an edit by root of a
+    /// file a service's user owns leaves it the service's).
     package static func write(
         _ bytes: [UInt8],
         to path: String,
         chunks: Int = 1,
         flush: Bool = true,
+        ownership: Ownership? = nil,
         pause: () -> Void = {}
     ) throws(Errno) {
         let (directory, _) = split(path)
@@ -43,6 +46,11 @@ package enum DurableFile {
         var closed = false
         defer { if !closed { close(descriptor) } }
         do throws(Errno) {
+            if let ownership {
+                guard fchown(descriptor, uid_t(ownership.user), gid_t(ownership.group)) == 0,
+                    fchmod(descriptor, mode_t(ownership.mode)) == 0
+                else { throw Errno(rawValue: errno) }
+            }
             let pieces = max(1, chunks)
             let size = (bytes.count + pieces - 1) / max(pieces, 1)
             var written = 0
@@ -63,7 +71,27 @@ package enum DurableFile {
         if flush { try syncDirectory(directory) }
     }
 
-    /// Removes the temporary files an interrupted ``write(_:to:chunks:pause:)`` of `path` left; returns their paths.
+    /// A file's owner and permission bits.
+    package struct Ownership: Equatable, Sendable {
+        package var user: UInt32
+        package var group: UInt32
+        package var mode: UInt32
+
+        /// The owner and mode of the file at `path` (not following a symbolic link at the end); nil when there is none.
+        package init?(of path: String) {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return nil }
+            self.init(user: UInt32(status.st_uid), group: UInt32(status.st_gid), mode: UInt32(status.st_mode & 0o7777))
+        }
+
+        package init(user: UInt32, group: UInt32, mode: UInt32) {
+            self.user = user
+            self.group = group
+            self.mode = mode
+        }
+    }
+
+    /// Removes the temporary files an interrupted ``write(_:to:chunks:flush:ownership:pause:)`` of `path` left; returns their paths.
     @discardableResult
     package static func removeTemporaryFiles(for path: String) -> [String] {
         let (directory, _) = split(path)

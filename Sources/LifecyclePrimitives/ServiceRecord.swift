@@ -88,7 +88,7 @@ package struct ServiceRecord: Sendable, Hashable {
     }
 
     /// Writes the record to `path` crash-safely (``DurableFile``); without `flush`, atomically but not flushed to the
-    /// disk (see ``DurableFile/write(_:to:chunks:flush:pause:)``).
+    /// disk (see ``DurableFile/write(_:to:chunks:flush:ownership:pause:)``).
     package func write(to path: String, flush: Bool = true) throws(Errno) {
         try DurableFile.write(encoded(), to: path, flush: flush)
     }
@@ -136,7 +136,7 @@ package enum ServiceFacts {
     }
 
     /// A short file's text (at most 4 KiB), nil when it cannot be read.
-    static func readSmallFile(_ path: String) -> String? {
+    package static func readSmallFile(_ path: String) -> String? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }

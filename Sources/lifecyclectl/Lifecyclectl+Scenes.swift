@@ -102,7 +102,7 @@ struct SceneCommand: ParsableCommand {
             """,
         subcommands: [
             SceneRequestCommand<SceneForeground>.self, SceneRequestCommand<SceneBackground>.self,
-            SceneRequestCommand<SceneDisconnect>.self, SceneRequestCommand<SceneDiscard>.self,
+            SceneRequestCommand<SceneDisconnect>.self, SceneDiscardCommand.self,
         ]
     )
 }
@@ -150,17 +150,106 @@ struct SceneRequestCommand<Kind: SceneCommandKind>: ParsableCommand {
     }
 
     func run() throws {
+        try Lifecyclectl.perform { try connection.requestScene(Kind.action, id: id) }
+    }
+}
+
+/// `lifecyclectl scene discard ID [--state-directory DIR]`: the discard request, through the control socket; with
+/// `--state-directory`, when the service is not running (its socket does not answer), an edit of its saved state
+/// instead, which the next launch reports to `application(_:didDiscardSceneSessions:)` (``OfflineSceneDiscard``).
+struct SceneDiscardCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: SceneDiscard.action.rawValue,
+        abstract: SceneDiscard.abstract,
+        discussion: """
+            With --state-directory DIR (the unit's StateDirectory=, /var/lib/NAME), a service that is not running \
+            has the session marked discarded in DIR/state.archive, as UIKit marks a session closed while the app \
+            was not running: the next launch reports it to application(_:didDiscardSceneSessions:) and drops it. \
+            The edit is crash-safe and raises the state's generation; nothing else in it changes. A service whose \
+            socket answers is asked through it, as without the option. Exit status, besides the request's: 66 no \
+            saved state in DIR, 65 one that cannot be read or has no such session (nothing changed), 75 the run \
+            record names a live process but its socket did not answer (stop the service first), 73 the state \
+            could not be written back (the old one is whole).
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(
+        help: ArgumentHelp("The session's persistent identifier (lifecyclectl scenes lists them).", valueName: "id")
+    )
+    var id: String
+
+    @Option(
+        name: .customLong("state-directory"),
+        help: ArgumentHelp(
+            "The service's state directory: edit its saved state when the service is not running.",
+            valueName: "directory"
+        ),
+        completion: .directory
+    )
+    var stateDirectory: String?
+
+    func validate() throws {
+        try validateSceneIdentifier(id, option: "ID")
+        if let stateDirectory, stateDirectory.isEmpty {
+            throw ValidationError("--state-directory needs a directory (the unit's StateDirectory=, /var/lib/NAME)")
+        }
+    }
+
+    func run() throws {
         try Lifecyclectl.perform {
-            let reply = try connection.call(
-                ControlProtocol.Method.requestScene,
-                [ControlProtocol.Field.request: .string(Kind.action.rawValue), ControlProtocol.Field.id: .string(id)]
-            )
+            do {
+                try connection.requestScene(SceneDiscard.action, id: id)
+            } catch ControlFailure.unreachable(let target, let path, let error) where stateDirectory != nil {
+                try discardOffline(unreachable: "\(target) (\(path)): \(error)")
+            }
+        }
+    }
+
+    /// The edit of the saved state, once the socket did not answer.
+    private func discardOffline(unreachable: String) throws {
+        guard let stateDirectory else { return }
+        let outcome: OfflineSceneDiscard.Outcome
+        do {
+            outcome = try OfflineSceneDiscard.discard(id, inDirectory: stateDirectory)
+        } catch {
+            Lifecyclectl.writeError("lifecyclectl: scene discard: \(TerminalSafe.escaped(error.description))")
+            throw ExitCode(error.exitCode)
+        }
+        let path = TerminalSafe.escaped(outcome.path)
+        if connection.json {
+            let reply: JSONObject = [
+                "id": .string(id), "path": .string(outcome.path), "generation": .int(outcome.generation),
+                "written": .bool(!outcome.alreadyDiscarded),
+            ]
+            Lifecyclectl.write(TerminalSafe.json(.object(reply)) + "\n")
+        } else if outcome.alreadyDiscarded {
             Lifecyclectl.write(
-                connection.json
-                    ? TerminalSafe.json(.object(reply)) + "\n"
-                    : Output.sceneRequest(reply, style: Lifecyclectl.style)
+                "scene \(TerminalSafe.escaped(id)): already discarded in \(path) (generation \(outcome.generation)); "
+                    + "nothing written\n"
+            )
+        } else {
+            Lifecyclectl.write(
+                "scene \(TerminalSafe.escaped(id)): discarded in \(path), generation \(outcome.generation) → "
+                    + "\(outcome.generation + 1) (the service is not running: \(TerminalSafe.escaped(unreachable))); "
+                    + "its next launch reports it to application(_:didDiscardSceneSessions:)\n"
             )
         }
+    }
+}
+
+extension ConnectionOptions {
+    /// Submits the request `action` about session `id` with the cause `control`, waits for its steps, prints its
+    /// events (or the reply, with `--json`).
+    func requestScene(_ action: ControlProtocol.SceneAction, id: String) throws {
+        let reply = try call(
+            ControlProtocol.Method.requestScene,
+            [ControlProtocol.Field.request: .string(action.rawValue), ControlProtocol.Field.id: .string(id)]
+        )
+        Lifecyclectl.write(
+            json ? TerminalSafe.json(.object(reply)) + "\n" : Output.sceneRequest(reply, style: Lifecyclectl.style)
+        )
     }
 }
 

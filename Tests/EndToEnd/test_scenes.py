@@ -36,7 +36,7 @@ from typing import Callable, Iterable, NamedTuple
 import pytest
 
 from harness import MEMORY_WARNING_SIGNAL, SANDBOX_CTL, Sandbox, resolve_binary, wait_for
-from peers import CONFIG_PATH, kill_main, start
+from peers import CONFIG_PATH, daemon_messages, kill_main, start
 
 # The service inside the sandbox, and the name it logs under (SYSLOG_IDENTIFIER).
 SERVICE_BIN = "/usr/local/bin/scene-service"
@@ -44,6 +44,8 @@ IDENTIFIER = "scene-service"
 # What its first start connects, in this order: two clients and a tenant.
 ARGUMENTS = "--trace --clients 2 --tenant acme"
 CLIENT_1, CLIENT_2, TENANT = "client-1", "client-2", "tenant-acme"
+# The shipped unit's StateDirectory=.
+STATE_DIRECTORY = "/var/lib/lifecycled"
 
 # Each scene's controllers in pre-order: its root, which counts its activations, and the root's one child.
 TREE = ["root", "root/feed"]
@@ -552,6 +554,61 @@ def test_sessions_come_back_across_a_restart_and_an_upgrade(
     assert states(ctl)[TENANT] == "foregroundActive"
     assert sandbox.show(unit)["ActiveState"] == "active"
     print(f"\nsessions through a restart and an upgrade in {time.monotonic() - began:.1f} s")
+
+
+def test_a_session_discarded_while_the_service_is_stopped_is_reported_at_the_next_launch(
+    sandbox: Sandbox, scene_unit: Callable[..., str], ctl: Callable[..., object]
+) -> None:
+    """`lifecyclectl scene discard ID --state-directory DIR` while the service is stopped: the saved state's session is
+    marked (the file keeps its owner and mode), and the next launch reports it to
+    application(_:didDiscardSceneSessions:) right after didFinishLaunching and drops it; the others come back."""
+    unit = scene_unit()
+    cursor, _ = start(sandbox, unit)
+    wait_sequence(sandbox, unit, cursor, first_launch())
+    sandbox.systemctl("stop", unit)
+    state = f"{STATE_DIRECTORY}/state.archive"
+    owner = sandbox.run("stat", "-c", "%U %a", state).stdout
+    before = json.loads(sandbox.run("cat", state).stdout.split("\n", 1)[1])
+
+    discarded = ctl("scene", "discard", TENANT, "--state-directory", STATE_DIRECTORY, "--json")
+    reply = json.loads(discarded.stdout)
+    assert reply == {"id": TENANT, "path": state, "generation": before["generation"], "written": True}
+    after = json.loads(sandbox.run("cat", state).stdout.split("\n", 1)[1])
+    assert after["generation"] == before["generation"] + 1
+    (marked,) = [s for s in after["sessions"] if s["id"] == TENANT]
+    assert marked["discarded"] is True and "tree" not in marked and "connected" not in marked, marked
+    assert [s for s in after["sessions"] if s["id"] != TENANT] == [s for s in before["sessions"] if s["id"] != TENANT]
+    assert sandbox.run("stat", "-c", "%U %a", state).stdout == owner
+    # Again: nothing to write. An unknown session, and a directory without a saved state: named, nothing changed.
+    again = ctl("scene", "discard", TENANT, "--state-directory", STATE_DIRECTORY)
+    assert "already discarded" in again.stdout, again
+    unknown = ctl("scene", "discard", "nobody", "--state-directory", STATE_DIRECTORY, check=False)
+    assert unknown.returncode == 65, unknown
+    assert f"{state} has no scene session 'nobody' (it has 3); nothing was changed" in unknown.stderr
+    empty = ctl("scene", "discard", TENANT, "--state-directory", "/run", check=False)
+    assert empty.returncode == 66, empty
+
+    cursor, started = start(sandbox, unit)
+    wait_sequence(
+        sandbox,
+        unit,
+        cursor,
+        [
+            ("willFinishLaunching", "delegate"),
+            ("application(_:shouldRestoreApplicationState:)", "delegate"),
+            ("application(_:didDecodeRestorableStateWith:)", "delegate"),
+            ("didFinishLaunching", "delegate"),
+            ("application(_:didDiscardSceneSessions:)", "delegate"),
+        ]
+        + reconnect_to_foreground(CLIENT_1)
+        + reconnect_to_foreground(CLIENT_2),
+        pid=started["MainPID"],
+    )
+    assert f"discarded {TENANT}" in daemon_messages(sandbox, unit, cursor)
+    assert list(sessions(ctl)) == [CLIENT_1, CLIENT_2]
+    # With the service running, the option changes nothing: the request goes through its socket.
+    ctl("scene", "discard", CLIENT_2, "--state-directory", STATE_DIRECTORY)
+    assert list(sessions(ctl)) == [CLIENT_1]
 
 
 def test_the_stall_detector_names_the_scene_of_a_stuck_scene_callback(

@@ -33,7 +33,7 @@ import Glibc
 /// background and its outcome is logged when it is known.
 @MainActor
 final class StateStore {
-    static let fileName = "state.archive"
+    static let fileName = Archive.stateFileName
     static let rejectedInfix = ".rejected-"
     static let storePrefix = "lifecycle-state-"
     /// How long a save waits for the disk before the main loop goes on without it.

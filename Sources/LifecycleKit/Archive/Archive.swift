@@ -249,6 +249,8 @@ public struct Archive: Sendable, Hashable {
     /// The format it was read from (1: a bare JSON tree, migrated; 2: a saved state); what it is written in is
     /// always the current one, 2.
     public var formatVersion = Archive.currentFormatVersion
+    /// The saved state's file in a state directory.
+    package static let stateFileName = "state.archive"
     /// Saved states: counts the saves of this service, +1 each; the newest of two copies has the higher one.
     public var generation = 0
     /// Saved states: the version of the program that wrote it (its `--version`), when it said.

@@ -86,3 +86,42 @@ extension Archive {
         return true
     }
 }
+
+/// What discarding a session in a saved state's bytes came to (``Archive/discardSession(_:inSavedState:source:)``).
+package enum SavedStateSessionDiscard: Equatable, Sendable {
+    /// The session is marked: the saved state to write back, one generation newer than `generation`.
+    case discarded(bytes: [UInt8], generation: Int)
+    /// The session was marked already: nothing to write.
+    case alreadyDiscarded(generation: Int)
+    /// The saved state has no such session; it has `sessions`.
+    case noSuchSession(sessions: Int)
+    /// The bytes are not a saved state this build reads.
+    case unreadable(reason: String)
+}
+
+extension Archive {
+    /// Marks session `identifier` discarded in the saved state `bytes` (read from `source`), for a tool that edits it
+    /// while the service is not running (`lifecyclectl scene discard --state-directory`): decoded and checked as a
+    /// launch checks it, the session marked (``discardSession(withIdentifier:)``), the generation raised by one so the
+    /// edited copy is the newest a launch finds, everything else as it was.
+    package static func discardSession(
+        _ identifier: String,
+        inSavedState bytes: [UInt8],
+        source: String
+    ) -> SavedStateSessionDiscard {
+        var archive: Archive
+        do {
+            archive = try Archive.decodeState(bytes, source: source)
+        } catch {
+            return .unreadable(reason: error.reason)
+        }
+        let generation = archive.generation
+        guard let session = archive.sessions.first(where: { $0.identifier == identifier }) else {
+            return .noSuchSession(sessions: archive.sessions.count)
+        }
+        if session.discarded { return .alreadyDiscarded(generation: generation) }
+        _ = archive.discardSession(withIdentifier: identifier)
+        archive.generation = generation + 1
+        return .discarded(bytes: archive.encodedState(), generation: generation)
+    }
+}

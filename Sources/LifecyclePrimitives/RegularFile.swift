@@ -6,14 +6,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import SystemPackage
+package import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 
-/// Why a file the daemon was pointed at (configuration, storyboard, saved state) was not read.
-enum RegularFileError: Error, Hashable, Sendable, CustomStringConvertible {
+/// Why a file the daemon (or lifecyclectl) was pointed at (configuration, storyboard, saved state) was not read.
+package enum RegularFileError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Opening or reading it failed.
     case system(Errno)
     /// It is not a regular file: a FIFO or a device would block the main loop or never end.
@@ -21,7 +21,7 @@ enum RegularFileError: Error, Hashable, Sendable, CustomStringConvertible {
     /// It is larger than the daemon reads of such a file.
     case tooLarge(limit: Int)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .system(let errno): "\(errno)"
         case .notRegular(let kind): "it is \(kind), not a regular file"
@@ -34,17 +34,17 @@ enum RegularFileError: Error, Hashable, Sendable, CustomStringConvertible {
 /// instead of waiting for a writer), then checked with `fstat` (a FIFO, a socket or a device is refused before a
 /// byte is read) and read up to a bound. Where the caller allows it, the null device reads as an empty file: `--config
 /// /dev/null` is the Unix way to say "no configuration file".
-enum RegularFile {
+package enum RegularFile {
     /// The most a configuration file may be.
-    static let configurationLimit = 1 << 20
+    package static let configurationLimit = 1 << 20
     /// The most a storyboard may be.
-    static let storyboardLimit = 8 << 20
+    package static let storyboardLimit = 8 << 20
     /// The most a saved state file may be.
-    static let stateLimit = 64 << 20
+    package static let stateLimit = 64 << 20
 
     /// The bytes of the regular file at `path`, at most `limit` of them; with `nullDeviceIsEmpty`, none for the null
     /// device (by any name: checked by its device number, so no other device passes for it).
-    static func readBytes(
+    package static func readBytes(
         _ path: String,
         limit: Int,
         nullDeviceIsEmpty: Bool = false
@@ -77,7 +77,7 @@ enum RegularFile {
     }
 
     /// The file as UTF-8 text (invalid sequences replaced).
-    static func readText(
+    package static func readText(
         _ path: String,
         limit: Int,
         nullDeviceIsEmpty: Bool = false
@@ -87,7 +87,7 @@ enum RegularFile {
 
     /// Whether `status` is Linux's null device: a character device, major 1, minor 3 (Documentation/admin-guide/
     /// devices.txt), as `/dev/null` is in every mount namespace, a container's included.
-    static func isNullDevice(_ status: stat) -> Bool {
+    package static func isNullDevice(_ status: stat) -> Bool {
         guard status.st_mode & S_IFMT == S_IFCHR else { return false }
         // glibc's gnu_dev_major and gnu_dev_minor (macros, which Swift does not import).
         let device = UInt64(status.st_rdev)
@@ -107,7 +107,7 @@ enum RegularFile {
         }
     }
 
-    static func formatted(_ bytes: Int) -> String {
+    package static func formatted(_ bytes: Int) -> String {
         bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
     }
 }
