@@ -47,9 +47,13 @@ package enum DurableFile {
         defer { if !closed { close(descriptor) } }
         do throws(Errno) {
             if let ownership {
-                guard fchown(descriptor, uid_t(ownership.user), gid_t(ownership.group)) == 0,
-                    fchmod(descriptor, mode_t(ownership.mode)) == 0
-                else { throw Errno(rawValue: errno) }
+                // The new file is this process's: chown only to someone else (which needs the right to).
+                if ownership.user != UInt32(geteuid()) || ownership.group != UInt32(getegid()) {
+                    guard fchown(descriptor, uid_t(ownership.user), gid_t(ownership.group)) == 0 else {
+                        throw Errno(rawValue: errno)
+                    }
+                }
+                guard fchmod(descriptor, mode_t(ownership.mode)) == 0 else { throw Errno(rawValue: errno) }
             }
             let pieces = max(1, chunks)
             let size = (bytes.count + pieces - 1) / max(pieces, 1)
@@ -76,13 +80,6 @@ package enum DurableFile {
         package var user: UInt32
         package var group: UInt32
         package var mode: UInt32
-
-        /// The owner and mode of the file at `path` (not following a symbolic link at the end); nil when there is none.
-        package init?(of path: String) {
-            var status = stat()
-            guard lstat(path, &status) == 0 else { return nil }
-            self.init(user: UInt32(status.st_uid), group: UInt32(status.st_gid), mode: UInt32(status.st_mode & 0o7777))
-        }
 
         package init(user: UInt32, group: UInt32, mode: UInt32) {
             self.user = user

@@ -162,14 +162,15 @@ struct SceneDiscardCommand: ParsableCommand {
         commandName: SceneDiscard.action.rawValue,
         abstract: SceneDiscard.abstract,
         discussion: """
-            With --state-directory DIR (the unit's StateDirectory=, /var/lib/NAME), a service that is not running \
-            has the session marked discarded in DIR/state.archive, as UIKit marks a session closed while the app \
-            was not running: the next launch reports it to application(_:didDiscardSceneSessions:) and drops it. \
-            The edit is crash-safe and raises the state's generation; nothing else in it changes. A service whose \
-            socket answers is asked through it, as without the option. Exit status, besides the request's: 66 no \
-            saved state in DIR, 65 one that cannot be read or has no such session (nothing changed), 75 the run \
-            record names a live process but its socket did not answer (stop the service first), 73 the state \
-            could not be written back (the old one is whole).
+            With --state-directory DIR (the unit's StateDirectory=, /var/lib/NAME; with -u UNIT, or --socket PATH \
+            for a daemon run by hand), a service that is stopped has the session marked discarded in \
+            DIR/state.archive, as UIKit marks a session closed while the app was not running: the next launch \
+            reports it to application(_:didDiscardSceneSessions:) and drops it. The edit holds DIR's lock, is \
+            crash-safe, keeps the file's owner and mode and raises the state's generation; nothing else in it \
+            changes. A service whose socket answers is asked through it, as without the option. Exit status, \
+            besides the request's: 66 no saved state in DIR; 65 one that cannot be read, that this lifecyclectl \
+            would not write back as it is, or that has no such session; 75 the unit is not stopped, or a process \
+            of the service holds DIR; 73 the state could not be written back. Nothing is changed but by 0.
             """
     )
 
@@ -192,8 +193,17 @@ struct SceneDiscardCommand: ParsableCommand {
 
     func validate() throws {
         try validateSceneIdentifier(id, option: "ID")
-        if let stateDirectory, stateDirectory.isEmpty {
-            throw ValidationError("--state-directory needs a directory (the unit's StateDirectory=, /var/lib/NAME)")
+        if let stateDirectory {
+            guard !stateDirectory.isEmpty else {
+                throw ValidationError("--state-directory needs a directory (the unit's StateDirectory=, /var/lib/NAME)")
+            }
+            // The directory names one service: so must the socket tried first, or another service's session could
+            // be discarded instead.
+            guard connection.unit != nil || connection.socket != nil else {
+                throw ValidationError(
+                    "--state-directory needs the service it belongs to: -u UNIT (or --socket PATH for a daemon run by hand)"
+                )
+            }
         }
     }
 
@@ -212,6 +222,11 @@ struct SceneDiscardCommand: ParsableCommand {
         guard let stateDirectory else { return }
         let outcome: OfflineSceneDiscard.Outcome
         do {
+            if connection.unit != nil {
+                let deadline = ContinuousClock.now + connection.timeoutDuration
+                let show = try? OfflineSceneDiscard.unitState(connection.unitName, user: connection.user, before: deadline)
+                try OfflineSceneDiscard.checkStopped(unit: connection.unitName, show: show)
+            }
             outcome = try OfflineSceneDiscard.discard(id, inDirectory: stateDirectory)
         } catch {
             Lifecyclectl.writeError("lifecyclectl: scene discard: \(TerminalSafe.escaped(error.description))")

@@ -19,11 +19,14 @@ import Glibc
 /// and the next launch reports it to `application(_:didDiscardSceneSessions:)` and drops it (docs/restoration.md,
 /// "Scene sessions").
 ///
-/// The edit is the saved state's own: read whole (a regular file of at most 64 MiB), decoded and checked as a launch
-/// checks it, the session marked (its tree and connection dropped, as a discard deletes them), the generation raised by
-/// one, so that the edited copy is the newest whatever else a launch finds (a copy in the file descriptor store), and
-/// written back crash-safely (a temporary file with the old file's owner and mode, `fsync`, `rename`): a crash leaves
-/// the old state or the new, and nothing else in it changes.
+/// The edit holds the state directory's lock exclusively (``StateDirectoryLock``: every process of the service holds
+/// it shared from before its load until it exits, so the edit is refused while one runs, and a launch waits for the
+/// edit). The saved state is read whole (a regular file of at most 64 MiB, not a symbolic link), decoded and checked as
+/// a launch checks it, and rewritten only when this build writes it back byte for byte (a state written by another
+/// LifecycleKit, with members this one does not know, is refused rather than losing them); the session is marked (its
+/// tree and connection dropped, as a discard deletes them), the generation raised by one, and the file written back
+/// crash-safely with its owner and mode (a temporary file, `fsync`, `rename`): a crash leaves the old state or the
+/// new, and nothing else in it changes.
 enum OfflineSceneDiscard {
     /// What was done.
     struct Outcome: Equatable {
@@ -35,25 +38,30 @@ enum OfflineSceneDiscard {
         let alreadyDiscarded: Bool
     }
 
-    /// Why the session could not be discarded, with the exit status (sysexits).
+    /// Why the session could not be discarded, with the exit status (sysexits). Nothing was changed.
     enum Failure: Error, Equatable, CustomStringConvertible {
         /// No saved state in the directory (66, EX_NOINPUT).
         case noSavedState(path: String, reason: String)
-        /// The saved state cannot be read as one (65, EX_DATAERR): nothing was changed.
+        /// The saved state cannot be read as one, or not rewritten without loss (65, EX_DATAERR).
         case unreadable(path: String, reason: String)
         /// The saved state has no session with the identifier (65, EX_DATAERR).
         case noSuchSession(identifier: String, path: String, sessions: Int)
-        /// The run record names a process that is alive and is the service's run (75, EX_TEMPFAIL): its next save
-        /// would undo the edit.
-        case serviceRunning(pid: Int32, directory: String)
-        /// The edited state could not be written (73, EX_CANTCREAT): the old one is still there, whole.
+        /// A process of the service holds the state directory (75, EX_TEMPFAIL): its next save would undo the edit.
+        case serviceRunning(directory: String)
+        /// systemd has the unit running, starting or stopping, or its file descriptor store holds descriptors (a
+        /// copy of the saved state may be there, which a launch could prefer) (75, EX_TEMPFAIL).
+        case unitNotStopped(unit: String, state: String)
+        /// The state directory cannot be locked (74, EX_IOERR; 77, EX_NOPERM, when this user may not open it).
+        case cannotLock(directory: String, error: Errno)
+        /// The edited state could not be written (73, EX_CANTCREAT).
         case notWritten(path: String, reason: String)
 
         var exitCode: Int32 {
             switch self {
             case .noSavedState: 66
             case .unreadable, .noSuchSession: 65
-            case .serviceRunning: 75
+            case .serviceRunning, .unitNotStopped: 75
+            case .cannotLock(_, let error): error == .permissionDenied ? 77 : 74
             case .notWritten: 73
             }
         }
@@ -62,49 +70,69 @@ enum OfflineSceneDiscard {
             switch self {
             case .noSavedState(let path, let reason):
                 "no saved state at \(path) (\(reason)): the service has saved none there, or --state-directory names "
-                    + "another directory than its StateDirectory="
+                    + "another directory than its StateDirectory=; nothing was changed"
             case .unreadable(let path, let reason):
-                "\(path) is not a saved state this lifecyclectl reads: \(reason); nothing was changed"
+                "\(path) \(reason); nothing was changed"
             case .noSuchSession(let identifier, let path, let sessions):
                 "\(path) has no scene session '\(identifier)' (it has \(sessions)); nothing was changed"
-            case .serviceRunning(let pid, let directory):
-                "the service is running (pid \(pid), \(directory)/\(runRecordName)) but its control socket did not "
-                    + "answer: its next save would undo an edit of the saved state; discard through the socket "
-                    + "(-u UNIT or --socket PATH), or stop the service first"
+            case .serviceRunning(let directory):
+                "a process of the service holds \(directory) but its control socket did not answer: its next save "
+                    + "would undo an edit of the saved state; discard through the socket (-u UNIT or --socket PATH), "
+                    + "or stop the service first; nothing was changed"
+            case .unitNotStopped(let unit, let state):
+                "\(unit) is \(state): stop it first (systemctl stop \(unit)), so that no process of it runs and its "
+                    + "file descriptor store is empty; nothing was changed"
+            case .cannotLock(let directory, let error):
+                "cannot lock \(directory): \(error); nothing was changed"
             case .notWritten(let path, let reason):
-                "cannot write \(path): \(reason); the saved state is as it was"
+                "cannot write \(path): \(reason); the saved state is the old one or the new one, whole"
             }
         }
     }
 
-    /// The run record's name in the state directory (the daemon's `RunRecord.fileName`).
-    static let runRecordName = "run.record"
-
-    /// Marks session `identifier` discarded in the saved state of `directory`, unless the run record there names a
-    /// process that is alive and started when the record says the service's run did.
-    static func discard(
-        _ identifier: String,
-        inDirectory directory: String,
-        isRunning: (ServiceRecord) -> Bool = Self.isRunning
-    ) throws(Failure) -> Outcome {
+    /// Marks session `identifier` discarded in the saved state of `directory`, holding the directory's lock
+    /// exclusively (refused while a process of the service holds it).
+    static func discard(_ identifier: String, inDirectory directory: String) throws(Failure) -> Outcome {
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        if let run = ServiceRecord.read(directory + "/" + runRecordName, kind: "Run"), isRunning(run),
-            let pid = run.integer("pid").flatMap(Int32.init(exactly:))
-        {
-            throw .serviceRunning(pid: pid, directory: directory)
-        }
         let path = directory + "/" + Archive.stateFileName
+        let lock: StateDirectoryLock?
+        do {
+            lock = try StateDirectoryLock.take(directory, .exclusive)
+        } catch .noSuchFileOrDirectory {
+            throw .noSavedState(path: path, reason: "\(directory): \(Errno.noSuchFileOrDirectory)")
+        } catch {
+            throw .cannotLock(directory: directory, error: error)
+        }
+        guard let lock else { throw .serviceRunning(directory: directory) }
+        defer { withExtendedLifetime(lock) {} }
+
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            throw .noSavedState(path: path, reason: "\(Errno(rawValue: errno))")
+        }
+        guard status.st_mode & S_IFMT != S_IFLNK else {
+            throw .unreadable(path: path, reason: "is a symbolic link, not the regular file the service writes")
+        }
+        let ownership = DurableFile.Ownership(
+            user: UInt32(status.st_uid),
+            group: UInt32(status.st_gid),
+            mode: UInt32(status.st_mode & 0o7777)
+        )
         let bytes: [UInt8]
         do {
             bytes = try RegularFile.readBytes(path, limit: RegularFile.stateLimit)
-        } catch .system(let errno) where errno == .noSuchFileOrDirectory {
-            throw .noSavedState(path: path, reason: "\(errno)")
         } catch {
-            throw .unreadable(path: path, reason: error.description)
+            throw .unreadable(path: path, reason: "cannot be read: \(error)")
         }
         switch Archive.discardSession(identifier, inSavedState: bytes, source: path) {
         case .unreadable(let reason):
-            throw .unreadable(path: path, reason: reason)
+            throw .unreadable(path: path, reason: "is not a saved state this lifecyclectl reads: \(reason)")
+        case .notRewritable:
+            throw .unreadable(
+                path: path,
+                reason: "holds what this lifecyclectl would not write back as it is (written by another LifecycleKit): "
+                    + "use the lifecyclectl of the service's release"
+            )
         case .noSuchSession(let sessions):
             throw .noSuchSession(identifier: identifier, path: path, sessions: sessions)
         case .alreadyDiscarded(let generation):
@@ -113,7 +141,7 @@ enum OfflineSceneDiscard {
             do {
                 // As the service's user owned it (DynamicUser=, User=), with its mode: root's edit must not take the
                 // state from the service.
-                try DurableFile.write(edited, to: path, ownership: DurableFile.Ownership(of: path))
+                try DurableFile.write(edited, to: path, ownership: ownership)
             } catch {
                 throw .notWritten(path: path, reason: "\(error)")
             }
@@ -121,34 +149,36 @@ enum OfflineSceneDiscard {
         }
     }
 
-    /// Whether the run `record` describes is going on: it has not exited, it is of this boot, and its pid is a
-    /// process that started within two seconds of when the record says the run did (so a pid the kernel gave another
-    /// process since is not taken for the service).
-    static func isRunning(_ record: ServiceRecord) -> Bool {
-        guard record["phase"] != "exited", let pid = record.integer("pid").flatMap(Int32.init(exactly:)), pid > 0
-        else { return false }
-        if let boot = record["boot"], let current = ServiceFacts.bootID(), boot != current { return false }
-        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
-        guard let started = record["started"].flatMap({ Int64($0) }), let began = processStart(pid) else {
-            // Alive, and nothing says it is another process: taken for the service.
-            return true
+    /// Refuses a unit systemd does not have stopped: `ActiveState=` other than `inactive` or `failed` (running,
+    /// starting — a crash's automatic restart waits in `activating` — reloading or stopping), or a file descriptor
+    /// store that holds descriptors (`NFileDescriptorStore=`; systemd 252 empties it when the unit stops). `show` is
+    /// systemctl's answer (`KEY=VALUE` lines); nil when systemctl could not answer, and nothing is checked then (the
+    /// lock still is).
+    static func checkStopped(unit: String, show: String?) throws(Failure) {
+        guard let show else { return }
+        var properties: [Substring: Substring] = [:]
+        for line in show.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            properties[line[..<equals]] = line[line.index(after: equals)...]
         }
-        return abs(began - started) <= 2_000_000
+        if let active = properties["ActiveState"], active != "inactive", active != "failed" {
+            let sub = properties["SubState"].map { " (\($0))" } ?? ""
+            throw .unitNotStopped(unit: unit, state: "\(active)\(sub)")
+        }
+        if let stored = properties["NFileDescriptorStore"].flatMap({ Int($0) }), stored > 0 {
+            throw .unitNotStopped(unit: unit, state: "stopped with \(stored) descriptor(s) in its file descriptor store")
+        }
     }
 
-    /// When process `pid` started, µs since the epoch: its start in clock ticks after boot (`/proc/PID/stat`, field
-    /// 22), set against the time since boot now (`CLOCK_BOOTTIME`, the clock it is counted on) and the time now.
-    static func processStart(_ pid: Int32) -> Int64? {
-        guard let stat = ServiceFacts.readSmallFile("/proc/\(pid)/stat"),
-            let afterName = stat.lastIndex(of: ")")
-        else { return nil }
-        // Fields after the name start at field 3 (the state); the start time is field 22.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        let perSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
-        guard fields.count > 19, let ticks = Int64(fields[19]), perSecond > 0 else { return nil }
-        var sinceBoot = timespec()
-        guard clock_gettime(CLOCK_BOOTTIME, &sinceBoot) == 0 else { return nil }
-        let bootMicroseconds = Int64(sinceBoot.tv_sec) * 1_000_000 + Int64(sinceBoot.tv_nsec) / 1000
-        return WallClock.microseconds() - (bootMicroseconds - ticks * 1_000_000 / perSecond)
+    /// What `systemctl show` says of `unit`'s state, for ``checkStopped(unit:show:)``.
+    static func unitState(
+        _ unit: String,
+        user: Bool,
+        before deadline: ContinuousClock.Instant
+    ) throws(Subprocess.TimedOut) -> String? {
+        var argv = ["systemctl"]
+        if user { argv.append("--user") }
+        argv += ["show", "--property=ActiveState,SubState,NFileDescriptorStore", "--", unit]
+        return try Subprocess.output(of: argv, before: deadline)
     }
 }

@@ -559,18 +559,26 @@ def test_sessions_come_back_across_a_restart_and_an_upgrade(
 def test_a_session_discarded_while_the_service_is_stopped_is_reported_at_the_next_launch(
     sandbox: Sandbox, scene_unit: Callable[..., str], ctl: Callable[..., object]
 ) -> None:
-    """`lifecyclectl scene discard ID --state-directory DIR` while the service is stopped: the saved state's session is
-    marked (the file keeps its owner and mode), and the next launch reports it to
-    application(_:didDiscardSceneSessions:) right after didFinishLaunching and drops it; the others come back."""
+    """`lifecyclectl -u UNIT scene discard ID --state-directory DIR` while the unit is stopped: the saved state's session
+    is marked (the file keeps its owner, group and mode), and the next launch reports it to
+    application(_:didDiscardSceneSessions:) right after didFinishLaunching and drops it; the others come back. While the
+    service runs, the edit is refused (its processes hold the directory's lock) and the socket is used instead."""
     unit = scene_unit()
     cursor, _ = start(sandbox, unit)
     wait_sequence(sandbox, unit, cursor, first_launch())
-    sandbox.systemctl("stop", unit)
     state = f"{STATE_DIRECTORY}/state.archive"
-    owner = sandbox.run("stat", "-c", "%U %a", state).stdout
-    before = json.loads(sandbox.run("cat", state).stdout.split("\n", 1)[1])
+    # Running, with a socket that does not answer: the daemon holds the directory, nothing is changed.
+    running = ctl("scene", "discard", TENANT, "--socket", "/run/nobody-listens", "--state-directory", STATE_DIRECTORY,
+                  check=False)
+    assert running.returncode == 75, running
+    assert f"a process of the service holds {STATE_DIRECTORY}" in running.stderr, running.stderr
+    # Without the unit or a socket, the directory is not enough to say which service it is.
+    assert ctl("scene", "discard", TENANT, "--state-directory", STATE_DIRECTORY, check=False).returncode == 64
 
-    discarded = ctl("scene", "discard", TENANT, "--state-directory", STATE_DIRECTORY, "--json")
+    sandbox.systemctl("stop", unit)
+    owner = sandbox.run("stat", "-c", "%U %G %a", state).stdout
+    before = json.loads(sandbox.run("cat", state).stdout.split("\n", 1)[1])
+    discarded = ctl("scene", "discard", TENANT, "-u", unit, "--state-directory", STATE_DIRECTORY, "--json")
     reply = json.loads(discarded.stdout)
     assert reply == {"id": TENANT, "path": state, "generation": before["generation"], "written": True}
     after = json.loads(sandbox.run("cat", state).stdout.split("\n", 1)[1])
@@ -578,14 +586,14 @@ def test_a_session_discarded_while_the_service_is_stopped_is_reported_at_the_nex
     (marked,) = [s for s in after["sessions"] if s["id"] == TENANT]
     assert marked["discarded"] is True and "tree" not in marked and "connected" not in marked, marked
     assert [s for s in after["sessions"] if s["id"] != TENANT] == [s for s in before["sessions"] if s["id"] != TENANT]
-    assert sandbox.run("stat", "-c", "%U %a", state).stdout == owner
+    assert sandbox.run("stat", "-c", "%U %G %a", state).stdout == owner
     # Again: nothing to write. An unknown session, and a directory without a saved state: named, nothing changed.
-    again = ctl("scene", "discard", TENANT, "--state-directory", STATE_DIRECTORY)
+    again = ctl("scene", "discard", TENANT, "-u", unit, "--state-directory", STATE_DIRECTORY)
     assert "already discarded" in again.stdout, again
-    unknown = ctl("scene", "discard", "nobody", "--state-directory", STATE_DIRECTORY, check=False)
+    unknown = ctl("scene", "discard", "nobody", "-u", unit, "--state-directory", STATE_DIRECTORY, check=False)
     assert unknown.returncode == 65, unknown
     assert f"{state} has no scene session 'nobody' (it has 3); nothing was changed" in unknown.stderr
-    empty = ctl("scene", "discard", TENANT, "--state-directory", "/run", check=False)
+    empty = ctl("scene", "discard", TENANT, "-u", unit, "--state-directory", "/run", check=False)
     assert empty.returncode == 66, empty
 
     cursor, started = start(sandbox, unit)
@@ -604,10 +612,10 @@ def test_a_session_discarded_while_the_service_is_stopped_is_reported_at_the_nex
         + reconnect_to_foreground(CLIENT_2),
         pid=started["MainPID"],
     )
-    assert f"discarded {TENANT}" in daemon_messages(sandbox, unit, cursor)
+    assert any(f"discarded {TENANT}" in message for message in daemon_messages(sandbox, unit, cursor))
     assert list(sessions(ctl)) == [CLIENT_1, CLIENT_2]
     # With the service running, the option changes nothing: the request goes through its socket.
-    ctl("scene", "discard", CLIENT_2, "--state-directory", STATE_DIRECTORY)
+    ctl("scene", "discard", CLIENT_2, "-u", unit, "--state-directory", STATE_DIRECTORY)
     assert list(sessions(ctl)) == [CLIENT_1]
 
 

@@ -54,7 +54,7 @@ import Glibc
         let (directory, state, _) = try stateDirectory()
         defer { remove(directory) }
         chmod(state, 0o640)
-        let outcome = try OfflineSceneDiscard.discard("alice", inDirectory: directory + "/", isRunning: { _ in false })
+        let outcome = try OfflineSceneDiscard.discard("alice", inDirectory: directory + "/")
         #expect(outcome == .init(path: state, generation: 7, alreadyDiscarded: false))
         let edited = try Archive.decodeState(try read(state), source: state)
         #expect(edited.generation == 8)
@@ -65,6 +65,12 @@ import Glibc
         var status = stat()
         #expect(lstat(state, &status) == 0 && status.st_mode & 0o7777 == 0o640)
         #expect(DurableFile.directoryEntries(directory) == ["state.archive"])
+        // At Int.max the generation stays: no trap.
+        var last = try Archive.decodeState(try read(state), source: state)
+        last.generation = Int.max
+        guard case .discarded(let edited, Int.max) = Archive.discardSession("bob", inSavedState: last.encodedState(), source: state)
+        else { Issue.record("not discarded"); return }
+        #expect(try Archive.decodeState(edited, source: state).generation == Int.max)
         // The launch reports it: covered by SceneTests' sessionsDiscardedWhileTheServiceWasNotRunning…; the bytes are
         // what Archive.discardSession(_:inSavedState:source:) makes of them.
         #expect(Archive.discardSession("alice", inSavedState: try read(state), source: state) == .alreadyDiscarded(generation: 8))
@@ -73,13 +79,13 @@ import Glibc
     @Test func aSessionAlreadyMarkedAnUnknownOneOrAnUnreadableStateChangeNothing() throws {
         let (directory, state, bytes) = try stateDirectory()
         defer { remove(directory) }
-        _ = try OfflineSceneDiscard.discard("bob", inDirectory: directory, isRunning: { _ in false })
+        _ = try OfflineSceneDiscard.discard("bob", inDirectory: directory)
         let marked = try read(state)
-        #expect(try OfflineSceneDiscard.discard("bob", inDirectory: directory, isRunning: { _ in false }).alreadyDiscarded)
+        #expect(try OfflineSceneDiscard.discard("bob", inDirectory: directory).alreadyDiscarded)
         #expect(try read(state) == marked)
 
         let unknown = #expect(throws: OfflineSceneDiscard.Failure.self) {
-            try OfflineSceneDiscard.discard("carol", inDirectory: directory, isRunning: { _ in false })
+            try OfflineSceneDiscard.discard("carol", inDirectory: directory)
         }
         #expect(unknown == .noSuchSession(identifier: "carol", path: state, sessions: 2))
         #expect(unknown?.exitCode == 65)
@@ -89,7 +95,7 @@ import Glibc
         let torn = Array(bytes.dropLast(5))
         try DurableFile.write(torn, to: state)
         let unreadable = #expect(throws: OfflineSceneDiscard.Failure.self) {
-            try OfflineSceneDiscard.discard("alice", inDirectory: directory, isRunning: { _ in false })
+            try OfflineSceneDiscard.discard("alice", inDirectory: directory)
         }
         #expect(unreadable?.exitCode == 65)
         #expect(unreadable?.description.hasSuffix("; nothing was changed") == true)
@@ -97,41 +103,108 @@ import Glibc
 
         unlink(state)
         let none = #expect(throws: OfflineSceneDiscard.Failure.self) {
-            try OfflineSceneDiscard.discard("alice", inDirectory: directory, isRunning: { _ in false })
+            try OfflineSceneDiscard.discard("alice", inDirectory: directory)
         }
         #expect(none?.exitCode == 66)
         #expect(none?.description.hasPrefix("no saved state at \(state) (") == true)
     }
 
-    @Test func aRunRecordOfALiveRunRefusesTheEditAndOneOfAnEndedRunOrAnotherProcessDoesNot() throws {
+    @Test func aProcessOfTheServiceHoldingTheDirectoryRefusesTheEditAndALaunchWaitsForOne() throws {
         let (directory, state, bytes) = try stateDirectory()
         defer { remove(directory) }
-        let now = WallClock.microseconds()
-        let started = try #require(OfflineSceneDiscard.processStart(getpid()))
-        // This test process is "the service": started when /proc says it did, a few ms off at most.
-        #expect(started <= now && now - started < 1_800_000_000)
-        var run = ServiceRecord(kind: "Run", fields: ["pid": "\(getpid())", "started": "\(started)", "phase": "running"])
-        if let boot = ServiceFacts.bootID() { run["boot"] = boot }
-        try run.write(to: directory + "/run.record")
-        #expect(OfflineSceneDiscard.isRunning(run))
+        // A process of the service holds it shared, as StateStore does from before its load until it exits.
+        do {
+            let service = try #require(try StateDirectoryLock.take(directory, .shared))
+            let refused = #expect(throws: OfflineSceneDiscard.Failure.self) {
+                try OfflineSceneDiscard.discard("alice", inDirectory: directory)
+            }
+            #expect(refused == .serviceRunning(directory: directory))
+            #expect(refused?.exitCode == 75)
+            #expect(try read(state) == bytes)
+            // An upgrade's second process shares it.
+            #expect(try StateDirectoryLock.take(directory, .shared) != nil)
+            withExtendedLifetime(service) {}
+        }
+        // An editor holding it makes a launch wait, then go on without it.
+        do {
+            let editor = try #require(try StateDirectoryLock.take(directory, .exclusive))
+            let waited = ContinuousClock().measure {
+                let (lock, problem) = StateDirectoryLock.shared(directory, patience: .milliseconds(100))
+                #expect(lock == nil)
+                #expect(problem?.contains("held \(directory) exclusively") == true)
+            }
+            #expect(waited >= .milliseconds(100))
+            withExtendedLifetime(editor) {}
+        }
+        // The editor is done: the lock is the service's again.
+        #expect(StateDirectoryLock.shared(directory).lock != nil)
+        // No directory: nothing to lock, and nothing to say.
+        #expect(StateDirectoryLock.shared(directory + "/missing").problem == nil)
+        #expect(try !OfflineSceneDiscard.discard("alice", inDirectory: directory).alreadyDiscarded)
+    }
+
+    @Test func aStateThisBuildWouldNotWriteBackAsItIsOrASymbolicLinkIsRefused() throws {
+        let (directory, state, bytes) = try stateDirectory()
+        defer { remove(directory) }
+        // A member a newer LifecycleKit writes: read (readers ignore it), but a rewrite would drop it.
+        var text = String(decoding: bytes, as: UTF8.self)
+        let body = String(text[text.index(after: text.firstIndex(of: "\n")!)...])
+        let newer = "{\"future\":1," + body.dropFirst()
+        let checksum = String(CRC32.checksum(Array(newer.utf8)), radix: 16)
+        let header = "LifecycleKit-State 2 \(newer.utf8.count) \(String(repeating: "0", count: 8 - checksum.count) + checksum)\n"
+        text = header + newer
+        let written = try #require(Archive.decodeState(Array(text.utf8), source: "test").sessions.first).identifier
+        #expect(written == "alice")
+        try DurableFile.write(Array(text.utf8), to: state)
         let refused = #expect(throws: OfflineSceneDiscard.Failure.self) {
             try OfflineSceneDiscard.discard("alice", inDirectory: directory)
         }
-        #expect(refused == .serviceRunning(pid: getpid(), directory: directory))
-        #expect(refused?.exitCode == 75)
-        #expect(try read(state) == bytes)
+        #expect(refused?.exitCode == 65)
+        #expect(refused?.description.contains("would not write back as it is") == true)
+        #expect(try read(state) == Array(text.utf8))
 
-        // The same pid, but a process that started an hour later than the run: the kernel gave the pid away.
-        run["started"] = "\(started - 3_600_000_000)"
-        #expect(!OfflineSceneDiscard.isRunning(run))
-        // Another boot's run, and a run that exited cleanly, are over.
-        run["started"] = "\(started)"
-        run["boot"] = "00000000-0000-0000-0000-000000000000"
-        #expect(!OfflineSceneDiscard.isRunning(run))
-        run["boot"] = ServiceFacts.bootID()
-        run["phase"] = "exited"
-        #expect(!OfflineSceneDiscard.isRunning(run))
-        try run.write(to: directory + "/run.record")
-        #expect(try !OfflineSceneDiscard.discard("alice", inDirectory: directory).alreadyDiscarded)
+        unlink(state)
+        try DurableFile.write(bytes, to: directory + "/elsewhere")
+        symlink(directory + "/elsewhere", state)
+        let link = #expect(throws: OfflineSceneDiscard.Failure.self) {
+            try OfflineSceneDiscard.discard("alice", inDirectory: directory)
+        }
+        #expect(link?.description.contains("is a symbolic link") == true)
+        #expect(try read(directory + "/elsewhere") == bytes)
+    }
+
+    @Test func theOwnerAndModeOfTheFileAreKept() throws {
+        let (directory, state, _) = try stateDirectory()
+        defer { remove(directory) }
+        chmod(state, 0o604)
+        // As root (CI, the end-to-end tests), the file of a service's user: nobody's here.
+        let someoneElse = geteuid() == 0
+        if someoneElse { chown(state, 65534, 65534) }
+        _ = try OfflineSceneDiscard.discard("alice", inDirectory: directory)
+        var status = stat()
+        #expect(lstat(state, &status) == 0)
+        #expect(status.st_mode & 0o7777 == 0o604)
+        if someoneElse { #expect(status.st_uid == 65534 && status.st_gid == 65534) }
+    }
+
+    @Test func aUnitThatIsNotStoppedOrWhoseStoreHoldsDescriptorsIsRefused() throws {
+        func check(_ show: String?) -> OfflineSceneDiscard.Failure? {
+            do {
+                try OfflineSceneDiscard.checkStopped(unit: "app.service", show: show)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(check("ActiveState=inactive\nSubState=dead\nNFileDescriptorStore=0\n") == nil)
+        #expect(check("ActiveState=failed\nSubState=failed\nNFileDescriptorStore=0\n") == nil)
+        #expect(check(nil) == nil)
+        #expect(check("ActiveState=active\nSubState=running\n") == .unitNotStopped(unit: "app.service", state: "active (running)"))
+        // A crash's automatic restart waits in activating.
+        #expect(check("ActiveState=activating\nSubState=auto-restart\nNFileDescriptorStore=3\n")?.exitCode == 75)
+        #expect(
+            check("ActiveState=inactive\nSubState=dead\nNFileDescriptorStore=2\n")
+                == .unitNotStopped(unit: "app.service", state: "stopped with 2 descriptor(s) in its file descriptor store")
+        )
     }
 }

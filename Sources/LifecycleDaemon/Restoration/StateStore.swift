@@ -44,6 +44,10 @@ final class StateStore {
 
     /// The state file, when there is a state directory.
     let path: String?
+    /// The state directory's lock, held shared from before the load until the process ends, so that an edit of the
+    /// saved state (`lifecyclectl scene discard --state-directory`) is refused while the service runs and waits for
+    /// none of its processes.
+    private let directoryLock: StateDirectoryLock?
     private let store: FileDescriptorStore?
     private let keepRejected: Int
     private let writeDelay: Duration
@@ -96,6 +100,13 @@ final class StateStore {
         self.reportStoreFailure = reportStoreFailure
         self.isOwnerNow = isOwner
         path = settings.stateDirectory.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/" + Self.fileName }
+        if let directory = settings.stateDirectory {
+            let (lock, problem) = StateDirectoryLock.shared(directory)
+            directoryLock = lock
+            if let problem { logger.warning("state directory: \(problem); going on without its lock") }
+        } else {
+            directoryLock = nil
+        }
         let useStore: Bool
         switch settings.fileDescriptorStore {
         case .no: useStore = false

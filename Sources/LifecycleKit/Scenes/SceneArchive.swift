@@ -97,13 +97,18 @@ package enum SavedStateSessionDiscard: Equatable, Sendable {
     case noSuchSession(sessions: Int)
     /// The bytes are not a saved state this build reads.
     case unreadable(reason: String)
+    /// This build would not write the saved state back as it is (members it does not know, another writer's
+    /// encoding): rewriting it would lose them.
+    case notRewritable
 }
 
 extension Archive {
     /// Marks session `identifier` discarded in the saved state `bytes` (read from `source`), for a tool that edits it
     /// while the service is not running (`lifecyclectl scene discard --state-directory`): decoded and checked as a
     /// launch checks it, the session marked (``discardSession(withIdentifier:)``), the generation raised by one so the
-    /// edited copy is the newest a launch finds, everything else as it was.
+    /// edited copy is the newest a launch finds, everything else as it was. Refused (``SavedStateSessionDiscard/notRewritable``)
+    /// unless this build encodes the unedited state back to exactly `bytes`: a newer LifecycleKit's members would be
+    /// lost otherwise.
     package static func discardSession(
         _ identifier: String,
         inSavedState bytes: [UInt8],
@@ -115,13 +120,14 @@ extension Archive {
         } catch {
             return .unreadable(reason: error.reason)
         }
+        guard archive.encodedState() == bytes else { return .notRewritable }
         let generation = archive.generation
         guard let session = archive.sessions.first(where: { $0.identifier == identifier }) else {
             return .noSuchSession(sessions: archive.sessions.count)
         }
         if session.discarded { return .alreadyDiscarded(generation: generation) }
         _ = archive.discardSession(withIdentifier: identifier)
-        archive.generation = generation + 1
+        archive.generation = generation < Int.max ? generation + 1 : generation
         return .discarded(bytes: archive.encodedState(), generation: generation)
     }
 }

@@ -21,7 +21,7 @@ import Glibc
 @Suite(.timeLimit(.minutes(1)))
 struct HTTPServerTests {
     /// The checks every adapter passes (`ServerChecks`), on this one.
-    static let checks = ServerChecks { descriptor, options in
+    static let checks = ServerChecks(keepAliveHeader: []) { descriptor, options in
         Serving(
             testRouter(slowStarted: options.slowStarted),
             on: descriptor,

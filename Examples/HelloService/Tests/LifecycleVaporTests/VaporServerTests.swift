@@ -20,7 +20,7 @@ import Glibc
 @Suite(.timeLimit(.minutes(2)))
 struct VaporServerTests {
     /// The checks every adapter passes (`ServerChecks`), on this one.
-    static let checks = ServerChecks { descriptor, options in
+    static let checks = ServerChecks(keepAliveHeader: ["keep-alive"]) { descriptor, options in
         Serving(
             vapor: testRoutes(slowStarted: options.slowStarted),
             on: descriptor,
