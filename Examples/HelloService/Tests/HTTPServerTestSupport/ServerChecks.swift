@@ -6,12 +6,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 
-import Testing
 
 /// What every adapter that serves an inherited listening socket must do, whatever framework answers the requests
 /// (`LifecycleHummingbird.HTTPServer`, `LifecycleVapor.VaporServer`): the same checks on real loopback sockets, each
 /// starting the adapter under test through `start`. Each adapter's suite calls them from tests of its own, so a
-/// failure names the adapter.
+/// failure names the adapter. A check that does not hold throws ``ServerCheckFailure`` (with what was found and the
+/// check's line) rather than using swift-testing's macros: this library is an ordinary target, which a release build
+/// of the package (`scripts/bench`) compiles too, and the Testing module is there for test targets only.
 ///
 /// The routes `start` serves: `GET /` answers `hello`; `GET /slow?ms=N` yields to `slowStarted`, then answers `done`
 /// after N milliseconds.
@@ -58,9 +59,9 @@ public struct ServerChecks: Sendable {
             try await connection.get("/")
             return try await connection.response()
         }
-        #expect(response.status == 200)
-        #expect(response.body == "hello")
-        #expect(response.values("connection") == keepAliveHeader)
+        try expect(response.status, 200, "response.status")
+        try expect(response.body, "hello", "response.body")
+        try expect(response.values("connection"), keepAliveHeader, "the response's Connection header")
         await serving.shutDownGracefully()
         try await serving.finished()
     }
@@ -73,12 +74,12 @@ public struct ServerChecks: Sendable {
         let serving = serve(on: first)
         try await RawHTTPConnection.connect(to: listener.port) { connection in
             try await connection.get("/")
-            #expect(try await connection.response().status == 200)
+            try expect(try await connection.response().status, 200, "the status")
         }
         await serving.shutDownGracefully()
         try await serving.finished()
-        #expect(!listener.isOpen(first))
-        #expect(listener.isListening)
+        try expect(!listener.isOpen(first), "the first server's descriptor closed")
+        try expect(listener.isListening, "the socket still listening")
 
         // Nobody accepts: the kernel queues the connection.
         let response = try await RawHTTPConnection.connect(to: listener.port) { connection in
@@ -90,8 +91,8 @@ public struct ServerChecks: Sendable {
             try await next.finished()
             return response
         }
-        #expect(response.status == 200)
-        #expect(response.body == "hello")
+        try expect(response.status, 200, "response.status")
+        try expect(response.body, "hello", "response.body")
     }
 
     /// In each of five rounds, 32 connections arrive while the shutdown begins (`stagger` × the round later): some are
@@ -114,7 +115,7 @@ public struct ServerChecks: Sendable {
                 try await next.finished()
                 return statuses
             }
-            #expect(statuses == Array(repeating: 200, count: 32), "round \(round)")
+            try expect(statuses, Array(repeating: 200, count: 32), "the statuses in round \(round)")
         }
     }
 
@@ -132,7 +133,7 @@ public struct ServerChecks: Sendable {
                 Self.getRoot(32, port: port, in: &group)
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
-            #expect(statuses == Array(repeating: 200, count: 32), "round \(round)")
+            try expect(statuses, Array(repeating: 200, count: 32), "the statuses in round \(round)")
         }
         await first.shutDownGracefully()
         await second.shutDownGracefully()
@@ -155,10 +156,10 @@ public struct ServerChecks: Sendable {
             try await connection.get("/")
             return (try await connection.response(), await connection.end())
         }
-        #expect(response.status == 200)
-        #expect(response.body == "hello")
-        #expect(response.values("connection") == ["close"])
-        #expect(end == .closed)
+        try expect(response.status, 200, "response.status")
+        try expect(response.body, "hello", "response.body")
+        try expect(response.values("connection"), ["close"], "the response's Connection header")
+        try expect(end, .closed, "how the connection ended")
         try await serving.finished()
     }
 
@@ -176,12 +177,12 @@ public struct ServerChecks: Sendable {
             try await connection.get("/")
             return (first, try await connection.response(), await connection.end())
         }
-        #expect(first.status == 200)
-        #expect(first.values("connection") == keepAliveHeader)
-        #expect(second.status == 200)
-        #expect(second.body == "hello")
-        #expect(second.values("connection") == ["close"])
-        #expect(end == .closed)
+        try expect(first.status, 200, "first.status")
+        try expect(first.values("connection"), keepAliveHeader, "the first response's Connection header")
+        try expect(second.status, 200, "second.status")
+        try expect(second.body, "hello", "second.body")
+        try expect(second.values("connection"), ["close"], "the second response's Connection header")
+        try expect(end, .closed, "how the connection ended")
         try await serving.finished()
     }
 
@@ -192,14 +193,14 @@ public struct ServerChecks: Sendable {
         let clock = ContinuousClock()
         let (end, waited) = try await RawHTTPConnection.connect(to: listener.port) { connection in
             try await connection.get("/")
-            #expect(try await connection.response().status == 200)
+            try expect(try await connection.response().status, 200, "the status")
             let shutdown = clock.now
             await serving.shutDownGracefully()
             return (await connection.end(), clock.now - shutdown)
         }
-        #expect(end == .closed)
+        try expect(end, .closed, "how the connection ended")
         // The grace timer starts after the shutdown was asked for, so the close cannot come sooner.
-        #expect(waited >= .milliseconds(250))
+        try expect(waited >= .milliseconds(250), "the close no sooner than the grace, 250 ms (it came after \(waited))")
         try await serving.finished()
     }
 
@@ -216,11 +217,11 @@ public struct ServerChecks: Sendable {
             let returnedEarly = serving.hasReturned
             return (try await connection.response(), await connection.end(), returnedEarly)
         }
-        #expect(response.status == 200)
-        #expect(response.body == "done")
-        #expect(response.values("connection") == ["close"])
-        #expect(end == .closed)
-        #expect(!returnedEarly)
+        try expect(response.status, 200, "response.status")
+        try expect(response.body, "done", "response.body")
+        try expect(response.values("connection"), ["close"], "the response's Connection header")
+        try expect(end, .closed, "how the connection ended")
+        try expect(!returnedEarly, "the run still going 100 ms into the shutdown")
         try await serving.finished()
     }
 
@@ -231,12 +232,12 @@ public struct ServerChecks: Sendable {
         let serving = serve(on: listener.dup())
         try await RawHTTPConnection.connect(to: listener.port) { connection in
             try await connection.get("/")
-            #expect(try await connection.response().status == 200)
+            try expect(try await connection.response().status, 200, "the status")
         }
-        #expect(listener.backlog == before)
+        try expect(listener.backlog, before, "listener.backlog")
         await serving.shutDownGracefully()
         try await serving.finished()
-        #expect(listener.backlog == before)
+        try expect(listener.backlog, before, "listener.backlog")
     }
 
     /// Starts `count` connections to `port` in `group`, each asking for `/`; each task returns its response's status.
@@ -250,4 +251,27 @@ public struct ServerChecks: Sendable {
             }
         }
     }
+}
+
+/// A check of ``ServerChecks`` that did not hold: what was found against what was expected, and the line of the check.
+/// The test that called the check fails with it.
+public struct ServerCheckFailure: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// Fails the check unless `found` is `expected`.
+private func expect<T: Equatable>(
+    _ found: T,
+    _ expected: T,
+    _ what: @autoclosure () -> String,
+    line: Int = #line
+) throws(ServerCheckFailure) {
+    guard found != expected else { return }
+    throw ServerCheckFailure(description: "ServerChecks.swift:\(line): \(what()) is \(found), expected \(expected)")
+}
+
+/// Fails the check unless `holds`.
+private func expect(_ holds: Bool, _ what: @autoclosure () -> String, line: Int = #line) throws(ServerCheckFailure) {
+    guard !holds else { return }
+    throw ServerCheckFailure(description: "ServerChecks.swift:\(line): expected \(what())")
 }
