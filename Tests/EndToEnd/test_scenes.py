@@ -299,6 +299,17 @@ def activations(ctl: Callable[..., object], scene: str) -> str:
     return nodes[0]["status"]
 
 
+def restored_launch() -> list[tuple[str, str]]:
+    """A launch with a saved state: the delegate's callbacks, the restoration's between willFinishLaunching and
+    didFinishLaunching (the sessions come back disconnected; their reconnections follow)."""
+    return [
+        ("willFinishLaunching", "delegate"),
+        ("application(_:shouldRestoreApplicationState:)", "delegate"),
+        ("application(_:didDecodeRestorableStateWith:)", "delegate"),
+        ("didFinishLaunching", "delegate"),
+    ]
+
+
 def first_launch() -> list[tuple[str, str]]:
     """The first start: launch (nothing saved), then the service's connections, in the order it asked for them."""
     return (
@@ -506,12 +517,7 @@ def test_sessions_come_back_across_a_restart_and_an_upgrade(
         + [("sceneDidDisconnect", f"scene:{CLIENT_1}")]
         + teardown(CLIENT_1)
         # The new one: launch with the saved sessions, then their reconnections.
-        + [
-            ("willFinishLaunching", "delegate"),
-            ("application(_:shouldRestoreApplicationState:)", "delegate"),
-            ("application(_:didDecodeRestorableStateWith:)", "delegate"),
-            ("didFinishLaunching", "delegate"),
-        ]
+        + restored_launch()
         + reconnect_to_foreground(CLIENT_1)
         + reconnect_to_background(CLIENT_2)
         # client-2 reached the background in launch's connections: the state is saved once they are over.
@@ -535,12 +541,7 @@ def test_sessions_come_back_across_a_restart_and_an_upgrade(
         sandbox,
         unit,
         cursor,
-        [
-            ("willFinishLaunching", "delegate"),
-            ("application(_:shouldRestoreApplicationState:)", "delegate"),
-            ("application(_:didDecodeRestorableStateWith:)", "delegate"),
-            ("didFinishLaunching", "delegate"),
-        ]
+        restored_launch()
         + reconnect_to_foreground(CLIENT_1)
         + reconnect_to_background(CLIENT_2)
         + save(CLIENT_1, CLIENT_2),
@@ -601,13 +602,9 @@ def test_a_session_discarded_while_the_service_is_stopped_is_reported_at_the_nex
         sandbox,
         unit,
         cursor,
-        [
-            ("willFinishLaunching", "delegate"),
-            ("application(_:shouldRestoreApplicationState:)", "delegate"),
-            ("application(_:didDecodeRestorableStateWith:)", "delegate"),
-            ("didFinishLaunching", "delegate"),
-            ("application(_:didDiscardSceneSessions:)", "delegate"),
-        ]
+        restored_launch()
+        # The sessions discarded while the service was stopped, right after didFinishLaunching.
+        + [("application(_:didDiscardSceneSessions:)", "delegate")]
         + reconnect_to_foreground(CLIENT_1)
         + reconnect_to_foreground(CLIENT_2),
         pid=started["MainPID"],
