@@ -80,6 +80,22 @@ def kill_main(sandbox: Sandbox, unit: str, signal_name_or_number: str) -> None:
     sandbox.systemctl("kill", "--kill-whom=main", "-s", signal_name_or_number, unit)
 
 
+def main_pid(sandbox: Sandbox, unit: str) -> str:
+    """The unit's main process, as systemd has it ("0" when it has none)."""
+    return sandbox.show(unit, "MainPID")["MainPID"]
+
+
+def active_again(sandbox: Sandbox, unit: str, old_pid: str, timeout: float = 30, interval: float = 0.02) -> str:
+    """Waits until a process other than `old_pid` is the unit's main process and the unit is active; returns it."""
+
+    def new_pid() -> str | None:
+        shown = sandbox.show(unit, "MainPID", "ActiveState")
+        pid = shown["MainPID"]
+        return pid if pid not in ("0", old_pid) and shown["ActiveState"] == "active" else None
+
+    return wait_for(new_pid, timeout=timeout, interval=interval, message="the unit active with a new main process")
+
+
 def start(sandbox: Sandbox, unit: str) -> tuple[str, dict[str, str]]:
     """Starts the unit (returns after READY=1): the cursor from before the start, and the unit's properties."""
     cursor = sandbox.cursor()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness import CHECKOUT, Sandbox, wait_for
-from peers import CONFIG_PATH, kill_main
+from peers import CONFIG_PATH, active_again, kill_main, main_pid
 
 STATE = "/var/lib/lifecycled"
 FIGURES = CHECKOUT / ".build-e2e" / "run-end-figures.json"
@@ -42,18 +42,6 @@ def launch_line(sandbox: Sandbox, unit: str, cursor: str, not_pid: str | None = 
         return None
 
     return wait_for(find, timeout=timeout, interval=0.2, message="the next launch line")
-
-
-def main_pid(sandbox: Sandbox, unit: str) -> str:
-    return sandbox.show(unit, "MainPID")["MainPID"]
-
-
-def active_again(sandbox: Sandbox, unit: str, old_pid: str, timeout: float = 40) -> str:
-    def new_pid() -> str | None:
-        shown = sandbox.show(unit, "MainPID", "ActiveState")
-        return shown["MainPID"] if shown["ActiveState"] == "active" and shown["MainPID"] not in ("0", old_pid) else None
-
-    return wait_for(new_pid, timeout=timeout, interval=0.1, message="the unit active with a new main process")
 
 
 def status(sandbox: Sandbox, unit: str) -> dict:
@@ -78,7 +66,7 @@ def test_each_cause_of_a_runs_end_is_named_by_the_next_launch(
     assert "lifecyclectl" in shown["ExecStopPost"] and "record-stop" in shown["ExecStopPost"], shown
 
     def check(name: str, cursor: str, cause: str, old: str, *words: str) -> str:
-        pid = active_again(sandbox, unit, old)
+        pid = active_again(sandbox, unit, old, timeout=40, interval=0.1)
         record = launch_line(sandbox, unit, cursor, not_pid=old)
         message = str(record.get("MESSAGE"))
         lines[name] = message

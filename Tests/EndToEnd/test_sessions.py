@@ -31,7 +31,8 @@ import pytest
 import websockets
 
 from harness import Sandbox, wait_for
-from peers import kill_main
+from hostile import status_value
+from peers import active_again, kill_main, main_pid
 from test_example import (  # noqa: F401 (fixtures)
     SANDBOX_BIN,
     UNIT,
@@ -49,27 +50,6 @@ UPGRADES = 20
 KILLS = 5
 # The close window the tests configure: a thousand closes, one a millisecond.
 WINDOW = 1
-
-
-def rss_kib(sandbox: Sandbox, pid: str) -> int:
-    """The resident set of the sandbox's process `pid` (its own PID namespace), in KiB."""
-    for line in sandbox.run("cat", f"/proc/{pid}/status").stdout.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def main_pid(sandbox: Sandbox) -> str:
-    return sandbox.show(UNIT, "MainPID")["MainPID"]
-
-
-def serving_again(sandbox: Sandbox, old_pid: str) -> str:
-    def new_pid() -> str | None:
-        shown = sandbox.show(UNIT, "MainPID", "ActiveState")
-        pid = shown["MainPID"]
-        return pid if pid not in ("0", old_pid) and shown["ActiveState"] == "active" else None
-
-    return wait_for(new_pid, timeout=60, interval=0.02, message="a new main process")
 
 
 @pytest.fixture
@@ -143,30 +123,30 @@ def test_a_thousand_sessions_come_through_restarts_upgrades_and_sigkills_without
     sandbox: Sandbox, sessions_service: Callable[..., int]
 ) -> None:
     port = sessions_service()
-    pid = main_pid(sandbox)
-    idle = rss_kib(sandbox, pid)
+    pid = main_pid(sandbox, UNIT)
+    idle = status_value(sandbox, pid, "VmRSS")
     fleet = Fleet(f"ws://127.0.0.1:{port}/ws", SESSIONS, every_ms=250, limit=600).start()
     try:
         fleet.wait_connected(timeout=90)
         time.sleep(2)
-        connected_rss = rss_kib(sandbox, main_pid(sandbox))
+        connected_rss = status_value(sandbox, main_pid(sandbox, UNIT), "VmRSS")
         assert counts(port)["connected"] == SESSIONS
 
         def restart() -> None:
-            old = main_pid(sandbox)
+            old = main_pid(sandbox, UNIT)
             sandbox.systemctl("restart", UNIT)
-            serving_again(sandbox, old)
+            active_again(sandbox, UNIT, old, timeout=60)
 
         def upgrade() -> None:
-            old = main_pid(sandbox)
+            old = main_pid(sandbox, UNIT)
             done = sandbox.run("lifecyclectl", "upgrade", "-u", "hello", check=False, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
-            serving_again(sandbox, old)
+            active_again(sandbox, UNIT, old, timeout=60)
 
         def kill() -> None:
-            old = main_pid(sandbox)
+            old = main_pid(sandbox, UNIT)
             kill_main(sandbox, UNIT, "SIGKILL")
-            serving_again(sandbox, old)
+            active_again(sandbox, UNIT, old, timeout=60)
 
         phases = [
             phase(fleet, "restarts", RESTARTS, restart),
@@ -295,8 +275,8 @@ def test_hostile_clients_hold_no_more_than_the_documented_bounds(
 ) -> None:
     port = sessions_service("MaxSessions=500\n")
     url = f"ws://127.0.0.1:{port}/ws"
-    pid = main_pid(sandbox)
-    start_rss = rss_kib(sandbox, pid)
+    pid = main_pid(sandbox, UNIT)
+    start_rss = status_value(sandbox, pid, "VmRSS")
     results: dict[str, object] = {}
 
     # A frame past the endpoint's largest (16 KiB): closed with 1009.
@@ -329,6 +309,6 @@ def test_hostile_clients_hold_no_more_than_the_documented_bounds(
     results["after 1,500 idle sessions"] = known
     assert known["connected"] + known["disconnected"] <= 500, known
     assert known["ended"] >= 1000, known
-    results["rss growth KiB"] = rss_kib(sandbox, pid) - start_rss
+    results["rss growth KiB"] = status_value(sandbox, pid, "VmRSS") - start_rss
     print(f"\nhostile clients: {json.dumps(results)}")
-    assert main_pid(sandbox) == pid
+    assert main_pid(sandbox, UNIT) == pid

@@ -36,7 +36,7 @@ import pytest
 
 from harness import CHECKOUT, CtlBinary, Sandbox, wait_for
 from http_load import ConnectionPerRequestLoad, Failure, LoadResult, WrkLoad
-from peers import kill_main
+from peers import active_again, kill_main, main_pid
 from test_example import EXAMPLE, answers, free_port, get, resolve_example_binary
 
 UNIT = "hello-vapor.service"
@@ -152,21 +152,6 @@ def vapor_units(
 # The operations.
 
 
-def main_pid(sandbox: Sandbox) -> str:
-    return sandbox.show(UNIT, "MainPID")["MainPID"]
-
-
-def serving_again(sandbox: Sandbox, old_pid: str) -> str:
-    """Waits until a process other than `old_pid` is the main process and the service is active; returns it."""
-
-    def new_pid() -> str | None:
-        shown = sandbox.show(UNIT, "MainPID", "ActiveState")
-        pid = shown["MainPID"]
-        return pid if pid not in ("0", old_pid) and shown["ActiveState"] == "active" else None
-
-    return wait_for(new_pid, timeout=30, interval=0.02, message="a new main process")
-
-
 def upgrade(sandbox: Sandbox) -> tuple[int, str]:
     done = sandbox.run("lifecyclectl", "upgrade", "-u", "hello-vapor", check=False, timeout=120)
     return done.returncode, done.stdout + done.stderr
@@ -175,12 +160,12 @@ def upgrade(sandbox: Sandbox) -> tuple[int, str]:
 def run_cycles(sandbox: Sandbox, cycles: int) -> dict[str, object]:
     """`cycles` times: `systemctl restart`, a background round trip (SIGUSR1, 0.3 s, SIGUSR2), `lifecyclectl upgrade`;
     each cycle at least CYCLE_SECONDS long. Returns the upgrades' exit statuses and the restart count systemd kept."""
-    pid = main_pid(sandbox)
+    pid = main_pid(sandbox, UNIT)
     upgrades: list[int] = []
     for _ in range(cycles):
         began = time.monotonic()
         sandbox.systemctl("restart", UNIT)
-        pid = serving_again(sandbox, pid)
+        pid = active_again(sandbox, UNIT, pid)
         time.sleep(0.4)
         kill_main(sandbox, UNIT, "SIGUSR1")
         time.sleep(0.3)
@@ -189,7 +174,7 @@ def run_cycles(sandbox: Sandbox, cycles: int) -> dict[str, object]:
         code, output = upgrade(sandbox)
         upgrades.append(code)
         if code == 0:
-            pid = serving_again(sandbox, pid)
+            pid = active_again(sandbox, UNIT, pid)
         time.sleep(max(0.3, CYCLE_SECONDS - (time.monotonic() - began)))
     return {"upgrade exit statuses": upgrades, "NRestarts": sandbox.show(UNIT, "NRestarts")["NRestarts"]}
 
@@ -325,7 +310,7 @@ def test_vapor_on_its_socket_unit_fails_no_request_through_restarts_round_trips_
 
     # In every run of every process: the lifecycle handlers' boot before the first accept, their shutdown after the
     # last connection closed. (Each restart and upgrade ended one process; each round trip one run.)
-    main = main_pid(sandbox)
+    main = main_pid(sandbox, UNIT)
 
     def ended_runs() -> dict[str, list[str]] | None:
         # The last process an upgrade replaced may still be writing its last lines.
@@ -366,11 +351,11 @@ def test_without_its_socket_unit_the_bound_listener_outlives_a_crash_in_the_file
     port = vapor_units(socket_unit=False)
     with ConnectionPerRequestLoad(port, threads=8, limit=300) as load:
         load.wait_for_requests(100)
-        pid = main_pid(sandbox)
+        pid = main_pid(sandbox, UNIT)
         for _ in range(2):
             began = time.monotonic()
             kill_main(sandbox, UNIT, "SIGKILL")
-            pid = serving_again(sandbox, pid)
+            pid = active_again(sandbox, UNIT, pid)
             load.wait_for_requests(100)
             time.sleep(max(0.0, CYCLE_SECONDS - (time.monotonic() - began)))
         result = load.stop()

@@ -28,7 +28,8 @@ from harness import CHECKOUT, Sandbox, wait_for
 from http_load import ConnectionPerRequestLoad
 from test_example import IDENTIFIER, UNIT, get  # noqa: F401
 from test_example import hello_bin, hello_unit  # noqa: F401 (fixtures)
-from test_zero_gap import REAL_BIN, hello_service, main_pid, replace_binary, restore_binary, status, upgrade  # noqa: F401
+from peers import main_pid
+from test_zero_gap import REAL_BIN, hello_service, replace_binary, restore_binary, status, upgrade  # noqa: F401
 
 FIGURES = CHECKOUT / ".build-e2e" / "versioned-state-figures.json"
 STATE = "/var/lib/private/hello-service"

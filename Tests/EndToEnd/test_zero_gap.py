@@ -29,7 +29,7 @@ import pytest
 
 from harness import Sandbox, wait_for
 from http_load import ConnectionPerRequestLoad, WrkLoad
-from peers import kill_main
+from peers import active_again, kill_main, main_pid
 from test_example import (  # noqa: F401 (fixtures)
     CONFIG,
     SlowRequest,
@@ -63,21 +63,6 @@ def hello_service(sandbox: Sandbox, hello_unit: Callable[..., int]) -> Iterator[
 
     yield install
     sandbox.run("sh", "-c", f"test -e {REAL_BIN} && mv -f {REAL_BIN} {SANDBOX_BIN}; true")
-
-
-def main_pid(sandbox: Sandbox) -> str:
-    return sandbox.show(UNIT, "MainPID")["MainPID"]
-
-
-def serving_again(sandbox: Sandbox, port: int, old_pid: str) -> str:
-    """Waits until a process other than `old_pid` is the main process and the service is active; returns it."""
-
-    def new_pid() -> str | None:
-        shown = sandbox.show(UNIT, "MainPID", "ActiveState", "SubState")
-        pid = shown["MainPID"]
-        return pid if pid not in ("0", old_pid) and shown["ActiveState"] == "active" else None
-
-    return wait_for(new_pid, timeout=30, interval=0.02, message="a new main process")
 
 
 def journal_lines(sandbox: Sandbox, cursor: str) -> str:
@@ -123,10 +108,10 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
         load.wait_for_requests(200)
 
         began = time.monotonic()
-        pid = main_pid(sandbox)
+        pid = main_pid(sandbox, UNIT)
         for _ in range(ROUNDS):
             sandbox.systemctl("restart", UNIT)
-            pid = serving_again(sandbox, port, pid)
+            pid = active_again(sandbox, UNIT, pid)
             load.wait_for_requests(50)
         restarts = (began, time.monotonic())
 
@@ -137,7 +122,7 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
             kill_main(sandbox, UNIT, "SIGUSR2")
             load.wait_for_requests(50)
         round_trips = (began, time.monotonic())
-        assert main_pid(sandbox) == pid
+        assert main_pid(sandbox, UNIT) == pid
 
         began = time.monotonic()
         ready_after = []
@@ -149,7 +134,7 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
             assert str(reply["previousPid"]) == pid, reply
             pid = str(reply["pid"])
             ready_after.append(reply["readySec"])
-            assert main_pid(sandbox) == pid, journal_lines(sandbox, cursor)
+            assert main_pid(sandbox, UNIT) == pid, journal_lines(sandbox, cursor)
             load.wait_for_requests(50)
         upgrades = (began, time.monotonic())
 
@@ -158,7 +143,7 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
         code, output = upgrade(sandbox)
         restore_binary(sandbox)
         assert code == 1 and "exited with status 3 before it was ready" in output, output
-        assert main_pid(sandbox) == pid
+        assert main_pid(sandbox, UNIT) == pid
         load.wait_for_requests(50)
 
         # A new binary that never becomes ready (it blocks in its first applicationDidBecomeActive): stopped after the
@@ -170,7 +155,7 @@ def test_restarts_round_trips_and_upgrades_under_load_refuse_no_connection(
         code, output = upgrade(sandbox, "--ready-timeout", "3")
         restore_binary(sandbox)
         assert code == 1 and "was not ready within 3 s" in output, output
-        assert main_pid(sandbox) == pid
+        assert main_pid(sandbox, UNIT) == pid
         load.wait_for_requests(100)
         failed_upgrades_end = time.monotonic()
         result = load.stop()
@@ -199,10 +184,10 @@ def test_sigkills_refuse_no_connection_and_only_requests_in_flight_fail(
     port = hello_service()
     with ConnectionPerRequestLoad(port, threads=8, limit=600) as load:
         load.wait_for_requests(200)
-        pid = main_pid(sandbox)
+        pid = main_pid(sandbox, UNIT)
         for _ in range(KILLS):
             kill_main(sandbox, UNIT, "SIGKILL")
-            pid = serving_again(sandbox, port, pid)
+            pid = active_again(sandbox, UNIT, pid)
             load.wait_for_requests(100)
         result = load.stop()
     print(f"\n{KILLS} SIGKILLs under load: {result.summary()}")
@@ -223,10 +208,10 @@ def test_a_keep_alive_load_sees_no_error_through_restarts_round_trips_and_upgrad
     started = time.monotonic()
     wrk = WrkLoad(port, seconds=operations * 3.5 + 6, connections=16).start()
     time.sleep(2)
-    pid = main_pid(sandbox)
+    pid = main_pid(sandbox, UNIT)
     for _ in range(operations):
         sandbox.systemctl("restart", UNIT)
-        pid = serving_again(sandbox, port, pid)
+        pid = active_again(sandbox, UNIT, pid)
         time.sleep(0.5)
         kill_main(sandbox, UNIT, "SIGUSR1")
         time.sleep(0.3)
@@ -234,7 +219,7 @@ def test_a_keep_alive_load_sees_no_error_through_restarts_round_trips_and_upgrad
         time.sleep(0.5)
         code, output = upgrade(sandbox)
         assert code == 0, output
-        pid = main_pid(sandbox)
+        pid = main_pid(sandbox, UNIT)
         time.sleep(0.5)
     # Every operation came while wrk was sending.
     assert time.monotonic() - started < wrk.seconds, f"the operations took {time.monotonic() - started:.1f} s"
@@ -257,10 +242,10 @@ def test_without_a_socket_unit_the_bound_listener_outlives_a_crash_in_the_file_d
     assert [(l["name"], l["origin"], l["address"]) for l in listeners] == [("http", "bound", f"127.0.0.1:{port}")]
     with ConnectionPerRequestLoad(port, threads=8, limit=300) as load:
         load.wait_for_requests(200)
-        pid = main_pid(sandbox)
+        pid = main_pid(sandbox, UNIT)
         for _ in range(3):
             kill_main(sandbox, UNIT, "SIGKILL")
-            pid = serving_again(sandbox, port, pid)
+            pid = active_again(sandbox, UNIT, pid)
             load.wait_for_requests(100)
         result = load.stop()
     print(f"\n3 SIGKILLs, the listener in the fd store: {result.summary()}")
@@ -284,10 +269,10 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     # Inactive stays inactive.
     sandbox.run("lifecyclectl", "inactive", "-u", "hello")
     assert wait_for(lambda: status(sandbox)["state"] == "inactive", timeout=10, message="inactive")
-    pid = main_pid(sandbox)
+    pid = main_pid(sandbox, UNIT)
     code, output = upgrade(sandbox, "--json")
     assert code == 0, output
-    assert main_pid(sandbox) != pid
+    assert main_pid(sandbox, UNIT) != pid
     assert wait_for(lambda: status(sandbox)["state"] == "inactive", timeout=10, message="inactive after the upgrade")
     sandbox.run("lifecyclectl", "foreground", "-u", "hello")
     assert wait_for(lambda: status(sandbox)["state"] == "active", timeout=10, message="active again")
@@ -297,11 +282,11 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
         sandbox,
         f"#!/bin/sh\nLIFECYCLE_HANG_IN=applicationDidBecomeActive exec {REAL_BIN} \"$@\"\n",
     )
-    pid = main_pid(sandbox)
+    pid = main_pid(sandbox, UNIT)
     code, output = upgrade(sandbox, "--ready-timeout", "2")
     restore_binary(sandbox)
     assert code == 1 and output.rstrip().endswith("; the daemon serves on as it was"), output
-    assert main_pid(sandbox) == pid
+    assert main_pid(sandbox, UNIT) == pid
     assert status(sandbox)["state"] == "active"
     # It hangs in a callback, so SIGTERM cannot end it: SIGKILL does, 2 s later. Until then the next upgrade is refused.
     code, output = upgrade(sandbox)
@@ -310,12 +295,12 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     time.sleep(3)
     code, output = upgrade(sandbox)
     assert code == 0, output
-    assert main_pid(sandbox) != pid
+    assert main_pid(sandbox, UNIT) != pid
     assert answers(port) == (200, "hello")
 
     # A SIGUSR1 while the new binary takes 2 s to start: the new process ends in the background too.
     replace_binary(sandbox, f"#!/bin/sh\nsleep 2\nexec {REAL_BIN} \"$@\"\n")
-    pid = main_pid(sandbox)
+    pid = main_pid(sandbox, UNIT)
     outcome: list[tuple[int, str]] = []
     upgrading = threading.Thread(target=lambda: outcome.append(upgrade(sandbox)))
     upgrading.start()
@@ -324,7 +309,7 @@ def test_an_upgrade_carries_the_state_the_running_process_was_in_at_the_hand_ove
     upgrading.join(timeout=60)
     restore_binary(sandbox)
     assert outcome and outcome[0][0] == 0, outcome
-    assert main_pid(sandbox) != pid
+    assert main_pid(sandbox, UNIT) != pid
     assert wait_for(lambda: status(sandbox)["state"] == "background", timeout=10, message="the background, kept")
     kill_main(sandbox, UNIT, "SIGUSR2")
     assert wait_for(lambda: status(sandbox)["state"] == "active", timeout=10, message="active again")
@@ -413,7 +398,7 @@ def test_an_upgrade_whose_barrier_systemd_answers_late_still_hands_over_and_the_
       `terminate` ended only the new process. Now the old process answers until it hands over, and a call made
       while it waits for systemd waits in the socket's backlog for the new main process."""
     port = hello_service()
-    pid = main_pid(sandbox)
+    pid = main_pid(sandbox, UNIT)
     cursor = sandbox.cursor()
     control = "/run/hello-service/control"
     os.kill(sandbox.pid, signal.SIGSTOP)
@@ -436,7 +421,7 @@ def test_an_upgrade_whose_barrier_systemd_answers_late_still_hands_over_and_the_
     done = outcome[0]
     assert done.returncode == 0, done.stdout + done.stderr + journal_lines(sandbox, cursor)
     assert background.returncode == 0, background.stdout + background.stderr
-    new = serving_again(sandbox, port, pid)
+    new = active_again(sandbox, UNIT, pid)
     # The old process's exit comes after systemd took the new pid: the service runs on, in the background as asked.
     time.sleep(1)
     shown = sandbox.show(UNIT, "MainPID", "ActiveState", "NRestarts")
@@ -458,7 +443,7 @@ def test_a_stop_or_restart_right_after_an_upgrade_drains_both_processes(
     with Result=success. The new process now waits for its predecessor to drain before it exits."""
     port = hello_service()
     for operation in ("stop", "restart"):
-        old_pid = main_pid(sandbox)
+        old_pid = main_pid(sandbox, UNIT)
         cursor = sandbox.cursor()
         slow = SlowRequest(port, seconds=4)
         code, output = upgrade(sandbox, "--json")
@@ -481,7 +466,7 @@ def test_a_stop_or_restart_right_after_an_upgrade_drains_both_processes(
         if operation == "stop":
             assert shown["ActiveState"] in ("inactive", "failed"), shown
             sandbox.systemctl("start", UNIT)
-        serving_again(sandbox, port, new_pid)
+        active_again(sandbox, UNIT, new_pid)
         assert answers(port) == (200, "hello")
 
 
@@ -519,7 +504,7 @@ def test_an_upgrade_in_the_background_with_the_close_policy_keeps_the_socket_ref
         assert wait_for(lambda: status(sandbox)["listeners"][0]["state"] == "closed", timeout=10, message="closed")
         with pytest.raises(ConnectionRefusedError):
             get(port, timeout=2)
-        old_pid = main_pid(sandbox)
+        old_pid = main_pid(sandbox, UNIT)
         code, output = upgrade(sandbox)
         assert code == 0, output
         # Once the old process has drained and exited (its last line), the socket is still shut down.
