@@ -139,13 +139,36 @@ struct ConnectionOptions: ParsableArguments {
         before deadline: ContinuousClock.Instant,
         systemctl: String = "systemctl"
     ) throws(Subprocess.TimedOut) -> String? {
-        var argv = [systemctl]
-        if user { argv.append("--user") }
-        argv += ["show", "--property=RuntimeDirectory", "--value", "--", unit]
-        guard let output = try Subprocess.output(of: argv, before: deadline),
+        guard
+            let output = try show(
+                unit,
+                ["RuntimeDirectory"],
+                valuesOnly: true,
+                user: user,
+                before: deadline,
+                systemctl: systemctl
+            ),
             let first = output.split(whereSeparator: { $0 == " " || $0 == "\n" }).first
         else { return nil }
         return String(first)
+    }
+
+    /// What `systemctl show` says of `unit`'s `properties`: `KEY=VALUE` lines, or the values alone with `valuesOnly`;
+    /// nil when systemctl fails. Throws when it has not answered by `deadline` (it is stopped then).
+    static func show(
+        _ unit: String,
+        _ properties: [String],
+        valuesOnly: Bool = false,
+        user: Bool,
+        before deadline: ContinuousClock.Instant,
+        systemctl: String = "systemctl"
+    ) throws(Subprocess.TimedOut) -> String? {
+        var argv = [systemctl]
+        if user { argv.append("--user") }
+        argv += ["show", "--property=" + properties.joined(separator: ",")]
+        if valuesOnly { argv.append("--value") }
+        argv += ["--", unit]
+        return try Subprocess.output(of: argv, before: deadline)
     }
 
     /// `--timeout`, at most a year: a larger figure would trap converting to milliseconds.

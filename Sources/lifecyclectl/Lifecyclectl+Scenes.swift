@@ -224,7 +224,12 @@ struct SceneDiscardCommand: ParsableCommand {
         do {
             if connection.unit != nil {
                 let deadline = ContinuousClock.now + connection.timeoutDuration
-                let show = try? OfflineSceneDiscard.unitState(connection.unitName, user: connection.user, before: deadline)
+                let show = try? ConnectionOptions.show(
+                    connection.unitName,
+                    OfflineSceneDiscard.unitProperties,
+                    user: connection.user,
+                    before: deadline
+                )
                 try OfflineSceneDiscard.checkStopped(unit: connection.unitName, show: show)
             }
             outcome = try OfflineSceneDiscard.discard(id, inDirectory: stateDirectory)

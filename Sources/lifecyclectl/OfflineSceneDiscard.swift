@@ -170,15 +170,6 @@ enum OfflineSceneDiscard {
         }
     }
 
-    /// What `systemctl show` says of `unit`'s state, for ``checkStopped(unit:show:)``.
-    static func unitState(
-        _ unit: String,
-        user: Bool,
-        before deadline: ContinuousClock.Instant
-    ) throws(Subprocess.TimedOut) -> String? {
-        var argv = ["systemctl"]
-        if user { argv.append("--user") }
-        argv += ["show", "--property=ActiveState,SubState,NFileDescriptorStore", "--", unit]
-        return try Subprocess.output(of: argv, before: deadline)
-    }
+    /// The properties ``checkStopped(unit:show:)`` reads, for `systemctl show`.
+    static let unitProperties = ["ActiveState", "SubState", "NFileDescriptorStore"]
 }
