@@ -52,11 +52,12 @@ KILLS = 5
 
 @pytest.fixture
 def hello_service(sandbox: Sandbox, hello_unit: Callable[..., int]) -> Iterator[Callable[..., int]]:
-    """The example's units as shipped (test_example's `hello_unit`), started; returns the port. Afterwards the real
-    binary is back at the unit's ExecStart path, if a test put a script there."""
+    """The example's units as shipped (test_example's `hello_unit`), with their own start limit (no StartLimitBurst=
+    drop-in: 30 starts in 10 s, which no test here comes near), started; returns the port. Afterwards the real binary
+    is back at the unit's ExecStart path, if a test put a script there."""
 
     def install(socket_unit: bool = True) -> int:
-        port = hello_unit(socket_unit=socket_unit)
+        port = hello_unit(socket_unit=socket_unit, shipped_start_limit=True)
         sandbox.systemctl("start", UNIT)
         assert wait_for(lambda: answers(port), timeout=15, message="the first answer") == (200, "hello")
         return port
